@@ -1,0 +1,49 @@
+# pg_eventlog: build with PGXS.
+#
+#   make PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+#   make install
+#   test/run            # every test suite, see README.md
+#
+# sql/pg_eventlog.sql is the single source of the current version's install
+# script; it is copied to the versioned name at build time.  Scripts of
+# released versions (sql/pg_eventlog--X.Y.Z.sql) and upgrade scripts
+# (sql/pg_eventlog--A--B.sql) are committed as they shipped.
+
+EXTENSION = pg_eventlog
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
+
+MODULE_big = pg_eventlog
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
+
+# pg_regress: sql/NAME.sql against expected/NAME.out, in this order.
+REGRESS = $(shell sed -e 's/\#.*//' test/regress_schedule)
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+# Isolation specs: test/isolation/specs/NAME.spec, expected/NAME.out beside.
+ISOLATION = $(shell sed -e 's/\#.*//' test/isolation_schedule)
+ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
+
+EXTRA_CLEAN = output_iso results regression.diffs regression.out tmp_check
+
+# Warnings are errors in CI.  PostgreSQL's own headers trip
+# -Wunused-parameter, -Wsign-compare and -Wmissing-field-initializers under
+# -Wextra, so those three stay warnings-off.  PG_CFLAGS reaches gcc only,
+# not the clang that builds LLVM bitcode.
+ifdef WERROR
+PG_CFLAGS += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
+	-Wno-missing-field-initializers
+endif
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+ifeq ($(shell test $(VERSION_NUM) -lt 140000 && echo old),old)
+$(error pg_eventlog requires PostgreSQL 14 or later; $(PG_CONFIG) reports $(VERSION))
+endif
+
+$(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
+	cp $< $@

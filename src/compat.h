@@ -1,0 +1,91 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  Differences between the PostgreSQL major versions pg_eventlog builds
+ *	  against (14 to 18), kept in one place.
+ *
+ * Each guard names the upstream change behind it, so that the day a version
+ * leaves support its block can simply be deleted.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_EVENTLOG_COMPAT_H
+#define PG_EVENTLOG_COMPAT_H
+
+#include "postgres.h"
+
+#if PG_VERSION_NUM < 140000
+#error "pg_eventlog requires PostgreSQL 14 or later"
+#endif
+
+/*
+ * PostgreSQL 15 added shmem_request_hook; before it, shared memory was
+ * requested directly from _PG_init.  (commit 4f2400cb3f1)
+ */
+#if PG_VERSION_NUM >= 150000
+#define EL_HAVE_SHMEM_REQUEST_HOOK 1
+#endif
+
+/*
+ * PostgreSQL 15 added MarkGUCPrefixReserved; 14 has the older
+ * EmitWarningsOnPlaceholders, which only warns.
+ */
+#if PG_VERSION_NUM < 150000
+#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* PostgreSQL 16 moved the varlena macros into varatt.h. */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
+/*
+ * PostgreSQL 17 added custom wait events for extensions
+ * (WaitEventExtensionNew); earlier versions only have the generic
+ * PG_WAIT_EXTENSION.
+ */
+#if PG_VERSION_NUM >= 170000
+#define EL_HAVE_CUSTOM_WAIT_EVENTS 1
+#endif
+
+/*
+ * PostgreSQL 17 replaced PGPROC.pgprocno by MyProcNumber/GetNumberFromPGProc
+ * (commit 024c521117).
+ */
+#if PG_VERSION_NUM >= 170000
+#define EL_MY_PROCNO			MyProcNumber
+#else
+#define EL_MY_PROCNO			(MyProc->pgprocno)
+#endif
+
+/* PostgreSQL 18 added an instrumentation argument to index_beginscan. */
+#if PG_VERSION_NUM >= 180000
+#define el_index_beginscan(heap, index, snap, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snap), NULL, (nkeys), (norderbys))
+#else
+#define el_index_beginscan(heap, index, snap, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snap), (nkeys), (norderbys))
+#endif
+
+/*
+ * MaxBackends is only known once shared_preload_libraries have been
+ * processed; PostgreSQL 15 computes it before shmem_request_hook runs.  On
+ * 14 the same sum is made from the settings it is derived from.
+ */
+#if PG_VERSION_NUM >= 150000
+#define EL_MAX_BACKENDS()		(MaxBackends)
+#else
+#define EL_MAX_BACKENDS() \
+	(MaxConnections + autovacuum_max_workers + 1 + max_worker_processes + max_wal_senders)
+#endif
+
+/* PostgreSQL 16 added the onlySummarizing argument to ExecInsertIndexTuples. */
+#if PG_VERSION_NUM >= 160000
+#define el_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
+#else
+#define el_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
+#endif							/* PG_EVENTLOG_COMPAT_H */

@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_eventlog.h
+ *	  Declarations shared by the pg_eventlog subsystems: module init entry
+ *	  points, settings, and the error codes the extension raises.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_EVENTLOG_H
+#define PG_EVENTLOG_H
+
+#include "compat.h"
+
+#define EL_EXTENSION_NAME	"pg_eventlog"
+#define EL_SCHEMA_NAME		"eventlog"
+#define EL_VERSION			"0.1.0"
+
+/* Subsystem initialisation, called from _PG_init (pg_eventlog.c). */
+extern void el_shmem_init(void);
+extern void el_worker_init(void);
+extern void el_topic_cache_init(void);
+extern void el_segment_init(void);
+extern void el_read_init(void);
+extern void el_utility_init(void);
+
+/* shmem.c */
+extern bool el_shmem_attached(void);
+extern void el_require_shmem(void);
+
+/* worker.c: settings */
+extern int	el_maintenance_interval_ms;
+
+#endif							/* PG_EVENTLOG_H */

@@ -1,0 +1,98 @@
+# test/lib.sh: shell helpers shared by test/run, test/demo and test/bench/run.
+#
+# Sourced, never run.  Everything here works on a fresh Debian 12 machine:
+# as root it installs the Debian packages it needs; as another user it says
+# exactly which apt-get line to run.  PostgreSQL refuses to run as root, so
+# throwaway servers run as the "postgres" user with their data directory and
+# socket in a temporary directory.
+
+PG_MAJOR=${PG_MAJOR:-15}
+PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
+PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
+export PATH="$PG_BINDIR:$PATH"
+
+# Packages each command needs (Debian 12 names).
+EL_BUILD_PKGS="make gcc libc6-dev postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR"
+EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl"
+EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox"
+
+el_log() { printf '==> %s\n' "$*"; }
+el_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# el_ensure_packages PKG...: install what is missing (root), or explain.
+el_ensure_packages() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+            || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -eq 0 ]; then
+        el_log "installing Debian packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null || el_die "apt-get update failed"
+        # The server and its headers must come from the same point release
+        # (bookworm-security may carry a newer -dev than the image's server):
+        # installing the server alongside upgrades both together.
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+            postgresql-$PG_MAJOR >/dev/null \
+            || el_die "apt-get install ${missing[*]} failed"
+    else
+        el_die "missing Debian packages; run: sudo apt-get install -y ${missing[*]}"
+    fi
+}
+
+# el_build_install: compile (warnings are errors) and install the extension.
+el_build_install() {
+    local make_args=(PG_CONFIG="$PG_CONFIG" WERROR=1 with_llvm=no)
+    el_log "building pg_eventlog"
+    make -s "${make_args[@]}" >/dev/null || el_die "build failed"
+    if [ "$(id -u)" -eq 0 ]; then
+        make -s "${make_args[@]}" install >/dev/null || el_die "make install failed"
+    else
+        sudo make -s "${make_args[@]}" install >/dev/null \
+            || el_die "make install needs root; run: sudo make install PG_CONFIG=$PG_CONFIG"
+    fi
+}
+
+# el_as_postgres CMD...: run a command as the postgres user (from /tmp, as
+# that user cannot enter /root).
+el_as_postgres() {
+    if [ "$(id -un)" = postgres ]; then
+        (cd /tmp && "$@")
+    else
+        (cd /tmp && runuser -u postgres -- "$@")
+    fi
+}
+
+# el_start_server CONF_FILE: start a throwaway server with the settings in
+# CONF_FILE appended to postgresql.conf; exports PGHOST, PGPORT, PGUSER,
+# EL_SERVER_DIR and EL_SERVER_LOG.  Stop it with el_stop_server.
+el_start_server() {
+    local conf=$1
+    EL_SERVER_DIR=$(mktemp -d /tmp/pg_eventlog.XXXXXX)
+    chmod 755 "$EL_SERVER_DIR"
+    chown postgres: "$EL_SERVER_DIR" 2>/dev/null || true
+    EL_SERVER_LOG=$EL_SERVER_DIR/server.log
+    PGPORT=${EL_PORT:-$(( 20000 + RANDOM % 20000 ))}
+    el_as_postgres initdb -D "$EL_SERVER_DIR/data" --auth=trust --no-sync \
+        -U postgres -E UTF8 --locale=C.UTF-8 >"$EL_SERVER_DIR/initdb.log" 2>&1 \
+        || { cat "$EL_SERVER_DIR/initdb.log"; el_die "initdb failed"; }
+    {
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$EL_SERVER_DIR'"
+        echo "port = $PGPORT"
+        cat "$conf"
+    } | el_as_postgres tee -a "$EL_SERVER_DIR/data/postgresql.conf" >/dev/null
+    el_as_postgres pg_ctl -D "$EL_SERVER_DIR/data" -l "$EL_SERVER_LOG" -w -t 60 start \
+        >/dev/null || { cat "$EL_SERVER_LOG"; el_die "server did not start"; }
+    export PGHOST=$EL_SERVER_DIR PGPORT PGUSER=postgres PGDATABASE=postgres
+    export EL_SERVER_DIR EL_SERVER_LOG
+}
+
+el_stop_server() {
+    [ -n "${EL_SERVER_DIR:-}" ] || return 0
+    el_as_postgres pg_ctl -D "$EL_SERVER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+    rm -rf "$EL_SERVER_DIR"
+    EL_SERVER_DIR=
+}
