@@ -1,0 +1,37 @@
+--
+-- DROP EXTENSION leaves nothing behind, and a topic of a re-created
+-- extension starts again at offset 0.  (Runs last.)
+--
+\set SHOW_CONTEXT never
+SELECT eventlog.create_topic('survivor', 2);
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+SELECT count(*) > 0 AS has_segments FROM pg_tables
+ WHERE schemaname = 'eventlog' AND tablename LIKE 'seg\_%';
+
+-- A failed DROP EXTENSION keeps everything.
+BEGIN;
+DROP EXTENSION pg_eventlog;
+ROLLBACK;
+SELECT count(*) FROM eventlog.read('survivor', 1, 0);
+
+DROP EXTENSION pg_eventlog;
+SELECT count(*) AS relations_left FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'eventlog';
+SELECT count(*) AS functions_left FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'eventlog';
+SELECT count(*) AS types_left FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+ WHERE n.nspname = 'eventlog';
+-- CREATE EXTENSION made the schema; it goes too.
+SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'eventlog';
+
+CREATE EXTENSION pg_eventlog;
+SELECT eventlog.create_topic('survivor', 2);
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+
+-- DROP SCHEMA ... CASCADE takes the extension and every segment with it,
+-- and offsets start again at 0 in the re-created extension.
+DROP SCHEMA eventlog CASCADE;
+SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'eventlog';
+CREATE EXTENSION pg_eventlog;
+SELECT eventlog.create_topic('survivor', 2);
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);

@@ -1,0 +1,394 @@
+/*-------------------------------------------------------------------------
+ *
+ * produce.c
+ *	  eventlog.produce and eventlog.produce_batch: append records to a
+ *	  topic in the caller's transaction.
+ *
+ * The order of the steps matters:
+ *	1. look the topic up and pick each record's partition (no side effects);
+ *	2. open the partition's active segment with RowExclusiveLock: a
+ *	   concurrent drop_topic either finished (the table is gone: the topic
+ *	   no longer exists) or waits for us;
+ *	3. take offsets, which also registers the transaction's in-flight entry;
+ *	4. insert.  An error here leaves a gap of aborted offsets, never a
+ *	   record readers could have skipped.
+ * Every check that can fail on bad input runs before step 3.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "hash.h"
+#include "segment.h"
+#include "topic.h"
+
+PG_FUNCTION_INFO_V1(el_produce);
+PG_FUNCTION_INFO_V1(el_produce_batch);
+
+/* Per-backend round-robin position for records without a key. */
+static uint32 el_round_robin = 0;
+static bool el_round_robin_set = false;
+
+static int32
+el_choose_partition(ElTopic *topic, const ElRecordIn *rec, bool explicit_set,
+					int32 explicit_partition)
+{
+	if (explicit_set)
+	{
+		el_check_partition(topic, explicit_partition);
+		return explicit_partition;
+	}
+	if (rec->key)
+		return el_partition_for_key(VARDATA_ANY(rec->key),
+									VARSIZE_ANY_EXHDR(rec->key),
+									topic->npartitions);
+	if (!el_round_robin_set)
+	{
+		/* Start each backend elsewhere, so that short sessions spread too. */
+		el_round_robin = (uint32) MyProcPid;
+		el_round_robin_set = true;
+	}
+	return (int32) (el_round_robin++ % (uint32) topic->npartitions);
+}
+
+static void
+el_check_writable(void)
+{
+	el_refuse_in_recovery("produce to");
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot produce to an event log in a read-only transaction")));
+}
+
+/*
+ * Open the active segment of a partition for insertion, re-reading the
+ * topic if the catalog changed while we waited for the lock.  Returns the
+ * (possibly reloaded) topic through *topic_io.
+ */
+static Relation
+el_open_active_segment(ElTopic **topic_io, text *name, int32 partition)
+{
+	int			attempt;
+
+	for (attempt = 0; attempt < 3; attempt++)
+	{
+		ElTopic    *topic = *topic_io;
+		ElPartitionMeta *meta = &topic->parts[partition];
+		uint64		generation = el_cache_generation;
+		Relation	rel = NULL;
+		Oid			relid;
+		AclResult	aclresult;
+
+		if (meta->nsegments > 0)
+		{
+			relid = meta->segments[meta->nsegments - 1].relid;
+			if (OidIsValid(relid))
+				rel = try_relation_open(relid, RowExclusiveLock);
+		}
+		if (rel != NULL && generation == el_cache_generation)
+		{
+			aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(),
+										  ACL_INSERT);
+			if (aclresult != ACLCHECK_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied to produce to topic \"%s\"",
+								topic->name),
+						 errdetail("Producing needs the INSERT privilege on the topic's segment tables.")));
+			return rel;
+		}
+		if (rel != NULL)
+			relation_close(rel, RowExclusiveLock);
+		/* The catalog changed under us: look again. */
+		*topic_io = el_topic_lookup(name);
+		el_check_partition(*topic_io, partition);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("could not open the active segment of partition %d of topic \"%s\"",
+					partition, (*topic_io)->name),
+			 errdetail("The topic's segments changed repeatedly while produce waited for them."),
+			 errhint("Retry the statement.")));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Append records[0..count) to one partition: consecutive offsets from the
+ * returned first one.
+ */
+static int64
+el_append(ElTopic **topic_io, text *name, int32 partition,
+		  const ElRecordIn *records, int count)
+{
+	Relation	rel;
+	ElPartitionState *state;
+	ElPartitionKey key;
+	ElAppender	app;
+	TimestampTz append_time;
+	int64		first;
+	int			i;
+
+	rel = el_open_active_segment(topic_io, name, partition);
+	state = el_partition_ready(*topic_io, partition);
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.topic_id = (*topic_io)->topic_id;
+	key.partition = partition;
+
+	el_appender_begin(&app, rel);
+	first = el_allocate_offsets(state, &key, count, &append_time);
+	for (i = 0; i < count; i++)
+		el_appender_insert(&app, &records[i], first + i, append_time);
+	el_appender_end(&app);
+
+	/* Keep the lock until the end of the transaction, like any insert. */
+	relation_close(rel, NoLock);
+	return first;
+}
+
+static Datum
+el_position_datum(TupleDesc tupdesc, int32 partition, int64 offset)
+{
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	values[0] = Int32GetDatum(partition);
+	values[1] = Int64GetDatum(offset);
+	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+}
+
+/*
+ * eventlog.produce(topic text, key text, value jsonb, headers jsonb,
+ *                  partition integer, event_time timestamptz)
+ *		-> eventlog.position
+ */
+Datum
+el_produce(PG_FUNCTION_ARGS)
+{
+	text	   *name;
+	ElTopic    *topic;
+	ElRecordIn	rec;
+	TupleDesc	tupdesc;
+	int32		partition;
+	int64		offset;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	name = PG_GETARG_TEXT_PP(0);
+	topic = el_topic_lookup(name);
+	el_check_writable();
+
+	memset(&rec, 0, sizeof(rec));
+	rec.key = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	rec.value = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	rec.headers = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+	if (!PG_ARGISNULL(5))
+	{
+		rec.has_event_time = true;
+		rec.event_time = PG_GETARG_TIMESTAMPTZ(5);
+	}
+	el_check_record_size(&rec);
+	partition = el_choose_partition(topic, &rec, !PG_ARGISNULL(4),
+									PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4));
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	offset = el_append(&topic, name, partition, &rec, 1);
+	PG_RETURN_DATUM(el_position_datum(tupdesc, partition, offset));
+}
+
+/* Deconstruct an optional array argument, checking its length. */
+static void
+el_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname,
+			   Oid elemtype, int expected, Datum **elems, bool **nulls)
+{
+	ArrayType  *arr;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	*elems = NULL;
+	*nulls = NULL;
+	if (PG_ARGISNULL(argno))
+		return;
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", argname)));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, elems, nulls, &n);
+	if (n != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s has %d elements but value has %d", argname, n, expected),
+				 errdetail("Element i of each array describes record i, so the arrays must be of equal length.")));
+}
+
+/*
+ * eventlog.produce_batch(topic text, key text[], value jsonb[],
+ *                        headers jsonb[], partition integer,
+ *                        event_time timestamptz[])
+ *		-> SETOF eventlog.position, in input order
+ *
+ * Records going to one partition get consecutive offsets, taken in one
+ * step, in input order.
+ */
+Datum
+el_produce_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	text	   *name;
+	ElTopic    *topic;
+	ArrayType  *values_arr;
+	Datum	   *value_elems, *key_elems, *header_elems, *time_elems;
+	bool	   *value_nulls, *key_nulls, *header_nulls, *time_nulls;
+	int			n, i, p, nparts;
+	ElRecordIn *recs;
+	int32	   *parts;
+	int64	   *offsets;
+	int		   *count_per_part;
+	int		   *order;
+	ElRecordIn *sorted;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	MemoryContext oldcxt;
+	bool		explicit_set = !PG_ARGISNULL(4);
+	int32		explicit_partition = explicit_set ? PG_GETARG_INT32(4) : 0;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("produce_batch must be called in a context that accepts a set")));
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("value must not be null"),
+				 errdetail("value is the array of record values; an element may be NULL, the array may not.")));
+	name = PG_GETARG_TEXT_PP(0);
+	topic = el_topic_lookup(name);
+	el_check_writable();
+
+	values_arr = PG_GETARG_ARRAYTYPE_P(2);
+	if (ARR_NDIM(values_arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("value must be a one-dimensional array")));
+	deconstruct_array(values_arr, JSONBOID, -1, false, TYPALIGN_INT,
+					  &value_elems, &value_nulls, &n);
+	el_batch_array(fcinfo, 1, "key", TEXTOID, n, &key_elems, &key_nulls);
+	el_batch_array(fcinfo, 3, "headers", JSONBOID, n, &header_elems, &header_nulls);
+	el_batch_array(fcinfo, 5, "event_time", TIMESTAMPTZOID, n, &time_elems, &time_nulls);
+
+	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(oldcxt);
+
+	/* Build and check every record, and pick partitions, before writing. */
+	recs = palloc0(sizeof(ElRecordIn) * Max(n, 1));
+	parts = palloc(sizeof(int32) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		ElRecordIn *rec = &recs[i];
+
+		if (key_elems && !key_nulls[i])
+			rec->key = DatumGetTextPP(key_elems[i]);
+		if (!value_nulls[i])
+			rec->value = DatumGetJsonbP(value_elems[i]);
+		if (header_elems && !header_nulls[i])
+			rec->headers = DatumGetJsonbP(header_elems[i]);
+		if (time_elems && !time_nulls[i])
+		{
+			rec->has_event_time = true;
+			rec->event_time = DatumGetTimestampTz(time_elems[i]);
+		}
+		el_check_record_size(rec);
+		parts[i] = el_choose_partition(topic, rec, explicit_set, explicit_partition);
+	}
+
+	/*
+	 * Group by partition, keeping input order inside each group.  The count
+	 * is taken now: the topic may be reloaded (and grow) while appending.
+	 */
+	nparts = topic->npartitions;
+	count_per_part = palloc0(sizeof(int) * (nparts + 1));
+	for (i = 0; i < n; i++)
+		count_per_part[parts[i] + 1]++;
+	for (p = 0; p < nparts; p++)
+		count_per_part[p + 1] += count_per_part[p];
+	order = palloc(sizeof(int) * Max(n, 1));
+	sorted = palloc(sizeof(ElRecordIn) * Max(n, 1));
+	{
+		int		   *fill = palloc(sizeof(int) * nparts);
+
+		memcpy(fill, count_per_part, sizeof(int) * nparts);
+		for (i = 0; i < n; i++)
+		{
+			int			pos = fill[parts[i]]++;
+
+			order[pos] = i;
+			sorted[pos] = recs[i];
+		}
+	}
+
+	offsets = palloc(sizeof(int64) * Max(n, 1));
+	for (p = 0; p < nparts; p++)
+	{
+		int			start = count_per_part[p];
+		int			end = count_per_part[p + 1];
+		int64		first;
+
+		if (start == end)
+			continue;
+		first = el_append(&topic, name, p, &sorted[start], end - start);
+		for (i = start; i < end; i++)
+			offsets[order[i]] = first + (i - start);
+	}
+
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		values[0] = Int32GetDatum(parts[i]);
+		values[1] = Int64GetDatum(offsets[i]);
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
+}

@@ -1,0 +1,514 @@
+/*-------------------------------------------------------------------------
+ *
+ * read.c
+ *	  Reading a partition: eventlog.read, eventlog.offset_for_time and the
+ *	  offset functions.
+ *
+ * Every reader follows the same two steps (DESIGN.md, invariant 1):
+ *	1. compute the partition's last stable offset (shmem.c);
+ *	2. scan with a snapshot taken after step 1, never the transaction's
+ *	   snapshot, and return nothing at or above the stable offset.
+ * Whatever committed below the stable offset committed before step 1
+ * ended, so the fresh snapshot sees it; in-flight records are at or above
+ * it.  Hence no reader, whatever its isolation level, returns offset N
+ * while a lower offset may still commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "segment.h"
+#include "topic.h"
+
+PG_FUNCTION_INFO_V1(el_read);
+PG_FUNCTION_INFO_V1(el_offset_for_time);
+PG_FUNCTION_INFO_V1(el_last_stable_offset_sql);
+PG_FUNCTION_INFO_V1(el_high_watermark_sql);
+PG_FUNCTION_INFO_V1(el_log_start_offset_sql);
+PG_FUNCTION_INFO_V1(el_partition_state);
+
+/*
+ * Test-only fault injection: readers use the high watermark instead of the
+ * last stable offset.  The isolation specs and the stress test show they
+ * fail with it on, which proves they test the stable offset.
+ */
+static bool el_debug_ignore_stable_offset = false;
+
+void
+el_read_init(void)
+{
+	DefineCustomBoolVariable("eventlog.debug_ignore_stable_offset",
+							 "Test only: let readers return records at or above the last stable offset.",
+							 "This breaks the no-skipped-record guarantee; it exists to show that the tests catch it.",
+							 &el_debug_ignore_stable_offset,
+							 false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+}
+
+/* Offsets of one partition, as a reader sees them at one moment. */
+typedef struct ElReadPoint
+{
+	ElTopic    *topic;
+	int32		partition;
+	int64		log_start;
+	int64		stable;			/* last stable offset */
+	int64		high_watermark;
+	int			holder_pid;
+} ElReadPoint;
+
+/* A scan over a partition's segments in offset order, from an offset. */
+typedef struct ElScan
+{
+	ElReadPoint *point;
+	Snapshot	snapshot;
+	int64		next;			/* next offset wanted */
+	int			segno;			/* index in meta->segments */
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+} ElScan;
+
+static int32
+el_partition_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("partition must not be null")));
+	return PG_GETARG_INT32(argno);
+}
+
+/* Look up topic and partition arguments, and take the read point. */
+static void
+el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
+{
+	ElTopic    *topic;
+	int32		partition;
+	ElPartitionState *state;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+	partition = el_partition_arg(fcinfo, 1);
+	el_check_partition(topic, partition);
+	el_refuse_in_recovery("read");
+
+	state = el_partition_ready(topic, partition);
+	point->topic = topic;
+	point->partition = partition;
+	point->log_start = topic->parts[partition].log_start_offset;
+	point->stable = el_last_stable_offset(state, &point->high_watermark,
+										  &point->holder_pid);
+	if (el_debug_ignore_stable_offset)
+		point->stable = point->high_watermark;
+}
+
+static void
+el_offset_out_of_range(ElReadPoint *point, int64 offset)
+{
+	if (offset < point->log_start)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("offset " INT64_FORMAT " is before the log start offset of partition %d of topic \"%s\"",
+						offset, point->partition, point->topic->name),
+				 errdetail("Retention has removed the records below offset " INT64_FORMAT ".",
+						   point->log_start),
+				 errhint("Read from offset " INT64_FORMAT ", the partition's log start offset.",
+						 point->log_start)));
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("offset " INT64_FORMAT " is beyond the high watermark of partition %d of topic \"%s\"",
+					offset, point->partition, point->topic->name),
+			 errdetail("The next offset the partition will assign is " INT64_FORMAT ".",
+					   point->high_watermark),
+			 errhint("Read from offset " INT64_FORMAT " or lower.",
+					 point->high_watermark)));
+}
+
+static void
+el_scan_close_segment(ElScan *s)
+{
+	if (s->scan)
+		index_endscan(s->scan);
+	if (s->slot)
+		ExecDropSingleTupleTableSlot(s->slot);
+	if (s->index)
+		index_close(s->index, AccessShareLock);
+	if (s->rel)
+		relation_close(s->rel, AccessShareLock);
+	s->scan = NULL;
+	s->slot = NULL;
+	s->index = NULL;
+	s->rel = NULL;
+}
+
+/* Position the scan on the segment that may hold s->next. */
+static void
+el_scan_begin(ElScan *s, ElReadPoint *point, int64 from, Snapshot snapshot)
+{
+	ElPartitionMeta *meta = &point->topic->parts[point->partition];
+	int			i;
+
+	memset(s, 0, sizeof(*s));
+	s->point = point;
+	s->snapshot = snapshot;
+	s->next = from;
+	/* The last segment whose base offset is at or below "from". */
+	s->segno = 0;
+	for (i = 0; i < meta->nsegments; i++)
+		if (meta->segments[i].base_offset <= from)
+			s->segno = i;
+}
+
+static bool
+el_scan_open_segment(ElScan *s)
+{
+	ElPartitionMeta *meta = &s->point->topic->parts[s->point->partition];
+	ElSegment  *seg;
+	Oid			pk;
+	ScanKeyData key;
+
+	if (s->segno >= meta->nsegments)
+		return false;
+	seg = &meta->segments[s->segno];
+	if (!OidIsValid(seg->relid) ||
+		(s->rel = try_relation_open(seg->relid, AccessShareLock)) == NULL)
+		el_offset_out_of_range(s->point, s->next);	/* removed meanwhile */
+
+	if (pg_class_aclcheck(RelationGetRelid(s->rel), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read topic \"%s\"",
+						s->point->topic->name),
+				 errdetail("Reading needs the SELECT privilege on the topic's segment tables.")));
+
+	pk = RelationGetPrimaryKeyIndex(s->rel);
+	if (!OidIsValid(pk))
+		elog(ERROR, "segment \"%s\" has no primary key",
+			 RelationGetRelationName(s->rel));
+	s->index = index_open(pk, AccessShareLock);
+	s->slot = table_slot_create(s->rel, NULL);
+	s->scan = el_index_beginscan(s->rel, s->index, s->snapshot, 1, 0);
+	ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber, F_INT8GE,
+				Int64GetDatum(s->next));
+	index_rescan(s->scan, &key, 1, NULL, 0);
+	return true;
+}
+
+/*
+ * The next record below the stable offset, in offset order, or NULL.  The
+ * returned slot stays valid until the next call.
+ */
+static TupleTableSlot *
+el_scan_next(ElScan *s, int64 *offset)
+{
+	ElPartitionMeta *meta = &s->point->topic->parts[s->point->partition];
+
+	for (;;)
+	{
+		if (s->next >= s->point->stable)
+			return NULL;
+		if (s->scan == NULL)
+		{
+			if (!el_scan_open_segment(s))
+				return NULL;
+		}
+		if (index_getnext_slot(s->scan, ForwardScanDirection, s->slot))
+		{
+			bool		isnull;
+			int64		off = DatumGetInt64(slot_getattr(s->slot, EL_SEG_OFFSET, &isnull));
+
+			if (off >= s->point->stable)
+			{
+				s->next = s->point->stable;
+				return NULL;
+			}
+			s->next = off + 1;
+			*offset = off;
+			return s->slot;
+		}
+		/* This segment is exhausted: go on with the next one. */
+		el_scan_close_segment(s);
+		s->segno++;
+		if (s->segno >= meta->nsegments)
+			return NULL;
+	}
+}
+
+static void
+el_scan_end(ElScan *s)
+{
+	el_scan_close_segment(s);
+}
+
+/* A varlena column, flattened so it outlives the scan and its snapshot. */
+static Datum
+el_flat_attr(TupleTableSlot *slot, int attnum, bool *isnull)
+{
+	Datum		d = slot_getattr(slot, attnum, isnull);
+
+	if (!*isnull && VARATT_IS_EXTERNAL(DatumGetPointer(d)))
+		d = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(d)));
+	return d;
+}
+
+/*
+ * eventlog.read(topic text, partition integer, from_offset bigint,
+ *               max_records integer) -> SETOF eventlog.record
+ */
+Datum
+el_read(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ElReadPoint point;
+	ElScan		scan;
+	int64		from;
+	int32		max_records;
+	Snapshot	snapshot;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	MemoryContext oldcxt;
+	TupleTableSlot *slot;
+	int64		offset;
+	int32		n = 0;
+	Datum		topic_datum;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("read must be called in a context that accepts a set")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("from_offset must not be null")));
+	from = PG_GETARG_INT64(2);
+	if (from < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_offset must not be negative"),
+				 errdetail("The value given was " INT64_FORMAT ".", from)));
+	if (PG_ARGISNULL(3) || PG_GETARG_INT32(3) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_records must be at least 1")));
+	max_records = PG_GETARG_INT32(3);
+
+	el_read_point(fcinfo, &point);
+	if (from < point.log_start || from > point.high_watermark)
+		el_offset_out_of_range(&point, from);
+
+	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(oldcxt);
+
+	/* Step 2: a snapshot taken after the stable offset was computed. */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	topic_datum = CStringGetTextDatum(point.topic->name);
+
+	el_scan_begin(&scan, &point, from, snapshot);
+	while (n < max_records && (slot = el_scan_next(&scan, &offset)) != NULL)
+	{
+		Datum		values[8];
+		bool		nulls[8] = {false};
+
+		values[0] = topic_datum;
+		values[1] = Int32GetDatum(point.partition);
+		values[2] = Int64GetDatum(offset);
+		values[3] = el_flat_attr(slot, EL_SEG_KEY, &nulls[3]);
+		values[4] = el_flat_attr(slot, EL_SEG_VALUE, &nulls[4]);
+		values[5] = el_flat_attr(slot, EL_SEG_HEADERS, &nulls[5]);
+		values[6] = slot_getattr(slot, EL_SEG_EVENT_TIME, &nulls[6]);
+		values[7] = slot_getattr(slot, EL_SEG_APPEND_TIME, &nulls[7]);
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+		n++;
+	}
+	el_scan_end(&scan);
+	UnregisterSnapshot(snapshot);
+
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
+}
+
+/*
+ * The first readable record at or after "from" and below "to": its offset
+ * and append_time.  False if there is none.
+ */
+static bool
+el_first_record(ElReadPoint *point, Snapshot snapshot, int64 from, int64 to,
+				int64 *offset, TimestampTz *append_time)
+{
+	ElScan		scan;
+	TupleTableSlot *slot;
+	bool		found = false;
+
+	el_scan_begin(&scan, point, from, snapshot);
+	slot = el_scan_next(&scan, offset);
+	if (slot != NULL && *offset < to)
+	{
+		bool		isnull;
+
+		*append_time = DatumGetTimestampTz(slot_getattr(slot, EL_SEG_APPEND_TIME, &isnull));
+		found = true;
+	}
+	el_scan_end(&scan);
+	return found;
+}
+
+/*
+ * eventlog.offset_for_time(topic text, partition integer, ts timestamptz)
+ *		-> bigint
+ *
+ * append_time never decreases along a partition's offsets (shmem.c hands it
+ * out with the offsets), so a binary search over the offset range finds
+ * the first record at or after ts in O(log n) index probes.
+ */
+Datum
+el_offset_for_time(PG_FUNCTION_ARGS)
+{
+	ElReadPoint point;
+	TimestampTz ts;
+	Snapshot	snapshot;
+	int64		lo, hi, answer;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ts must not be null")));
+	ts = PG_GETARG_TIMESTAMPTZ(2);
+	el_read_point(fcinfo, &point);
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	lo = point.log_start;
+	hi = point.stable;
+	answer = point.stable;
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+		int64		offset;
+		TimestampTz t;
+
+		if (!el_first_record(&point, snapshot, mid, hi, &offset, &t))
+			hi = mid;
+		else if (t >= ts)
+		{
+			answer = offset;
+			hi = mid;
+		}
+		else
+			lo = offset + 1;
+	}
+	UnregisterSnapshot(snapshot);
+	PG_RETURN_INT64(answer);
+}
+
+Datum
+el_last_stable_offset_sql(PG_FUNCTION_ARGS)
+{
+	ElReadPoint point;
+
+	el_read_point(fcinfo, &point);
+	PG_RETURN_INT64(point.stable);
+}
+
+Datum
+el_high_watermark_sql(PG_FUNCTION_ARGS)
+{
+	ElReadPoint point;
+
+	el_read_point(fcinfo, &point);
+	PG_RETURN_INT64(point.high_watermark);
+}
+
+Datum
+el_log_start_offset_sql(PG_FUNCTION_ARGS)
+{
+	ElTopic    *topic;
+	int32		partition;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+	partition = el_partition_arg(fcinfo, 1);
+	el_check_partition(topic, partition);
+	PG_RETURN_INT64(topic->parts[partition].log_start_offset);
+}
+
+/*
+ * eventlog._partition_state(topic text, partition integer)
+ *		-> (high_watermark, last_stable_offset, stable_offset_holder_pid)
+ *
+ * For the eventlog.partitions view.  During recovery it shows what the
+ * counter would resume at, without installing it.
+ */
+Datum
+el_partition_state(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	ElTopic    *topic;
+	int32		partition = PG_GETARG_INT32(1);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+	el_check_partition(topic, partition);
+	if (RecoveryInProgress())
+	{
+		int64		next = el_recover_next_offset(topic, partition);
+
+		values[0] = Int64GetDatum(next);
+		values[1] = Int64GetDatum(next);
+		nulls[2] = true;
+	}
+	else
+	{
+		ElPartitionState *state = el_partition_ready(topic, partition);
+		int64		hwm;
+		int			pid;
+		int64		lso = el_last_stable_offset(state, &hwm, &pid);
+
+		values[0] = Int64GetDatum(hwm);
+		values[1] = Int64GetDatum(lso);
+		if (pid == 0)
+			nulls[2] = true;
+		else
+			values[2] = Int32GetDatum(pid);
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

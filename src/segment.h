@@ -1,0 +1,53 @@
+/*-------------------------------------------------------------------------
+ *
+ * segment.h
+ *	  Segment tables: appending records and guarding against direct writes
+ *	  (segment.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_EVENTLOG_SEGMENT_H
+#define PG_EVENTLOG_SEGMENT_H
+
+#include "utils/jsonb.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+/* Column numbers of a segment table (1-based, as in the catalog). */
+#define EL_SEG_OFFSET		1
+#define EL_SEG_KEY			2
+#define EL_SEG_VALUE		3
+#define EL_SEG_HEADERS		4
+#define EL_SEG_EVENT_TIME	5
+#define EL_SEG_APPEND_TIME	6
+#define EL_SEG_NATTS		6
+
+/* A record to append; NULL pointers are SQL NULLs. */
+typedef struct ElRecordIn
+{
+	text	   *key;
+	Jsonb	   *value;
+	Jsonb	   *headers;
+	bool		has_event_time;
+	TimestampTz event_time;
+} ElRecordIn;
+
+/* Inserts into one segment table, indexes included. */
+typedef struct ElAppender
+{
+	Relation	rel;
+	struct EState *estate;
+	struct ResultRelInfo *rri;
+	struct TupleTableSlot *slot;
+} ElAppender;
+
+extern void el_appender_begin(ElAppender *app, Relation rel);
+extern void el_appender_insert(ElAppender *app, const ElRecordIn *rec,
+							   int64 offset, TimestampTz append_time);
+extern void el_appender_end(ElAppender *app);
+extern Size el_record_size(const ElRecordIn *rec);
+extern void el_check_record_size(const ElRecordIn *rec);
+
+extern int	el_max_record_bytes;
+
+#endif							/* PG_EVENTLOG_SEGMENT_H */

@@ -1,0 +1,405 @@
+/*-------------------------------------------------------------------------
+ *
+ * topic.c
+ *	  Topic metadata for the hot paths: a per-backend cache of the catalog
+ *	  tables, its invalidation, and the recovery of a partition's offset
+ *	  counter after a server start.
+ *
+ * The cache maps a topic name to its id, partition count and, per
+ * partition, the segment tables (by OID, resolved from the names stored in
+ * segment_catalog).  Statement triggers on the three catalog tables send a
+ * relcache invalidation of the table they fire on; the callback below bumps
+ * el_cache_generation, and the next lookup reloads.  Callers that open a
+ * segment table compare the generation before and after taking the lock, as
+ * the lock is where pending invalidations are processed.
+ *
+ * The catalog is read with a fresh snapshot, not the transaction's, so that
+ * a REPEATABLE READ transaction never caches a stale segment list.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "topic.h"
+
+uint64		el_cache_generation = 1;
+
+static HTAB *el_topic_cache = NULL;
+static MemoryContext el_cache_cxt = NULL;
+static uint64 el_cache_loaded_generation = 0;
+
+/* OIDs of the catalog tables, known once the cache has been loaded. */
+static Oid	el_catalog_relids[3];
+
+static void
+el_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid ||
+		relid == el_catalog_relids[0] ||
+		relid == el_catalog_relids[1] ||
+		relid == el_catalog_relids[2])
+		el_cache_generation++;
+}
+
+void
+el_topic_cache_init(void)
+{
+	CacheRegisterRelcacheCallback(el_relcache_callback, (Datum) 0);
+}
+
+/* Throw the whole cache away if the catalog changed since it was built. */
+static void
+el_cache_reset_if_stale(void)
+{
+	HASHCTL		info;
+
+	if (el_topic_cache != NULL && el_cache_loaded_generation == el_cache_generation)
+		return;
+
+	if (el_cache_cxt == NULL)
+		el_cache_cxt = AllocSetContextCreate(TopMemoryContext,
+											 "pg_eventlog topic cache",
+											 ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(el_cache_cxt);
+
+	memset(&info, 0, sizeof(info));
+	info.keysize = EL_TOPIC_NAME_MAX + 1;
+	info.entrysize = sizeof(ElTopic);
+	info.hcxt = el_cache_cxt;
+	el_topic_cache = hash_create("pg_eventlog topics", 16, &info,
+								 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	el_cache_loaded_generation = el_cache_generation;
+}
+
+static Oid
+el_schema_oid(void)
+{
+	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, true);
+
+	if (!OidIsValid(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"pg_eventlog\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION pg_eventlog.")));
+	return nsp;
+}
+
+/* Validate a topic name argument: 22004 for NULL, 22023 for the alphabet. */
+static void
+el_check_topic_name(const char *name, int len)
+{
+	int			i;
+	bool		ok = (len >= 1 && len <= EL_TOPIC_NAME_MAX);
+
+	for (i = 0; ok && i < len; i++)
+	{
+		char		c = name[i];
+
+		ok = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-');
+	}
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid topic name \"%.*s\"", Min(len, 210), name),
+				 errdetail("A topic name is 1 to 200 characters, each a letter (A-Z, a-z), a digit, \".\", \"_\" or \"-\".")));
+}
+
+/*
+ * Fetch a text argument that must not be NULL, as a C string.
+ */
+char *
+el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+/* Load one topic from the catalog into "entry"; false if there is none. */
+static bool
+el_topic_load(ElTopic *entry, const char *name)
+{
+	Oid			nsp = el_schema_oid();
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	MemoryContext old;
+	bool		found = false;
+	int			ret;
+	uint64		i;
+
+	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
+	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
+	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetLatestSnapshot());
+
+	args[0] = CStringGetTextDatum(name);
+	ret = SPI_execute_with_args(
+		"SELECT t.topic_id, t.partitions FROM " EL_SCHEMA_NAME ".topic_catalog t"
+		" WHERE t.name = $1",
+		1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eventlog.topic_catalog: %s",
+			 SPI_result_code_string(ret));
+
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Oid			argtypes2[1] = {INT4OID};
+		Datum		args2[1];
+		int32		npartitions;
+
+		found = true;
+		entry->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+													  SPI_tuptable->tupdesc, 1, &isnull));
+		npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 2, &isnull));
+
+		old = MemoryContextSwitchTo(el_cache_cxt);
+		entry->parts = palloc0(sizeof(ElPartitionMeta) * npartitions);
+		MemoryContextSwitchTo(old);
+		entry->npartitions = npartitions;
+
+		args2[0] = Int32GetDatum(entry->topic_id);
+		ret = SPI_execute_with_args(
+			"SELECT p.partition, p.log_start_offset, p.offset_floor,"
+			"       s.segment_no, s.base_offset, s.table_name,"
+			"       count(*) OVER (PARTITION BY p.partition)::integer"
+			"  FROM " EL_SCHEMA_NAME ".partition_catalog p"
+			"  JOIN " EL_SCHEMA_NAME ".segment_catalog s USING (topic_id, partition)"
+			" WHERE p.topic_id = $1"
+			" ORDER BY p.partition, s.base_offset, s.segment_no",
+			1, argtypes2, args2, NULL, true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "could not read eventlog.segment_catalog: %s",
+				 SPI_result_code_string(ret));
+
+		for (i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			int32		p = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+			ElPartitionMeta *meta;
+			ElSegment  *seg;
+			char	   *relname;
+
+			if (p < 0 || p >= npartitions)
+				continue;		/* a partition being added right now */
+			meta = &entry->parts[p];
+			if (meta->segments == NULL)
+			{
+				int			n = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+
+				meta->log_start_offset = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+				meta->offset_floor = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+				meta->segments = MemoryContextAllocZero(el_cache_cxt,
+														sizeof(ElSegment) * n);
+			}
+			seg = &meta->segments[meta->nsegments++];
+			seg->segment_no = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+			seg->base_offset = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+			relname = SPI_getvalue(tup, desc, 6);
+			seg->relid = get_relname_relid(relname, nsp);
+		}
+	}
+
+	PopActiveSnapshot();
+	SPI_finish();
+	return found;
+}
+
+/*
+ * The cached metadata of a topic, loading it if needed.  Raises 22004 for a
+ * NULL name, 22023 for an invalid one and 42704 if there is no such topic.
+ * The result stays valid until the next call.
+ */
+ElTopic *
+el_topic_lookup(text *name_text)
+{
+	char		name[EL_TOPIC_NAME_MAX + 1];
+	int			len = VARSIZE_ANY_EXHDR(name_text);
+	ElTopic    *entry;
+	bool		found;
+
+	el_require_shmem();
+	el_check_topic_name(VARDATA_ANY(name_text), len);
+	memcpy(name, VARDATA_ANY(name_text), len);
+	name[len] = '\0';
+
+	el_cache_reset_if_stale();
+	entry = hash_search(el_topic_cache, name, HASH_FIND, NULL);
+	if (entry)
+		return entry;
+
+	/* Not cached: load it, and cache it only if it exists. */
+	{
+		ElTopic		loaded;
+
+		memset(&loaded, 0, sizeof(loaded));
+		if (!el_topic_load(&loaded, name))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("topic \"%s\" does not exist", name),
+					 errhint("Create it with eventlog.create_topic(), or list topics in eventlog.topics.")));
+		/*
+		 * Should an invalidation have arrived during the load, the entry
+		 * lands in a cache already marked stale and is used only once.
+		 */
+		entry = hash_search(el_topic_cache, name, HASH_ENTER, &found);
+		entry->topic_id = loaded.topic_id;
+		entry->npartitions = loaded.npartitions;
+		entry->parts = loaded.parts;
+	}
+	return entry;
+}
+
+void
+el_check_partition(ElTopic *topic, int32 partition)
+{
+	if (partition < 0 || partition >= topic->npartitions)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition %d of topic \"%s\" does not exist",
+						partition, topic->name),
+				 errdetail("The topic has %d partitions, numbered 0 to %d.",
+						   topic->npartitions, topic->npartitions - 1)));
+}
+
+void
+el_refuse_in_recovery(const char *what)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s an event log during recovery", what),
+				 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
+				 errhint("Connect to the primary.")));
+}
+
+/*
+ * The offset a partition's counter resumes at after a server start (or a
+ * promotion): the largest of the persisted floor, the largest stored offset
+ * plus one, and (with consumer groups) the largest committed position.
+ * Offsets that no reader could have seen, trailing aborted ones, may thus
+ * be handed out again; an offset any reader or group could have seen never
+ * is.
+ */
+int64
+el_recover_next_offset(ElTopic *topic, int32 partition)
+{
+	ElPartitionMeta *meta = &topic->parts[partition];
+	int64		next = Max(meta->offset_floor, meta->log_start_offset);
+	int			i;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetLatestSnapshot());
+
+	/* The newest segment that holds anything has the largest offset. */
+	for (i = meta->nsegments - 1; i >= 0; i--)
+	{
+		char	   *relname;
+		char	   *sql;
+		bool		isnull;
+		Datum		d;
+		int			ret;
+
+		if (!OidIsValid(meta->segments[i].relid))
+			continue;
+		relname = get_rel_name(meta->segments[i].relid);
+		if (relname == NULL)
+			continue;
+		sql = psprintf("SELECT max(offset_id) FROM %s.%s",
+					   quote_identifier(EL_SCHEMA_NAME),
+					   quote_identifier(relname));
+		ret = SPI_execute(sql, true, 1);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "could not read segment \"%s\": %s", relname,
+				 SPI_result_code_string(ret));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull)
+		{
+			next = Max(next, DatumGetInt64(d) + 1);
+			break;
+		}
+	}
+
+	PopActiveSnapshot();
+	SPI_finish();
+	return next;
+}
+
+/*
+ * The shared state of a partition, with its counter recovered: what produce
+ * and read need before they touch offsets.  Never recovers during recovery
+ * (a standby's counters would be stale at promotion).
+ */
+ElPartitionState *
+el_partition_ready(ElTopic *topic, int32 partition)
+{
+	ElPartitionMeta *meta = &topic->parts[partition];
+
+	if (meta->state == NULL)
+		meta->state = el_partition_attach(MyDatabaseId, topic->topic_id, partition);
+	if (!el_partition_initialized(meta->state))
+	{
+		el_refuse_in_recovery("use");
+		el_partition_set_initial(meta->state,
+								 el_recover_next_offset(topic, partition));
+	}
+	return meta->state;
+}
+
+/* ------------------------------------------------------------------------
+ * SQL-callable helpers of the catalog functions
+ * ------------------------------------------------------------------------ */
+
+PG_FUNCTION_INFO_V1(el_catalog_changed);
+PG_FUNCTION_INFO_V1(el_require_shmem_sql);
+PG_FUNCTION_INFO_V1(el_forget_topic);
+
+/* Trigger on the catalog tables: every backend must reload its cache. */
+Datum
+el_catalog_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "el_catalog_changed must be called as a trigger");
+	CacheInvalidateRelcache(trigdata->tg_relation);
+	return PointerGetDatum(NULL);
+}
+
+Datum
+el_require_shmem_sql(PG_FUNCTION_ARGS)
+{
+	el_require_shmem();
+	PG_RETURN_VOID();
+}
+
+Datum
+el_forget_topic(PG_FUNCTION_ARGS)
+{
+	el_forget_topic_at_commit(PG_GETARG_INT32(0));
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * topic.h
+ *	  Per-backend cache of topic metadata, loaded from the catalog tables
+ *	  (topic.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_EVENTLOG_TOPIC_H
+#define PG_EVENTLOG_TOPIC_H
+
+#include "shmem.h"
+
+#define EL_TOPIC_NAME_MAX 200
+
+/* One segment table of a partition. */
+typedef struct ElSegment
+{
+	int32		segment_no;
+	int64		base_offset;	/* first offset it may hold */
+	Oid			relid;			/* InvalidOid if the table is missing */
+} ElSegment;
+
+typedef struct ElPartitionMeta
+{
+	int64		log_start_offset;
+	int64		offset_floor;
+	int			nsegments;
+	ElSegment  *segments;		/* ascending base_offset; last is active */
+	ElPartitionState *state;	/* shared state, attached on first use */
+} ElPartitionMeta;
+
+typedef struct ElTopic
+{
+	char		name[EL_TOPIC_NAME_MAX + 1];	/* hash key */
+	int32		topic_id;
+	int32		npartitions;
+	ElPartitionMeta *parts;
+} ElTopic;
+
+/* Bumped whenever the catalog changes; cached pointers die with it. */
+extern uint64 el_cache_generation;
+
+extern void el_topic_cache_init(void);
+extern ElTopic *el_topic_lookup(text *name);
+extern void el_check_partition(ElTopic *topic, int32 partition);
+extern ElPartitionState *el_partition_ready(ElTopic *topic, int32 partition);
+extern int64 el_recover_next_offset(ElTopic *topic, int32 partition);
+extern void el_refuse_in_recovery(const char *what);
+extern char *el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
+
+#endif							/* PG_EVENTLOG_TOPIC_H */

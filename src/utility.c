@@ -1,0 +1,145 @@
+/*-------------------------------------------------------------------------
+ *
+ * utility.c
+ *	  A ProcessUtility hook so that DROP EXTENSION pg_eventlog leaves
+ *	  nothing behind.
+ *
+ * Segment tables are created at run time, so they are not members of the
+ * extension (members' rows would be left out of pg_dump).  DROP EXTENSION
+ * would therefore leave them behind; this hook drops them first, in the
+ * same transaction, so a failed DROP EXTENSION keeps them too.  It also
+ * frees the database's partition slots in shared memory at commit, so that
+ * topics of a re-created extension start again at offset 0.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/xact.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+
+#include "shmem.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Does the statement drop "name" (an extension or a schema)? */
+static bool
+el_drop_names(DropStmt *stmt, ObjectType type, const char *name)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != type)
+		return false;
+	foreach(lc, stmt->objects)
+	{
+		Node	   *obj = lfirst(lc);
+
+		if (IsA(obj, String) && strcmp(strVal(obj), name) == 0)
+			return OidIsValid(get_extension_oid(EL_EXTENSION_NAME, true));
+	}
+	return false;
+}
+
+static void
+el_drop_all_segments(void)
+{
+	int			ret;
+	uint64		i;
+	uint64		nsegments;
+	SPITupleTable *segments;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute("SELECT table_name FROM " EL_SCHEMA_NAME ".segment_catalog"
+					  " ORDER BY 1", false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eventlog.segment_catalog: %s",
+			 SPI_result_code_string(ret));
+	/* Each DROP below replaces SPI_tuptable: keep the list. */
+	segments = SPI_tuptable;
+	nsegments = SPI_processed;
+	for (i = 0; i < nsegments; i++)
+	{
+		char	   *relname = SPI_getvalue(segments->vals[i],
+										   segments->tupdesc, 1);
+		char	   *sql = psprintf("DROP TABLE IF EXISTS %s.%s",
+								   quote_identifier(EL_SCHEMA_NAME),
+								   quote_identifier(relname));
+
+		ret = SPI_execute(sql, false, 0);
+		if (ret != SPI_OK_UTILITY)
+			elog(ERROR, "could not drop segment \"%s\": %s", relname,
+				 SPI_result_code_string(ret));
+	}
+	SPI_finish();
+}
+
+/*
+ * CREATE EXTENSION created the schema (pg_eventlog.control names it), but
+ * PostgreSQL does not record it as a member, so DROP EXTENSION leaves it.
+ * Drop it too when nothing is left in it.
+ */
+static void
+el_drop_empty_schema(void)
+{
+	int			ret;
+
+	CommandCounterIncrement();	/* see the extension's objects gone */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute("SELECT FROM pg_catalog.pg_namespace n"
+					  " WHERE n.nspname = '" EL_SCHEMA_NAME "'"
+					  "   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d"
+					  "                    WHERE d.refclassid = 'pg_catalog.pg_namespace'::pg_catalog.regclass"
+					  "                      AND d.refobjid = n.oid)",
+					  false, 1);
+	if (ret == SPI_OK_SELECT && SPI_processed == 1)
+		SPI_execute("DROP SCHEMA " EL_SCHEMA_NAME, false, 0);
+	SPI_finish();
+}
+
+static void
+el_process_utility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	bool		dropping_extension = false;
+
+	if (IsA(parsetree, DropStmt))
+	{
+		DropStmt   *stmt = (DropStmt *) parsetree;
+
+		if (el_drop_names(stmt, OBJECT_EXTENSION, EL_EXTENSION_NAME))
+		{
+			dropping_extension = true;
+			el_drop_all_segments();
+			el_forget_database_at_commit();
+		}
+		/* DROP SCHEMA eventlog CASCADE drops segments and extension alike. */
+		else if (el_drop_names(stmt, OBJECT_SCHEMA, EL_SCHEMA_NAME))
+			el_forget_database_at_commit();
+	}
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	if (dropping_extension)
+		el_drop_empty_schema();
+}
+
+void
+el_utility_init(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = el_process_utility;
+}
