@@ -148,12 +148,21 @@ el_shmem_startup(void)
 
 /*
  * Define the settings that size shared memory and install the hooks that
- * request and attach it.  Outside shared_preload_libraries only the settings
- * are defined: a request made later would be refused.
+ * request and attach it: at server start only, as a request made later
+ * would be refused.
  */
 void
 el_shmem_init(void)
 {
+	RegisterXactCallback(el_xact_callback, NULL);
+
+	/*
+	 * Settings that size shared memory can only be defined at server start
+	 * (later, PostgreSQL refuses PGC_POSTMASTER variables with a FATAL).
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
 	DefineCustomIntVariable("eventlog.max_partitions",
 							"Maximum number of partitions, over all topics and databases, that can be in use.",
 							"Sizes shared memory at server start.",
@@ -168,11 +177,6 @@ el_shmem_init(void)
 							128, 1, 65536,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-
-	RegisterXactCallback(el_xact_callback, NULL);
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 	el_shmem_requested = true;
 #ifdef EL_HAVE_SHMEM_REQUEST_HOOK

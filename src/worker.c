@@ -50,7 +50,7 @@ el_worker_init(void)
 		return;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = EL_WORKER_RESTART_SECS;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_eventlog");
@@ -73,6 +73,12 @@ el_launcher_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+
+	/*
+	 * Connect to no database in particular: enough to read shared catalogs
+	 * (pg_database) and to show in pg_stat_activity.
+	 */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	el_shared->launcher_pid = MyProcPid;
 	on_shmem_exit(el_launcher_shutdown, (Datum) 0);

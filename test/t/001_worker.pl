@@ -20,8 +20,12 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($q_worker) w")
 my $pid = $node->safe_psql('postgres', $q_worker);
 
 # SIGHUP: the worker re-reads its configuration and keeps running.
-$node->append_conf('postgresql.conf', "eventlog.maintenance_interval = '200ms'");
+my $log_offset = -s $node->logfile;
+$node->append_conf('postgresql.conf',
+	"eventlog.maintenance_interval = '200ms'\nlog_min_messages = debug1");
 $node->reload;
+ok($node->wait_for_log(qr/pg_eventlog launcher reloaded its configuration/, $log_offset),
+	'the launcher processes SIGHUP');
 ok($node->poll_query_until('postgres',
 		"SELECT setting = '200' FROM pg_settings WHERE name = 'eventlog.maintenance_interval'"),
 	'reload applies eventlog.maintenance_interval');

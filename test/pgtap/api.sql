@@ -1,0 +1,96 @@
+-- The SQL surface: names, signatures, volatility and parallel safety of the
+-- contract's functions, pinned search_path on every PL/pgSQL function, and
+-- the column lists of the types and views users code against.
+BEGIN;
+SELECT plan(27);
+
+SELECT has_schema('eventlog');
+SELECT has_function('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone']);
+SELECT has_function('eventlog', 'produce_batch', ARRAY['text', 'text[]', 'jsonb[]', 'jsonb[]', 'integer', 'timestamp with time zone[]']);
+SELECT has_function('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer']);
+SELECT has_function('eventlog', 'create_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint']);
+SELECT has_function('eventlog', 'drop_topic', ARRAY['text', 'boolean']);
+SELECT has_function('eventlog', 'alter_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint']);
+SELECT has_function('eventlog', 'offset_for_time', ARRAY['text', 'integer', 'timestamp with time zone']);
+
+-- Readers and producers must never be run in parallel workers or have
+-- their calls folded: VOLATILE and PARALLEL UNSAFE.
+SELECT volatility_is('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer'], 'volatile');
+SELECT volatility_is('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone'], 'volatile');
+SELECT is(
+    (SELECT array_agg(DISTINCT proparallel::text) FROM pg_proc
+      WHERE pronamespace = 'eventlog'::regnamespace
+        AND proname IN ('read', 'produce', 'produce_batch', 'offset_for_time', 'last_stable_offset', 'high_watermark')),
+    ARRAY['u'], 'read, produce and the offset functions are PARALLEL UNSAFE');
+
+-- Produce works with plain literals: no overload makes the call ambiguous.
+SELECT is((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname = 'produce'),
+          1, 'one produce function: literals resolve without casts');
+
+-- Every PL/pgSQL function pins its search_path (no search_path hijack).
+SELECT is(
+    (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+      WHERE p.pronamespace = 'eventlog'::regnamespace AND l.lanname = 'plpgsql'
+        AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)),
+    NULL, 'every PL/pgSQL function sets search_path = pg_catalog, pg_temp');
+SELECT is(
+    (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
+    0, 'no SECURITY DEFINER functions yet');
+
+-- Types and views users code against.
+SELECT has_composite('eventlog', 'record', 'eventlog.record exists');
+SELECT is(
+    (SELECT array_agg(attname::text ORDER BY attnum) FROM pg_attribute
+      WHERE attrelid = 'eventlog.record'::regclass AND attnum > 0),
+    ARRAY['topic', 'partition', 'offset_id', 'key', 'value', 'headers', 'event_time', 'append_time'],
+    'eventlog.record columns');
+SELECT is(
+    (SELECT array_agg(attname::text ORDER BY attnum) FROM pg_attribute
+      WHERE attrelid = 'eventlog.position'::regclass AND attnum > 0),
+    ARRAY['partition', 'offset_id'], 'eventlog.position columns');
+SELECT has_view('eventlog', 'topics', 'view eventlog.topics');
+SELECT has_view('eventlog', 'partitions', 'view eventlog.partitions');
+SELECT columns_are('eventlog', 'topics',
+    ARRAY['topic', 'partitions', 'retention', 'retention_bytes', 'segment_interval',
+          'segment_bytes', 'records', 'bytes', 'created_at']);
+SELECT columns_are('eventlog', 'partitions',
+    ARRAY['topic', 'partition', 'log_start_offset', 'high_watermark', 'last_stable_offset',
+          'stable_offset_holder_pid', 'records', 'bytes', 'segments',
+          'oldest_append_time', 'newest_append_time']);
+
+-- Catalog tables keep their rows through pg_dump.
+SELECT is(
+    (SELECT array_agg(c.relname::text ORDER BY c.relname)
+       FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
+      WHERE e.extname = 'pg_eventlog'),
+    ARRAY['partition_catalog', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
+    'catalog tables and the topic id sequence are marked for pg_dump');
+
+-- Every object of the extension is commented.
+SELECT is(
+    (SELECT count(*)::int FROM pg_depend d
+      WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_eventlog')
+        AND d.deptype = 'e' AND d.classid IN ('pg_proc'::regclass, 'pg_class'::regclass)
+        AND obj_description(d.objid, CASE d.classid WHEN 'pg_proc'::regclass THEN 'pg_proc' ELSE 'pg_class' END) IS NULL
+        AND NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = d.objid AND c.relkind IN ('S', 'i'))),
+    0, 'every function, table and view has a comment');
+
+-- Segment tables get the guard, enabled ALWAYS.
+SELECT lives_ok($$SELECT eventlog.create_topic('tap_api', 2)$$, 'create a topic');
+SELECT is(
+    (SELECT array_agg(DISTINCT t.tgenabled::text) FROM pg_trigger t
+       JOIN eventlog.segment_catalog s ON t.tgrelid = ('eventlog.' || quote_ident(s.table_name))::regclass
+       JOIN eventlog.topic_catalog c USING (topic_id) WHERE c.name = 'tap_api'),
+    ARRAY['A'], 'segment guards fire always, also in replication apply');
+SELECT throws_ok(
+    format('INSERT INTO eventlog.%I (offset_id, event_time, append_time) VALUES (0, now(), now())',
+           (SELECT s.table_name FROM eventlog.segment_catalog s JOIN eventlog.topic_catalog c USING (topic_id)
+             WHERE c.name = 'tap_api' LIMIT 1)),
+    '0A000', NULL, 'a direct INSERT into a segment is refused');
+SELECT results_eq(
+    $$SELECT count(*)::int FROM pg_tables t JOIN eventlog.segment_catalog s ON s.table_name = t.tablename
+       JOIN eventlog.topic_catalog c USING (topic_id) WHERE c.name = 'tap_api' AND t.schemaname = 'eventlog'$$,
+    ARRAY[2], 'one segment table per partition');
+
+SELECT * FROM finish();
+ROLLBACK;

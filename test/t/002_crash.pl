@@ -1,0 +1,148 @@
+# Crash: kill -9 of the whole server (postmaster and every backend) during
+# concurrent produce.  Producers print a record's position only once its
+# COMMIT has returned; after restart every acknowledged record is there
+# with its value, offsets are unique per partition, the high watermark is
+# above every stored offset, and new records continue above them.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
+use Test::More;
+
+my $producers = 4;
+my $records = 100000;    # per producer: more than the run can use
+my $run_secs = $ENV{EL_TAP_LONG} ? 20 : 3;
+
+my $node = PostgreSQL::Test::Cluster->new('crash');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_eventlog'");
+$node->start;
+$node->safe_psql('postgres', q{
+    CREATE EXTENSION pg_eventlog;
+    SELECT eventlog.create_topic('crash', 3);
+});
+
+# Each producer alternates single-statement (autocommit) records and
+# three-record transactions; "ack" lines follow the COMMIT.
+my (@handles, @outs);
+for my $w (1 .. $producers)
+{
+    my $script = '';
+    for my $i (1 .. $records)
+    {
+        if ($i % 2)
+        {
+            $script .= "SELECT 'rec', partition, offset_id, '$w-$i' FROM eventlog.produce('crash', 'k$w-$i', '{\"id\": \"$w-$i\"}');\n";
+            $script .= "\\echo ack $w-$i\n";
+        }
+        else
+        {
+            $script .= "BEGIN;\n";
+            for my $j (1 .. 3)
+            {
+                $script .= "SELECT 'rec', partition, offset_id, '$w-$i-$j' FROM eventlog.produce('crash', NULL, '{\"id\": \"$w-$i-$j\"}');\n";
+            }
+            $script .= "COMMIT;\n\\echo ack $w-$i-1 $w-$i-2 $w-$i-3\n";
+        }
+    }
+    my $file = $node->basedir . "/producer$w.sql";
+    open my $fh, '>', $file or die $!;
+    print $fh $script;
+    close $fh;
+    my $out = '';
+    push @outs, \$out;
+    push @handles, IPC::Run::start(
+        [ 'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('postgres'), '-f', $file ],
+        '>', \$out, '2>', \my $err);
+}
+
+# Let them run, then kill the postmaster and all its children at once.
+my $deadline = time + $run_secs;
+while (time < $deadline)
+{
+    $_->pumpable and $_->pump_nb for @handles;
+    select(undef, undef, undef, 0.1);
+}
+my $pm = $node->{_pid};
+my @kids = grep { /^\d+$/ } split /\s+/, `pgrep -P $pm`;
+my $killed = kill("KILL", @kids, $pm);
+note("killed $killed processes: postmaster $pm and children @kids");
+$node->kill9;
+# The next start refuses while the old postmaster's PID is alive (or not yet
+# reaped), so wait until every killed process is gone.
+for (1 .. 300)
+{
+    last unless grep { kill 0, $_ } @kids, $pm;
+    select(undef, undef, undef, 0.1);
+}
+eval { $_->finish } for @handles;
+
+# What was acknowledged: positions printed before an "ack" line.
+my %acked;    # id -> "partition|offset"
+for my $ref (@outs)
+{
+    my %pending;
+    for my $line (split /\n/, $$ref)
+    {
+        if ($line =~ /^rec\|(\d+)\|(\d+)\|(\S+)$/)
+        {
+            $pending{$3} = "$1|$2";
+        }
+        elsif ($line =~ /^ack (.*)$/)
+        {
+            for my $id (split / /, $1)
+            {
+                $acked{$id} = delete $pending{$id} if exists $pending{$id};
+            }
+        }
+    }
+}
+my $nacked = scalar keys %acked;
+ok($nacked > 0, "producers acknowledged $nacked records before the crash");
+
+$node->start;
+
+# Every acknowledged record is there, at its position, with its value.
+my %stored;
+for my $line (split /\n/, $node->safe_psql('postgres', q{
+    SELECT r.partition, r.offset_id, r.value->>'id'
+      FROM generate_series(0, 2) p, LATERAL eventlog.read('crash', p, 0, 1000000) r}))
+{
+    my ($p, $o, $id) = split /\|/, $line;
+    $stored{$id} = "$p|$o";
+}
+my @missing = grep { !exists $stored{$_} || $stored{$_} ne $acked{$_} } keys %acked;
+is(scalar @missing, 0, 'every acknowledged record survived the crash at its position')
+  or diag("missing or moved: @missing[0 .. ($#missing < 9 ? $#missing : 9)]");
+
+# Offsets are unique per partition, and the counter resumed above them.
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM (
+        SELECT r.partition, r.offset_id FROM generate_series(0, 2) p,
+               LATERAL eventlog.read('crash', p, 0, 1000000) r
+         GROUP BY 1, 2 HAVING count(*) > 1) d}), '0', 'no offset stored twice');
+my $check = $node->safe_psql('postgres', q{
+    SELECT bool_and(hwm > coalesce(maxo, -1))
+      FROM (SELECT p, eventlog.high_watermark('crash', p) AS hwm,
+                   (SELECT max(offset_id) FROM eventlog.read('crash', p, 0, 1000000)) AS maxo
+              FROM generate_series(0, 2) p) s});
+is($check, 't', 'high watermark is above every stored offset after restart');
+is($node->safe_psql('postgres', q{
+    SELECT bool_and(n.offset_id > coalesce(m.maxo, -1))
+      FROM generate_series(0, 2) p,
+           LATERAL (SELECT max(offset_id) AS maxo FROM eventlog.read('crash', p, 0, 1000000)) m,
+           LATERAL eventlog.produce('crash', NULL, '"after"', partition => p) n}),
+   't', 'new records continue above every stored offset');
+
+# A second crash straight after restart keeps the counters monotonic too.
+my $before = $node->safe_psql('postgres',
+    q{SELECT string_agg(eventlog.high_watermark('crash', p)::text, ',' ORDER BY p) FROM generate_series(0, 2) p});
+$node->stop('immediate');
+$node->start;
+my $after = $node->safe_psql('postgres',
+    q{SELECT string_agg(eventlog.high_watermark('crash', p)::text, ',' ORDER BY p) FROM generate_series(0, 2) p});
+is($after, $before, 'counters recover to the same high watermarks after an immediate shutdown');
+
+$node->stop;
+done_testing();
