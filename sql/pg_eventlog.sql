@@ -66,6 +66,15 @@ CREATE TABLE @extschema@.segment_catalog (
 COMMENT ON TABLE @extschema@.segment_catalog IS
 'pg_eventlog segments: the tables (in schema eventlog) holding each partition''s records, from base_offset on';
 
+/*
+ * Anyone may see which topics exist and use the API; what a role may do
+ * with a topic is governed by its privileges on the topic's segment tables
+ * (INSERT to produce, SELECT to read), which their owner grants.
+ */
+GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
+GRANT SELECT ON @extschema@.topic_catalog, @extschema@.partition_catalog,
+                @extschema@.segment_catalog TO PUBLIC;
+
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.topic_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.topic_catalog_topic_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.partition_catalog', '');

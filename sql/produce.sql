@@ -131,3 +131,23 @@ SELECT * FROM expect_error(format('INSERT INTO eventlog.%I VALUES (1000, NULL, N
 RESET session_replication_role;
 SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = ('eventlog.' || :'seg')::regclass ORDER BY 1;
 SELECT count(*) AS records_in_partition_0 FROM eventlog.read('events', 0, 0);
+
+-- Privileges: producing needs INSERT, reading needs SELECT, on the topic's
+-- segment tables; without them, 42501 and nothing happens.
+CREATE ROLE regress_stranger;
+SET ROLE regress_stranger;
+SELECT * FROM expect_error($$SELECT eventlog.produce('events', 'k', '{}', partition => 0)$$);
+SELECT * FROM expect_error($$SELECT * FROM eventlog.read('events', 0, 0)$$);
+RESET ROLE;
+SELECT format('GRANT INSERT, SELECT ON eventlog.%I TO regress_stranger', s.table_name)
+  FROM eventlog.segment_catalog s JOIN eventlog.topic_catalog t USING (topic_id)
+ WHERE t.name = 'events' AND s.partition = 0 \gexec
+SET ROLE regress_stranger;
+SELECT * FROM eventlog.produce('events', 'k', '"by a granted role"', partition => 0);
+SELECT offset_id, value FROM eventlog.read('events', 0, 0) WHERE key = 'k';
+SELECT * FROM expect_error($$SELECT * FROM eventlog.read('events', 1, 0)$$);
+RESET ROLE;
+SELECT format('REVOKE ALL ON eventlog.%I FROM regress_stranger', s.table_name)
+  FROM eventlog.segment_catalog s JOIN eventlog.topic_catalog t USING (topic_id)
+ WHERE t.name = 'events' AND s.partition = 0 \gexec
+DROP ROLE regress_stranger;

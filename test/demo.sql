@@ -1,0 +1,59 @@
+-- The guided tour that test/demo runs in psql.
+\pset footer off
+\set QUIET on
+\echo
+\echo '== pg_eventlog tour =='
+\echo
+\echo '1. The extension, and its background worker (preloaded):'
+CREATE EXTENSION pg_eventlog;
+SELECT * FROM eventlog.version_info();
+SELECT pid, backend_type FROM pg_stat_activity WHERE backend_type LIKE 'pg_eventlog%';
+
+\echo '2. A topic of 3 partitions, records kept 7 days:'
+SELECT eventlog.create_topic('orders', partitions => 3, retention => '7 days');
+SELECT topic, partitions, retention FROM eventlog.topics;
+
+\echo '3. Produce: the key picks the partition (Kafka''s murmur2), so one key''s records stay in order:'
+SELECT 'customer-' || c AS key, p.partition, p.offset_id
+  FROM generate_series(1, 3) c, generate_series(1, 2) n,
+       LATERAL eventlog.produce('orders', 'customer-' || c,
+                                jsonb_build_object('customer', c, 'order', n)) p
+ ORDER BY 2, 3;
+
+\echo '4. Many records in one call (produce_batch):'
+SELECT count(*) AS produced
+  FROM eventlog.produce_batch('orders',
+       (SELECT array_agg('customer-' || (i % 3 + 1)) FROM generate_series(1, 1000) i),
+       (SELECT array_agg(jsonb_build_object('bulk', i)) FROM generate_series(1, 1000) i));
+SELECT partition, log_start_offset, high_watermark, last_stable_offset, records
+  FROM eventlog.partitions WHERE topic = 'orders' ORDER BY partition;
+
+\echo '5. Read a partition from an offset, in offset order:'
+SELECT partition, offset_id, key, value FROM eventlog.read('orders', 0, 0, 5);
+
+\echo '6. Replay: reading deletes nothing; the same offsets come back:'
+SELECT count(*) AS first_pass FROM eventlog.read('orders', 0, 0, 100000);
+SELECT count(*) AS replay FROM eventlog.read('orders', 0, 0, 100000);
+
+\echo '7. The last stable offset: another session produces to partition 1 and stays open 2 s;'
+\echo '   records committed after it wait behind it, so no reader can skip it.'
+SELECT eventlog.high_watermark('orders', 1) AS held_offset \gset
+\! psql -X -q -c "BEGIN; SELECT eventlog.produce('orders', NULL, '\"late\"', partition => 1); SELECT pg_sleep(2); COMMIT;" >/dev/null &
+SELECT pg_sleep(0.5) \gset
+SELECT * FROM eventlog.produce('orders', NULL, '"quick"', partition => 1);
+SELECT partition, high_watermark, last_stable_offset, stable_offset_holder_pid IS NOT NULL AS held_back
+  FROM eventlog.partitions WHERE topic = 'orders' AND partition = 1;
+SELECT count(*) AS readable_now FROM eventlog.read('orders', 1, :held_offset);
+SELECT pg_sleep(2) \gset
+SELECT offset_id, value FROM eventlog.read('orders', 1, :held_offset);
+
+\echo '8. Where records live: plain tables you can query (read-only):'
+SELECT s.partition, s.table_name FROM eventlog.segment_catalog s
+  JOIN eventlog.topic_catalog t USING (topic_id) WHERE t.name = 'orders' ORDER BY 1;
+SELECT count(*) AS rows_in_partition_0 FROM eventlog.seg_1_0_0;
+
+\echo '9. Find an offset by time (Kafka''s offsetsForTimes):'
+SELECT eventlog.offset_for_time('orders', 0, now() - interval '1 hour') AS first_offset_in_last_hour;
+
+\echo
+\echo 'Tour done.  SQL reference: docs/reference.md; design: docs/design.md.'
