@@ -57,6 +57,13 @@ static HTAB *el_partition_hash = NULL;
 int			el_max_partitions = 1024;
 int			el_max_transaction_partitions = 128;
 
+/*
+ * Test only: at transaction end, forget this backend's in-flight entries
+ * without unlinking them, as a bug or an unforeseen exit path would.  The
+ * tests use it to show that a leaked entry never holds a partition back.
+ */
+static bool el_debug_leak_inflight = false;
+
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 #ifdef EL_HAVE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -155,6 +162,14 @@ void
 el_shmem_init(void)
 {
 	RegisterXactCallback(el_xact_callback, NULL);
+
+	DefineCustomBoolVariable("eventlog.debug_leak_inflight",
+							 "Test only: leave in-flight entries behind at transaction end.",
+							 "Simulates a leak, to show that readers treat an entry of a finished transaction as gone.",
+							 &el_debug_leak_inflight,
+							 false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 
 	/*
 	 * Settings that size shared memory can only be defined at server start
@@ -305,9 +320,9 @@ el_partition_set_initial(ElPartitionState *part, int64 next_offset)
 
 /*
  * A backend's entries are always unlinked at the end of its transaction.
- * Should a previous owner of this PGPROC slot have left one linked (it would
- * take an exit that skips transaction abort), unlink it before the slot is
- * reused, so that no node is ever on two lists.
+ * Should one have been left linked (by a previous owner of this PGPROC slot
+ * that exited without aborting, or by eventlog.debug_leak_inflight), unlink
+ * it before the slot is reused, so that no node is ever on two lists.
  */
 static void
 el_check_my_slice(void)
@@ -448,6 +463,13 @@ el_release_inflight(void)
 
 	if (el_nheld == 0)
 		return;
+	if (el_debug_leak_inflight)
+	{
+		/* Leave them linked; the next allocation here unlinks them. */
+		el_nheld = 0;
+		el_slice_checked = false;
+		return;
+	}
 	slice = el_my_slice();
 	for (i = 0; i < el_nheld; i++)
 	{
