@@ -1,0 +1,63 @@
+# pg_dump carries a topic's records: segment tables are not extension
+# members (so their rows are dumped) and the catalog tables are marked with
+# pg_extension_config_dump.  After pg_restore into a new database the same
+# records are readable, producing continues at the right offsets, the
+# guards are back, and DROP EXTENSION there still leaves nothing behind.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dump');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_eventlog'");
+$node->start;
+$node->safe_psql('postgres', q{
+    CREATE DATABASE src;
+    CREATE DATABASE dst;
+});
+$node->safe_psql('src', q{
+    CREATE EXTENSION pg_eventlog;
+    SELECT eventlog.create_topic('kept', 2);
+    SELECT eventlog.create_topic('dropped', 1);
+    SELECT eventlog.drop_topic('dropped');
+    SELECT count(*) FROM eventlog.produce_batch('kept',
+        (SELECT array_agg('k' || i) FROM generate_series(1, 50) i),
+        (SELECT array_agg(jsonb_build_object('i', i)) FROM generate_series(1, 50) i));
+    BEGIN;
+    SELECT eventlog.produce('kept', NULL, '"aborted"', partition => 1);
+    ROLLBACK;
+});
+my $all = q{SELECT string_agg(format('%s/%s/%s/%s', r.partition, r.offset_id, r.key, r.value), ',' ORDER BY 1)
+              FROM generate_series(0, 1) p, LATERAL eventlog.read('kept', p, 0) r};
+my $before = $node->safe_psql('src', $all);
+
+my $dump = $node->basedir . '/src.dump';
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('src') ], 'pg_dump');
+$node->command_ok([ 'pg_restore', '-d', $node->connstr('dst'), $dump ], 'pg_restore');
+
+is($node->safe_psql('dst', $all), $before, 'the restored database has the same records at the same offsets');
+is($node->safe_psql('dst', q{SELECT name FROM eventlog.topic_catalog}), 'kept', 'and the same topics');
+my $next = $node->safe_psql('dst', q{
+    SELECT bool_and(n.offset_id > coalesce(m.maxo, -1))
+      FROM generate_series(0, 1) p,
+           LATERAL (SELECT max(offset_id) AS maxo FROM eventlog.read('kept', p, 0)) m,
+           LATERAL eventlog.produce('kept', NULL, '"new"', partition => p) n});
+is($next, 't', 'producing continues above the restored offsets');
+is($node->safe_psql('dst', q{
+    SELECT count(*) FROM pg_trigger t JOIN eventlog.segment_catalog s
+        ON t.tgrelid = ('eventlog.' || quote_ident(s.table_name))::regclass
+     WHERE t.tgenabled = 'A'}), '4', 'segment guards restored, enabled always');
+$node->safe_psql('dst', q{SELECT eventlog.create_topic('dropped', 1)});
+is($node->safe_psql('dst', q{SELECT topic_id FROM eventlog.topic_catalog WHERE name = 'dropped'}),
+   '3', 'the restored topic id sequence gives a new topic a fresh id');
+is($node->safe_psql('dst', q{SELECT offset_id FROM eventlog.produce('dropped', NULL, '1')}),
+   '0', 'and its offsets start at 0');
+
+$node->safe_psql('dst', 'DROP EXTENSION pg_eventlog');
+is($node->safe_psql('dst', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'eventlog'}),
+   '0', 'DROP EXTENSION in the restored database leaves nothing behind');
+
+$node->stop;
+done_testing();
