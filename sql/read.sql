@@ -99,3 +99,10 @@ UPDATE eventlog.partition_catalog SET log_start_offset = 5
 SELECT * FROM expect_error($$SELECT * FROM eventlog.read('log', 0, 4)$$);
 SELECT min(offset_id) FROM eventlog.read('log', 0, 5);
 SELECT log_start_offset, records FROM eventlog.partitions WHERE topic = 'log' AND partition = 0;
+
+-- A topic dropped and created again under the same name is a new topic:
+-- offsets start again at 0, and none of the old records remain.
+SELECT eventlog.drop_topic('timed');
+SELECT eventlog.create_topic('timed', 1);
+SELECT * FROM eventlog.produce('timed', NULL, '"new topic"');
+SELECT offset_id, value FROM eventlog.read('timed', 0, 0);
