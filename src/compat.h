@@ -88,4 +88,11 @@
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
 #endif
 
+/* PostgreSQL 18 added deferrable_ok to RelationGetPrimaryKeyIndex. */
+#if PG_VERSION_NUM >= 180000
+#define el_primary_key_index(rel)	RelationGetPrimaryKeyIndex((rel), false)
+#else
+#define el_primary_key_index(rel)	RelationGetPrimaryKeyIndex(rel)
+#endif
+
 #endif							/* PG_EVENTLOG_COMPAT_H */

@@ -139,23 +139,14 @@ el_append(ElTopic **topic_io, text *name, int32 partition,
 		  const ElRecordIn *records, int count)
 {
 	Relation	rel;
-	ElPartitionState *state;
-	ElPartitionKey key;
 	ElAppender	app;
 	TimestampTz append_time;
 	int64		first;
 	int			i;
 
 	rel = el_open_active_segment(topic_io, name, partition);
-	state = el_partition_ready(*topic_io, partition);
-
-	memset(&key, 0, sizeof(key));
-	key.dbid = MyDatabaseId;
-	key.topic_id = (*topic_io)->topic_id;
-	key.partition = partition;
-
 	el_appender_begin(&app, rel);
-	first = el_allocate_offsets(state, &key, count, &append_time);
+	first = el_take_offsets(*topic_io, partition, count, &append_time);
 	for (i = 0; i < count; i++)
 		el_appender_insert(&app, &records[i], first + i, append_time);
 	el_appender_end(&app);
@@ -256,7 +247,8 @@ el_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname,
  *		-> SETOF eventlog.position, in input order
  *
  * Records going to one partition get consecutive offsets, taken in one
- * step, in input order.
+ * step, in input order.  Keyless records of one call all go to one
+ * partition (the next in round-robin order).
  */
 Datum
 el_produce_batch(PG_FUNCTION_ARGS)
@@ -268,6 +260,7 @@ el_produce_batch(PG_FUNCTION_ARGS)
 	Datum	   *value_elems, *key_elems, *header_elems, *time_elems;
 	bool	   *value_nulls, *key_nulls, *header_nulls, *time_nulls;
 	int			n, i, p, nparts;
+	int32		sticky = -1;
 	ElRecordIn *recs;
 	int32	   *parts;
 	int64	   *offsets;
@@ -336,7 +329,20 @@ el_produce_batch(PG_FUNCTION_ARGS)
 			rec->event_time = DatumGetTimestampTz(time_elems[i]);
 		}
 		el_check_record_size(rec);
-		parts[i] = el_choose_partition(topic, rec, explicit_set, explicit_partition);
+		if (rec->key == NULL && !explicit_set)
+		{
+			/*
+			 * Keyless records of one batch stick to one partition, as with
+			 * Kafka's sticky partitioner; successive batches go round-robin.
+			 * A transaction then claims one partition per batch, not one
+			 * per record.
+			 */
+			if (sticky < 0)
+				sticky = el_choose_partition(topic, rec, false, 0);
+			parts[i] = sticky;
+		}
+		else
+			parts[i] = el_choose_partition(topic, rec, explicit_set, explicit_partition);
 	}
 
 	/*

@@ -108,7 +108,7 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 {
 	ElTopic    *topic;
 	int32		partition;
-	ElPartitionState *state;
+	ElStableOffset so;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -119,12 +119,13 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	el_check_partition(topic, partition);
 	el_refuse_in_recovery("read");
 
-	state = el_partition_ready(topic, partition);
+	el_read_stable_offset(topic, partition, &so);
 	point->topic = topic;
 	point->partition = partition;
 	point->log_start = topic->parts[partition].log_start_offset;
-	point->stable = el_last_stable_offset(state, &point->high_watermark,
-										  &point->holder_pid);
+	point->stable = so.stable;
+	point->high_watermark = so.high_watermark;
+	point->holder_pid = so.holder_pid;
 	if (el_debug_ignore_stable_offset)
 		point->stable = point->high_watermark;
 }
@@ -199,7 +200,12 @@ el_scan_open_segment(ElScan *s)
 	seg = &meta->segments[s->segno];
 	if (!OidIsValid(seg->relid) ||
 		(s->rel = try_relation_open(seg->relid, AccessShareLock)) == NULL)
-		el_offset_out_of_range(s->point, s->next);	/* removed meanwhile */
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("offset " INT64_FORMAT " of partition %d of topic \"%s\" is no longer stored",
+						s->next, s->point->partition, s->point->topic->name),
+				 errdetail("Retention removed the segment holding it while it was being read."),
+				 errhint("Read from the partition's log start offset (eventlog.log_start_offset).")));
 
 	if (pg_class_aclcheck(RelationGetRelid(s->rel), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -208,7 +214,7 @@ el_scan_open_segment(ElScan *s)
 						s->point->topic->name),
 				 errdetail("Reading needs the SELECT privilege on the topic's segment tables.")));
 
-	pk = RelationGetPrimaryKeyIndex(s->rel);
+	pk = el_primary_key_index(s->rel);
 	if (!OidIsValid(pk))
 		elog(ERROR, "segment \"%s\" has no primary key",
 			 RelationGetRelationName(s->rel));
@@ -498,17 +504,15 @@ el_partition_state(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		ElPartitionState *state = el_partition_ready(topic, partition);
-		int64		hwm;
-		int			pid;
-		int64		lso = el_last_stable_offset(state, &hwm, &pid);
+		ElStableOffset so;
 
-		values[0] = Int64GetDatum(hwm);
-		values[1] = Int64GetDatum(lso);
-		if (pid == 0)
+		el_read_stable_offset(topic, partition, &so);
+		values[0] = Int64GetDatum(so.high_watermark);
+		values[1] = Int64GetDatum(so.stable);
+		if (so.holder_pid == 0)
 			nulls[2] = true;
 		else
-			values[2] = Int32GetDatum(pid);
+			values[2] = Int32GetDatum(so.holder_pid);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -18,6 +18,8 @@
  */
 #include "pg_eventlog.h"
 
+#include "access/genam.h"
+#include "access/relation.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "commands/trigger.h"
@@ -28,6 +30,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 
 #include "segment.h"
 
@@ -133,6 +136,47 @@ el_appender_end(ElAppender *app)
 	ExecCloseIndices(app->rri);
 	ExecDropSingleTupleTableSlot(app->slot);
 	FreeExecutorState(app->estate);
+}
+
+/*
+ * The largest offset in a segment visible to "snapshot", scanning its
+ * primary key backwards through the index AM: no privilege or row security
+ * check applies, as this serves counter recovery, not a reader.  False if
+ * the segment holds nothing visible or no longer exists.
+ */
+bool
+el_segment_max_offset(Oid relid, Snapshot snapshot, int64 *max_offset)
+{
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	Oid			pk;
+	bool		found = false;
+
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL)
+		return false;
+	pk = el_primary_key_index(rel);
+	if (!OidIsValid(pk))
+		elog(ERROR, "segment \"%s\" has no primary key",
+			 RelationGetRelationName(rel));
+	index = index_open(pk, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	scan = el_index_beginscan(rel, index, snapshot, 0, 0);
+	index_rescan(scan, NULL, 0, NULL, 0);
+	if (index_getnext_slot(scan, BackwardScanDirection, slot))
+	{
+		bool		isnull;
+
+		*max_offset = DatumGetInt64(slot_getattr(slot, EL_SEG_OFFSET, &isnull));
+		found = true;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	relation_close(rel, AccessShareLock);
+	return found;
 }
 
 PG_FUNCTION_INFO_V1(el_segment_guard);

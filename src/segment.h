@@ -11,6 +11,7 @@
 
 #include "utils/jsonb.h"
 #include "utils/rel.h"
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
 /* Column numbers of a segment table (1-based, as in the catalog). */
@@ -45,6 +46,7 @@ extern void el_appender_begin(ElAppender *app, Relation rel);
 extern void el_appender_insert(ElAppender *app, const ElRecordIn *rec,
 							   int64 offset, TimestampTz append_time);
 extern void el_appender_end(ElAppender *app);
+extern bool el_segment_max_offset(Oid relid, Snapshot snapshot, int64 *max_offset);
 extern Size el_record_size(const ElRecordIn *rec);
 extern void el_check_record_size(const ElRecordIn *rec);
 

@@ -13,13 +13,21 @@
  * it, and they scan with a snapshot taken after computing it.
  *
  * Locking protocol:
- *	- el_shared->hash_lock (shared to look up, exclusive to add or remove)
- *	  protects the hash table of ElPartitionState entries.
- *	- Each ElPartitionState.lock protects that partition's counter and its
- *	  list of in-flight entries.  A producer takes it exclusively just long
- *	  enough to take offsets and, the first time in its transaction, link
- *	  its ElInflight entry; readers take it shared.  No other lock is ever
- *	  acquired while holding it, and no I/O happens under it.
+ *	- Partition state lives in a fixed array of slots (eventlog.max_partitions)
+ *	  whose LWLocks are initialised once; a hash table maps a partition's key
+ *	  to its slot.  el_shared->hash_lock (shared to look up, exclusive to
+ *	  assign or free a slot) protects the hash table.  Assigning or freeing a
+ *	  slot also takes the slot's lock, always after hash_lock.
+ *	- Each slot's lock protects that partition's counter and its list of
+ *	  in-flight entries.  A producer takes it exclusively just long enough to
+ *	  take offsets and, the first time in its transaction, link its ElInflight
+ *	  entry; readers take it shared.  No other lock is acquired while holding
+ *	  it, nothing under it can raise an error, and no I/O happens under it.
+ *	- Slots are a cache of counters: a slot without in-flight entries may be
+ *	  freed (when its topic is dropped, or to make room) and its counter is
+ *	  recovered from the catalog on next use, exactly as after a restart.
+ *	  Backends refer to slots by (pointer, incarnation) and re-attach when
+ *	  the incarnation changed.
  *
  * An entry is removed from the list by its owner at XACT_EVENT_COMMIT or
  * XACT_EVENT_ABORT.  PostgreSQL calls those after ProcArrayEndTransaction,
@@ -39,6 +47,7 @@
 #include "access/transam.h"
 #include "access/twophase.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/ipc.h"
@@ -52,7 +61,15 @@
 #include "shmem.h"
 
 ElSharedState *el_shared = NULL;
+static ElPartitionState *el_slots = NULL;	/* [el_max_partitions] */
 static HTAB *el_partition_hash = NULL;
+
+/* Hash table entry: a partition's key and the slot it occupies. */
+typedef struct ElPartitionHashEntry
+{
+	ElPartitionKey key;
+	int			slotno;
+} ElPartitionHashEntry;
 
 int			el_max_partitions = 1024;
 int			el_max_transaction_partitions = 128;
@@ -99,8 +116,9 @@ el_shmem_size(void)
 											el_max_transaction_partitions),
 								   sizeof(ElInflight)));
 	size = MAXALIGN(size);
+	size = add_size(size, mul_size(el_max_partitions, sizeof(ElPartitionState)));
 	size = add_size(size, hash_estimate_size(el_max_partitions,
-											 sizeof(ElPartitionState)));
+											 sizeof(ElPartitionHashEntry)));
 	return size;
 }
 
@@ -135,22 +153,37 @@ el_shmem_startup(void)
 	{
 		el_shared->launcher_pid = 0;
 		el_shared->hash_lock = &(GetNamedLWLockTranche("pg_eventlog"))->lock;
-		el_shared->partition_tranche = LWLockNewTrancheId();
-		el_shared->npartitions = 0;
+		el_shared->next_incarnation = 1;
+		el_shared->clock_hand = 0;
 		el_shared->nprocs = nprocs;
 		memset(el_shared->inflight, 0,
 			   sizeof(ElInflight) * nprocs * el_max_transaction_partitions);
 	}
 
+	el_slots = ShmemInitStruct("pg_eventlog partition slots",
+							   mul_size(el_max_partitions, sizeof(ElPartitionState)),
+							   &found);
+	if (!found)
+	{
+		int			tranche = LWLockNewTrancheId();
+		int			i;
+
+		for (i = 0; i < el_max_partitions; i++)
+		{
+			memset(&el_slots[i], 0, sizeof(ElPartitionState));
+			LWLockInitialize(&el_slots[i].lock, tranche);
+			dlist_init(&el_slots[i].inflight);
+		}
+		LWLockRegisterTranche(tranche, "pg_eventlog_partition");
+	}
+
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(ElPartitionKey);
-	info.entrysize = sizeof(ElPartitionState);
+	info.entrysize = sizeof(ElPartitionHashEntry);
 	el_partition_hash = ShmemInitHash("pg_eventlog partitions",
 									  el_max_partitions, el_max_partitions,
 									  &info, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
-
-	LWLockRegisterTranche(el_shared->partition_tranche, "pg_eventlog_partition");
 }
 
 /*
@@ -234,44 +267,98 @@ el_my_slice(void)
 }
 
 /*
- * Find the entry for "key", creating it (uninitialised) if needed.
+ * Free slot "slotno" if no transaction has an in-flight entry in it.  The
+ * caller holds hash_lock exclusively.  Returns whether it was freed.
  */
-ElPartitionState *
-el_partition_attach(Oid dbid, int32 topic_id, int32 partition)
+static bool
+el_free_slot(int slotno)
 {
-	ElPartitionKey key;
-	ElPartitionState *part;
+	ElPartitionState *slot = &el_slots[slotno];
+	bool		freed = false;
+
+	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+	if (slot->incarnation != 0 && dlist_is_empty(&slot->inflight))
+	{
+		hash_search(el_partition_hash, &slot->key, HASH_REMOVE, NULL);
+		slot->incarnation = 0;
+		slot->initialized = false;
+		freed = true;
+	}
+	LWLockRelease(&slot->lock);
+	return freed;
+}
+
+/*
+ * A free slot, freeing the first one without in-flight entries if none is
+ * (clock order).  The caller holds hash_lock exclusively.  -1 if every slot
+ * has a transaction in flight.
+ */
+static int
+el_find_free_slot(void)
+{
+	int			pass;
+	int			i;
+
+	for (pass = 0; pass < 2; pass++)
+	{
+		for (i = 0; i < el_max_partitions; i++)
+		{
+			int			slotno = (el_shared->clock_hand + i) % el_max_partitions;
+
+			if (el_slots[slotno].incarnation == 0 ||
+				(pass == 1 && el_free_slot(slotno)))
+			{
+				el_shared->clock_hand = (slotno + 1) % el_max_partitions;
+				return slotno;
+			}
+		}
+	}
+	return -1;
+}
+
+/*
+ * Point "ref" at the slot of "key", assigning one (with its counter not yet
+ * recovered) if the partition has none.
+ */
+void
+el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
+{
+	ElPartitionHashEntry *entry;
 	bool		found;
+	int			slotno;
 
 	el_require_shmem();
 
-	memset(&key, 0, sizeof(key));
-	key.dbid = dbid;
-	key.topic_id = topic_id;
-	key.partition = partition;
-
 	LWLockAcquire(el_shared->hash_lock, LW_SHARED);
-	part = hash_search(el_partition_hash, &key, HASH_FIND, NULL);
+	entry = hash_search(el_partition_hash, key, HASH_FIND, NULL);
+	if (entry)
+	{
+		ref->slot = &el_slots[entry->slotno];
+		ref->incarnation = ref->slot->incarnation;
+		LWLockRelease(el_shared->hash_lock);
+		return;
+	}
 	LWLockRelease(el_shared->hash_lock);
-	if (part)
-		return part;
 
 	LWLockAcquire(el_shared->hash_lock, LW_EXCLUSIVE);
-	part = hash_search(el_partition_hash, &key, HASH_FIND, NULL);
-	if (part == NULL)
+	entry = hash_search(el_partition_hash, key, HASH_FIND, NULL);
+	if (entry == NULL)
 	{
-		if (el_shared->npartitions >= el_max_partitions)
+		ElPartitionState *slot;
+
+		slotno = el_find_free_slot();
+		if (slotno < 0)
 		{
 			LWLockRelease(el_shared->hash_lock);
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("too many event log partitions are in use"),
-					 errdetail("All %d partition slots of shared memory are taken.",
+					 errdetail("All %d partition slots of shared memory have transactions in flight.",
 							   el_max_partitions),
-					 errhint("Raise eventlog.max_partitions and restart the server, or drop topics that are no longer used.")));
+					 errhint("Raise eventlog.max_partitions and restart the server.")));
 		}
-		part = hash_search(el_partition_hash, &key, HASH_ENTER_NULL, &found);
-		if (part == NULL)
+		entry = hash_search(el_partition_hash, key, HASH_ENTER_NULL, &found);
+		if (entry == NULL)
 		{
 			LWLockRelease(el_shared->hash_lock);
 			ereport(ERROR,
@@ -279,43 +366,67 @@ el_partition_attach(Oid dbid, int32 topic_id, int32 partition)
 					 errmsg("out of shared memory for event log partitions"),
 					 errhint("Raise eventlog.max_partitions and restart the server.")));
 		}
-		LWLockInitialize(&part->lock, el_shared->partition_tranche);
-		part->initialized = false;
-		part->next_offset = 0;
-		part->last_append_time = 0;
-		dlist_init(&part->inflight);
-		el_shared->npartitions++;
+		entry->slotno = slotno;
+		slot = &el_slots[slotno];
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+		Assert(dlist_is_empty(&slot->inflight));
+		slot->key = *key;
+		slot->incarnation = el_shared->next_incarnation++;
+		slot->initialized = false;
+		slot->next_offset = 0;
+		slot->last_append_time = 0;
+		slot->commit_lsn = InvalidXLogRecPtr;
+		LWLockRelease(&slot->lock);
 	}
+	ref->slot = &el_slots[entry->slotno];
+	ref->incarnation = ref->slot->incarnation;
 	LWLockRelease(el_shared->hash_lock);
-	return part;
 }
 
-bool
-el_partition_initialized(ElPartitionState *part)
+/* Lock the slot of "ref"; false (and not locked) if it is stale. */
+static bool
+el_lock_ref(const ElSlotRef *ref, LWLockMode mode)
 {
-	bool		result;
+	if (ref->slot == NULL)
+		return false;
+	LWLockAcquire(&ref->slot->lock, mode);
+	if (ref->slot->incarnation != ref->incarnation || ref->incarnation == 0)
+	{
+		LWLockRelease(&ref->slot->lock);
+		return false;
+	}
+	return true;
+}
 
-	LWLockAcquire(&part->lock, LW_SHARED);
-	result = part->initialized;
-	LWLockRelease(&part->lock);
-	return result;
+ElSlotStatus
+el_partition_status(const ElSlotRef *ref)
+{
+	ElSlotStatus status;
+
+	if (!el_lock_ref(ref, LW_SHARED))
+		return EL_SLOT_STALE;
+	status = ref->slot->initialized ? EL_SLOT_READY : EL_SLOT_UNINITIALIZED;
+	LWLockRelease(&ref->slot->lock);
+	return status;
 }
 
 /*
  * Install a recovered counter, unless another backend got there first (its
  * value came from the same catalog state, and it may already have handed
- * out offsets above it).
+ * out offsets above it).  False if the reference is stale.
  */
-void
-el_partition_set_initial(ElPartitionState *part, int64 next_offset)
+bool
+el_partition_set_initial(const ElSlotRef *ref, int64 next_offset)
 {
-	LWLockAcquire(&part->lock, LW_EXCLUSIVE);
-	if (!part->initialized)
+	if (!el_lock_ref(ref, LW_EXCLUSIVE))
+		return false;
+	if (!ref->slot->initialized)
 	{
-		part->next_offset = next_offset;
-		part->initialized = true;
+		ref->slot->next_offset = next_offset;
+		ref->slot->initialized = true;
 	}
-	LWLockRelease(&part->lock);
+	LWLockRelease(&ref->slot->lock);
+	return true;
 }
 
 /*
@@ -345,24 +456,26 @@ el_check_my_slice(void)
 }
 
 /*
- * Take "count" consecutive offsets in "part" for the current top-level
- * transaction and return the first.  The same critical section registers
- * the transaction's in-flight entry, so no reader can ever compute a stable
- * offset above an offset that is taken but not yet committed.
+ * Take "count" consecutive offsets in the partition of "ref" for the current
+ * top-level transaction, returning the first in *first.  The same critical
+ * section registers the transaction's in-flight entry, so no reader can
+ * ever compute a stable offset above an offset that is taken but not yet
+ * committed.  False, with nothing taken, if the reference is stale or the
+ * counter not recovered: the caller attaches again.
  *
  * The top-level xid is assigned first: a subtransaction's xid is never the
  * key, and readers recognise a finished owner by its PGPROC's xid changing.
  * Every check that can fail happens before the counter moves.
  */
-int64
-el_allocate_offsets(ElPartitionState *part, const ElPartitionKey *key,
-					int count, TimestampTz *append_time)
+bool
+el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
+					TimestampTz *append_time)
 {
 	TransactionId xid = GetTopTransactionId();
 	ElInflight *slice = el_my_slice();
 	ElInflight *mine = NULL;
+	ElPartitionState *part = ref->slot;
 	TimestampTz now;
-	int64		first;
 	int			i;
 
 	if (!el_slice_checked)
@@ -386,13 +499,14 @@ el_allocate_offsets(ElPartitionState *part, const ElPartitionKey *key,
 
 	now = GetCurrentTimestamp();
 
-	LWLockAcquire(&part->lock, LW_EXCLUSIVE);
-	if (!part->initialized || memcmp(&part->key, key, sizeof(*key)) != 0)
+	if (!el_lock_ref(ref, LW_EXCLUSIVE))
+		return false;
+	if (!part->initialized)
 	{
 		LWLockRelease(&part->lock);
-		elog(ERROR, "pg_eventlog partition state is not ready");
+		return false;
 	}
-	first = part->next_offset;
+	*first = part->next_offset;
 	part->next_offset += count;
 	if (now < part->last_append_time)
 		now = part->last_append_time;
@@ -403,32 +517,39 @@ el_allocate_offsets(ElPartitionState *part, const ElPartitionKey *key,
 		mine->part = part;
 		mine->xid = xid;
 		mine->pgprocno = EL_MY_PROCNO;
-		mine->first_offset = first;
+		mine->first_offset = *first;
 		dlist_push_tail(&part->inflight, &mine->node);
 		el_nheld++;
 	}
 	LWLockRelease(&part->lock);
 
 	*append_time = now;
-	return first;
+	return true;
 }
 
 /*
- * The last stable offset of "part": the lowest offset held by another
- * backend's transaction that is still in progress, else the high watermark.
- * The caller's own transaction never holds itself back.  Also returns the
- * high watermark, and the PID holding the stable offset back (0 if none).
+ * The last stable offset of the partition of "ref": the lowest offset held
+ * by another backend's transaction that is still in progress, else the high
+ * watermark.  The caller's own transaction never holds itself back.  Also
+ * the high watermark, the PID holding the stable offset back (0 if none),
+ * and the commit LSN readers must flush to.  False if the reference is
+ * stale or the counter not recovered.
  */
-int64
-el_last_stable_offset(ElPartitionState *part, int64 *high_watermark,
-					  int *holder_pid)
+bool
+el_stable_offset(const ElSlotRef *ref, ElStableOffset *out)
 {
-	int64		lso;
-	int			pid = 0;
+	ElPartitionState *part = ref->slot;
 	dlist_iter	iter;
 
-	LWLockAcquire(&part->lock, LW_SHARED);
-	lso = part->next_offset;
+	if (!el_lock_ref(ref, LW_SHARED))
+		return false;
+	if (!part->initialized)
+	{
+		LWLockRelease(&part->lock);
+		return false;
+	}
+	out->stable = part->next_offset;
+	out->holder_pid = 0;
 	dlist_foreach(iter, &part->inflight)
 	{
 		ElInflight *entry = dlist_container(ElInflight, node, iter.cur);
@@ -441,22 +562,26 @@ el_last_stable_offset(ElPartitionState *part, int64 *high_watermark,
 		current = *((volatile TransactionId *) &proc->xid);
 		if (!TransactionIdEquals(current, entry->xid))
 			continue;			/* finished: its outcome is visible */
-		lso = entry->first_offset;
-		pid = proc->pid;
+		out->stable = entry->first_offset;
+		out->holder_pid = proc->pid;
 		break;
 	}
-	if (high_watermark)
-		*high_watermark = part->next_offset;
+	out->high_watermark = part->next_offset;
+	out->commit_lsn = part->commit_lsn;
 	LWLockRelease(&part->lock);
-
-	if (holder_pid)
-		*holder_pid = pid;
-	return lso;
+	return true;
 }
 
-/* Unlink every entry this backend holds: its transaction has ended. */
+/*
+ * Unlink every entry this backend holds: its transaction has ended.  At
+ * commit, also record the commit record's end in each partition, so that
+ * readers flush WAL that far before returning these records: with
+ * synchronous_commit = off a commit is visible before it is durable, and a
+ * record a reader returned must not vanish in a crash and have its offset
+ * handed out again.
+ */
 static void
-el_release_inflight(void)
+el_release_inflight(bool committed)
 {
 	ElInflight *slice;
 	int			i;
@@ -477,6 +602,8 @@ el_release_inflight(void)
 
 		LWLockAcquire(&entry->part->lock, LW_EXCLUSIVE);
 		dlist_delete(&entry->node);
+		if (committed && entry->part->commit_lsn < XactLastCommitEnd)
+			entry->part->commit_lsn = XactLastCommitEnd;
 		LWLockRelease(&entry->part->lock);
 		entry->part = NULL;
 	}
@@ -499,33 +626,32 @@ el_forget_database_at_commit(void)
 }
 
 /*
- * Remove the shared state of partitions whose topic this transaction
- * dropped, so that their slots can be reused.  Dropping a topic takes
- * ACCESS EXCLUSIVE locks on its segment tables, which wait for every
- * producer, so no entry can still be in flight; one that is (a leak) keeps
- * its slot rather than be freed under it.
+ * Free the slots of partitions whose topic this transaction dropped (or of
+ * the whole database, after DROP EXTENSION), so that they can be reused and
+ * a topic of a re-created extension starts at offset 0.  Freeing a slot is
+ * always safe, even should the drop have been rolled back in a
+ * subtransaction: the counter is recovered from the catalog on next use.
+ * A slot with in-flight entries is left alone.
  */
 static void
 el_forget_partitions(void)
 {
-	HASH_SEQ_STATUS status;
-	ElPartitionState *part;
+	int			i;
 
 	if (!el_shmem_attached())
 		return;
 	LWLockAcquire(el_shared->hash_lock, LW_EXCLUSIVE);
-	hash_seq_init(&status, el_partition_hash);
-	while ((part = hash_seq_search(&status)) != NULL)
+	for (i = 0; i < el_max_partitions; i++)
 	{
-		if (part->key.dbid != MyDatabaseId)
+		ElPartitionState *slot = &el_slots[i];
+
+		/* Fields are stable under hash_lock while the slot is assigned. */
+		if (slot->incarnation == 0 || slot->key.dbid != MyDatabaseId)
 			continue;
 		if (!el_forget_database &&
-			!list_member_int(el_forget_topics, part->key.topic_id))
+			!list_member_int(el_forget_topics, slot->key.topic_id))
 			continue;
-		if (!dlist_is_empty(&part->inflight))
-			continue;
-		hash_search(el_partition_hash, &part->key, HASH_REMOVE, NULL);
-		el_shared->npartitions--;
+		(void) el_free_slot(i);
 	}
 	LWLockRelease(el_shared->hash_lock);
 }
@@ -545,7 +671,7 @@ el_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			el_release_inflight();
+			el_release_inflight(true);
 			if (el_forget_topics != NIL || el_forget_database)
 				el_forget_partitions();
 			list_free(el_forget_topics);
@@ -554,7 +680,7 @@ el_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			el_release_inflight();
+			el_release_inflight(false);
 			list_free(el_forget_topics);
 			el_forget_topics = NIL;
 			el_forget_database = false;

@@ -9,6 +9,7 @@
 #ifndef PG_EVENTLOG_SHMEM_H
 #define PG_EVENTLOG_SHMEM_H
 
+#include "access/xlogdefs.h"
 #include "lib/ilist.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
@@ -22,20 +23,51 @@ typedef struct ElPartitionKey
 } ElPartitionKey;
 
 /*
- * Shared state of one partition, an entry of the shared hash table.  Every
- * field after the key is protected by "lock".  Entries never move while they
- * exist, so backends may remember their address; an entry is removed only
- * after its topic was dropped (and never while it has in-flight entries).
+ * Shared state of one partition: a slot of a fixed array.  Its LWLock is
+ * initialised once at server start and never again, so a backend holding a
+ * stale pointer can always lock it safely.  Every other field is protected
+ * by that lock.  A slot is (re)assigned to a partition with a new
+ * incarnation; a backend remembers (slot, incarnation) in an ElSlotRef and
+ * every operation checks the incarnation under the lock, so a slot that was
+ * freed or given to another partition is never mistaken for the old one.
+ * A slot is freed (its counter forgotten, to be recovered from the catalog
+ * on next use) only while no transaction has an in-flight entry in it.
  */
 typedef struct ElPartitionState
 {
-	ElPartitionKey key;			/* hash key: must be first */
 	LWLock		lock;
+	uint64		incarnation;	/* 0: the slot is free */
+	ElPartitionKey key;			/* valid while assigned */
 	bool		initialized;	/* next_offset has been recovered */
 	int64		next_offset;	/* the high watermark: next offset to assign */
 	TimestampTz last_append_time;	/* append_time never goes backwards */
+	XLogRecPtr	commit_lsn;		/* end of the newest commit record of a
+								 * transaction that produced here */
 	dlist_head	inflight;		/* ElInflight, ascending first_offset */
 } ElPartitionState;
+
+/* A backend's reference to a partition's slot. */
+typedef struct ElSlotRef
+{
+	ElPartitionState *slot;		/* NULL: not attached */
+	uint64		incarnation;
+} ElSlotRef;
+
+typedef enum ElSlotStatus
+{
+	EL_SLOT_STALE,				/* reassigned or freed: attach again */
+	EL_SLOT_UNINITIALIZED,		/* counter not recovered yet */
+	EL_SLOT_READY
+} ElSlotStatus;
+
+/* What a reader needs from a partition at one moment. */
+typedef struct ElStableOffset
+{
+	int64		stable;			/* last stable offset */
+	int64		high_watermark;
+	int			holder_pid;		/* backend holding it back, 0 if none */
+	XLogRecPtr	commit_lsn;		/* flush WAL to here before returning rows */
+} ElStableOffset;
 
 /*
  * One backend's claim on a partition for its current top-level
@@ -57,9 +89,10 @@ typedef struct ElInflight
 typedef struct ElSharedState
 {
 	pid_t		launcher_pid;	/* running launcher, 0 if none */
-	LWLock	   *hash_lock;		/* protects the partition hash table */
-	int			partition_tranche;	/* tranche of ElPartitionState.lock */
-	int			npartitions;	/* entries in the hash (under hash_lock) */
+	LWLock	   *hash_lock;		/* protects the key -> slot hash table, and
+								 * slot assignment (with the slot's lock) */
+	uint64		next_incarnation;	/* under hash_lock */
+	int			clock_hand;		/* next slot to consider (under hash_lock) */
 	int			nprocs;			/* PGPROC slots covered by inflight[] */
 	ElInflight	inflight[FLEXIBLE_ARRAY_MEMBER];
 } ElSharedState;
@@ -70,18 +103,13 @@ extern ElSharedState *el_shared;
 extern int	el_max_partitions;
 extern int	el_max_transaction_partitions;
 
-extern ElPartitionState *el_partition_attach(Oid dbid, int32 topic_id,
-											 int32 partition);
-extern bool el_partition_initialized(ElPartitionState *part);
-extern void el_partition_set_initial(ElPartitionState *part, int64 next_offset);
-extern int64 el_allocate_offsets(ElPartitionState *part,
-								 const ElPartitionKey *key, int count,
-								 TimestampTz *append_time);
-extern int64 el_last_stable_offset(ElPartitionState *part, int64 *high_watermark,
-								   int *holder_pid);
+extern void el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref);
+extern ElSlotStatus el_partition_status(const ElSlotRef *ref);
+extern bool el_partition_set_initial(const ElSlotRef *ref, int64 next_offset);
+extern bool el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
+								TimestampTz *append_time);
+extern bool el_stable_offset(const ElSlotRef *ref, ElStableOffset *out);
 extern void el_forget_topic_at_commit(int32 topic_id);
 extern void el_forget_database_at_commit(void);
-
-/* A test-only switch (eventlog.debug_ignore_stable_offset) lives in read.c. */
 
 #endif							/* PG_EVENTLOG_SHMEM_H */

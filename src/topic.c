@@ -22,6 +22,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlogdefs.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -33,6 +34,8 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+
+#include "segment.h"
 
 #include "topic.h"
 
@@ -186,7 +189,7 @@ el_topic_load(ElTopic *entry, const char *name)
 			"       s.segment_no, s.base_offset, s.table_name,"
 			"       count(*) OVER (PARTITION BY p.partition)::integer"
 			"  FROM " EL_SCHEMA_NAME ".partition_catalog p"
-			"  JOIN " EL_SCHEMA_NAME ".segment_catalog s USING (topic_id, partition)"
+			"  LEFT JOIN " EL_SCHEMA_NAME ".segment_catalog s USING (topic_id, partition)"
 			" WHERE p.topic_id = $1"
 			" ORDER BY p.partition, s.base_offset, s.segment_no",
 			1, argtypes2, args2, NULL, true, 0);
@@ -215,6 +218,9 @@ el_topic_load(ElTopic *entry, const char *name)
 				meta->segments = MemoryContextAllocZero(el_cache_cxt,
 														sizeof(ElSegment) * n);
 			}
+			(void) SPI_getbinval(tup, desc, 4, &isnull);
+			if (isnull)
+				continue;		/* a partition without segments */
 			seg = &meta->segments[meta->nsegments++];
 			seg->segment_no = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 			seg->base_offset = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
@@ -297,77 +303,178 @@ el_refuse_in_recovery(const char *what)
 }
 
 /*
- * The offset a partition's counter resumes at after a server start (or a
- * promotion): the largest of the persisted floor, the largest stored offset
- * plus one, and (with consumer groups) the largest committed position.
- * Offsets that no reader could have seen, trailing aborted ones, may thus
- * be handed out again; an offset any reader or group could have seen never
- * is.
+ * The offset a partition's counter resumes at after a server start, a
+ * promotion, or a freed slot: the largest of the persisted floor, the log
+ * start offset, the largest stored offset plus one, and (with consumer
+ * groups) the largest committed position.  Offsets that no reader could
+ * have seen, trailing aborted ones, may thus be handed out again; an offset
+ * any reader or group could have seen never is.
+ *
+ * The catalog and the segments are read with one fresh snapshot, and the
+ * segments through the table AM, without privilege checks: a producer needs
+ * no SELECT privilege, and row security must not hide the largest offset.
  */
 int64
 el_recover_next_offset(ElTopic *topic, int32 partition)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	int64		next = Max(meta->offset_floor, meta->log_start_offset);
-	int			i;
+	Oid			nsp = el_schema_oid();
+	Snapshot	snapshot;
+	Oid			argtypes[2] = {INT4OID, INT4OID};
+	Datum		args[2];
+	int64		next = 0;
+	List	   *relids = NIL;
+	ListCell   *lc;
+	uint64		i;
+	int			ret;
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	PushActiveSnapshot(GetLatestSnapshot());
+	PushActiveSnapshot(snapshot);
+	args[0] = Int32GetDatum(topic->topic_id);
+	args[1] = Int32GetDatum(partition);
+	ret = SPI_execute_with_args(
+		"SELECT greatest(p.offset_floor, p.log_start_offset)"
+		"  FROM " EL_SCHEMA_NAME ".partition_catalog p"
+		" WHERE p.topic_id = $1 AND p.partition = $2",
+		2, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eventlog.partition_catalog: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	ret = SPI_execute_with_args(
+		"SELECT s.table_name FROM " EL_SCHEMA_NAME ".segment_catalog s"
+		" WHERE s.topic_id = $1 AND s.partition = $2"
+		" ORDER BY s.base_offset DESC, s.segment_no DESC",
+		2, argtypes, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eventlog.segment_catalog: %s",
+			 SPI_result_code_string(ret));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Oid			relid = get_relname_relid(SPI_getvalue(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1),
+											  nsp);
+
+		if (OidIsValid(relid))
+			relids = lappend_oid(relids, relid);
+	}
+	PopActiveSnapshot();
+	SPI_finish();
 
 	/* The newest segment that holds anything has the largest offset. */
-	for (i = meta->nsegments - 1; i >= 0; i--)
+	foreach(lc, relids)
 	{
-		char	   *relname;
-		char	   *sql;
-		bool		isnull;
-		Datum		d;
-		int			ret;
+		int64		max_offset;
 
-		if (!OidIsValid(meta->segments[i].relid))
-			continue;
-		relname = get_rel_name(meta->segments[i].relid);
-		if (relname == NULL)
-			continue;
-		sql = psprintf("SELECT max(offset_id) FROM %s.%s",
-					   quote_identifier(EL_SCHEMA_NAME),
-					   quote_identifier(relname));
-		ret = SPI_execute(sql, true, 1);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "could not read segment \"%s\": %s", relname,
-				 SPI_result_code_string(ret));
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		if (!isnull)
+		if (el_segment_max_offset(lfirst_oid(lc), snapshot, &max_offset))
 		{
-			next = Max(next, DatumGetInt64(d) + 1);
+			next = Max(next, max_offset + 1);
 			break;
 		}
 	}
-
-	PopActiveSnapshot();
-	SPI_finish();
+	UnregisterSnapshot(snapshot);
 	return next;
 }
 
 /*
- * The shared state of a partition, with its counter recovered: what produce
- * and read need before they touch offsets.  Never recovers during recovery
- * (a standby's counters would be stale at promotion).
+ * Attach to a partition's shared state and make sure its counter has been
+ * recovered.  Never recovers during recovery: a standby's counters would be
+ * stale at promotion.
  */
-ElPartitionState *
+static void
 el_partition_ready(ElTopic *topic, int32 partition)
 {
 	ElPartitionMeta *meta = &topic->parts[partition];
+	int			attempt;
 
-	if (meta->state == NULL)
-		meta->state = el_partition_attach(MyDatabaseId, topic->topic_id, partition);
-	if (!el_partition_initialized(meta->state))
+	for (attempt = 0; attempt < 10; attempt++)
 	{
-		el_refuse_in_recovery("use");
-		el_partition_set_initial(meta->state,
-								 el_recover_next_offset(topic, partition));
+		ElSlotStatus status;
+
+		if (meta->ref.slot == NULL)
+		{
+			ElPartitionKey key;
+
+			memset(&key, 0, sizeof(key));
+			key.dbid = MyDatabaseId;
+			key.topic_id = topic->topic_id;
+			key.partition = partition;
+			el_partition_attach(&key, &meta->ref);
+		}
+		status = el_partition_status(&meta->ref);
+		if (status == EL_SLOT_READY)
+			return;
+		if (status == EL_SLOT_UNINITIALIZED)
+		{
+			el_refuse_in_recovery("use");
+			if (el_partition_set_initial(&meta->ref,
+										 el_recover_next_offset(topic, partition)))
+				return;
+		}
+		meta->ref.slot = NULL;	/* stale: attach again */
 	}
-	return meta->state;
+	elog(ERROR, "could not attach to the shared state of partition %d of topic \"%s\"",
+		 partition, topic->name);
+}
+
+/*
+ * Take "count" consecutive offsets in a partition for the current
+ * transaction; see el_allocate_offsets.
+ */
+int64
+el_take_offsets(ElTopic *topic, int32 partition, int count,
+				TimestampTz *append_time)
+{
+	ElPartitionMeta *meta = &topic->parts[partition];
+	int			attempt;
+	int64		first;
+
+	for (attempt = 0; attempt < 10; attempt++)
+	{
+		el_partition_ready(topic, partition);
+		if (el_allocate_offsets(&meta->ref, count, &first, append_time))
+			return first;
+		meta->ref.slot = NULL;	/* freed meanwhile: attach again */
+	}
+	elog(ERROR, "could not take offsets in partition %d of topic \"%s\"",
+		 partition, topic->name);
+	return 0;					/* keep compiler quiet */
+}
+
+/*
+ * A partition's last stable offset and high watermark, for a reader.  Also
+ * flushes WAL up to the newest commit of a producing transaction, so that
+ * no record a reader is about to return can be lost in a crash (see
+ * el_release_inflight); with synchronous commits it is already flushed and
+ * this costs a comparison.
+ */
+void
+el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
+{
+	ElPartitionMeta *meta = &topic->parts[partition];
+	int			attempt;
+
+	for (attempt = 0; attempt < 10; attempt++)
+	{
+		el_partition_ready(topic, partition);
+		if (el_stable_offset(&meta->ref, out))
+		{
+			if (!XLogRecPtrIsInvalid(out->commit_lsn))
+				XLogFlush(out->commit_lsn);
+			return;
+		}
+		meta->ref.slot = NULL;
+	}
+	elog(ERROR, "could not read the offsets of partition %d of topic \"%s\"",
+		 partition, topic->name);
 }
 
 /* ------------------------------------------------------------------------

@@ -27,7 +27,7 @@ typedef struct ElPartitionMeta
 	int64		offset_floor;
 	int			nsegments;
 	ElSegment  *segments;		/* ascending base_offset; last is active */
-	ElPartitionState *state;	/* shared state, attached on first use */
+	ElSlotRef	ref;			/* shared state, attached on first use */
 } ElPartitionMeta;
 
 typedef struct ElTopic
@@ -44,7 +44,10 @@ extern uint64 el_cache_generation;
 extern void el_topic_cache_init(void);
 extern ElTopic *el_topic_lookup(text *name);
 extern void el_check_partition(ElTopic *topic, int32 partition);
-extern ElPartitionState *el_partition_ready(ElTopic *topic, int32 partition);
+extern int64 el_take_offsets(ElTopic *topic, int32 partition, int count,
+							 TimestampTz *append_time);
+extern void el_read_stable_offset(ElTopic *topic, int32 partition,
+								  ElStableOffset *out);
 extern int64 el_recover_next_offset(ElTopic *topic, int32 partition);
 extern void el_refuse_in_recovery(const char *what);
 extern char *el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
