@@ -56,7 +56,7 @@ CREATE TABLE @extschema@.segment_catalog (
     topic_id          integer NOT NULL,
     partition         integer NOT NULL,
     segment_no        integer NOT NULL,
-    base_offset       bigint NOT NULL,
+    base_offset       bigint,
     table_name        name NOT NULL UNIQUE,
     created_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
     PRIMARY KEY (topic_id, partition, segment_no),
@@ -64,7 +64,7 @@ CREATE TABLE @extschema@.segment_catalog (
         REFERENCES @extschema@.partition_catalog ON DELETE CASCADE
 );
 COMMENT ON TABLE @extschema@.segment_catalog IS
-'pg_eventlog segments: the tables (in schema eventlog) holding each partition''s records, from base_offset on';
+'pg_eventlog segments: the tables (in schema eventlog) holding each partition''s records, from base_offset on (NULL: a spare not yet active, or just activated and not recorded yet)';
 
 /*
  * Anyone may see which topics exist and use the API; what a role may do
@@ -228,8 +228,8 @@ BEGIN
         'ALTER TABLE @extschema@.%I ENABLE ALWAYS TRIGGER segment_guard,'
         ' ENABLE ALWAYS TRIGGER segment_guard_truncate', tbl);
     EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', tbl,
-        format('pg_eventlog records of topic %s, partition %s, from offset %s (read-only: write with eventlog.produce)',
-               topic_name, partition, base_offset));
+        format('pg_eventlog records of topic %s, partition %s, segment %s (read-only: write with eventlog.produce)',
+               topic_name, partition, segment_no));
     INSERT INTO @extschema@.segment_catalog (topic_id, partition, segment_no, base_offset, table_name)
     VALUES (_create_segment.topic_id, _create_segment.partition,
             _create_segment.segment_no, _create_segment.base_offset, tbl);
@@ -512,6 +512,202 @@ AS 'MODULE_PATHNAME', 'el_partition_state'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@._partition_state(text, integer) IS
 'internal: a partition''s offsets from shared memory, and the PID of the session holding its stable offset back';
+
+/* ------------------------------------------------------------------------
+ * Maintenance: rolling segments and retention
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION @extschema@._partition_routing(
+    topic text, partition integer,
+    OUT active_segment integer, OUT active_base bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'el_partition_routing_sql'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._partition_routing(text, integer) IS
+'internal: the segment a partition''s new records go to, and the first offset routed there';
+
+CREATE FUNCTION @extschema@._activate_segment_at_commit(topic_id integer, partition integer,
+                                                        segment_no integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_activate_segment_at_commit_sql'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._activate_segment_at_commit(integer, integer, integer) IS
+'internal: when the transaction commits, route the partition''s new records to that (committed) segment';
+
+/*
+ * One maintenance round for one topic, in the caller's transaction:
+ *  1. record the base offset of each partition's active segment;
+ *  2. remove the oldest sealed segments that retention (time or size)
+ *     allows, never one with an offset in flight, never the active one, and
+ *     skipping (till next round) any segment someone holds a lock on;
+ *  3. roll active segments that reached segment_interval or segment_bytes
+ *     (or whose records all expired): the next segment is created now and
+ *     new records go there from this transaction's commit on.
+ * Returns what it did.  Removal is DROP TABLE: no DELETE, no dead tuples.
+ */
+CREATE TYPE @extschema@.maintenance_action AS (
+    action        text,
+    topic         text,
+    partition     integer,
+    segment       text,
+    first_offset  bigint,
+    next_offset   bigint,
+    bytes         bigint
+);
+COMMENT ON TYPE @extschema@.maintenance_action IS
+'what a maintenance round did: a segment removed (offsets first_offset to next_offset - 1), rolled (new records go to segment from the round''s commit on), or skipped because someone held it';
+
+CREATE FUNCTION @extschema@._maintain_topic(topic_id integer)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    t @extschema@.topic_catalog;
+    p integer;
+    rt record;
+    seg record;
+    nxt bigint;
+    part_bytes bigint;
+    seg_bytes bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    stable bigint;
+    spare name;
+BEGIN
+    SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _maintain_topic.topic_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    r.topic := t.name;
+    FOR p IN 0 .. t.partitions - 1 LOOP
+        r.partition := p;
+        SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+
+        -- 1. The active segment's base offset, once known, is recorded.
+        UPDATE @extschema@.segment_catalog s SET base_offset = rt.active_base
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NULL;
+        IF FOUND THEN
+            UPDATE @extschema@.partition_catalog pc
+               SET offset_floor = greatest(pc.offset_floor, rt.active_base)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+        END IF;
+
+        -- 2. Retention, oldest sealed segment first.
+        SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
+                   format('@extschema@.%I', s.table_name)::regclass)), 0)
+          INTO part_bytes
+          FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p;
+        stable := @extschema@.last_stable_offset(t.name, p);
+        FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name
+                     FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = t.topic_id AND s.partition = p
+                      AND s.segment_no < rt.active_segment
+                    ORDER BY s.segment_no
+        LOOP
+            SELECT s.base_offset INTO nxt FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no > seg.segment_no
+             ORDER BY s.segment_no LIMIT 1;
+            -- Every offset of the segment must be stable: none in flight.
+            EXIT WHEN nxt IS NULL OR nxt > stable;
+            EXECUTE format('SELECT append_time FROM @extschema@.%I ORDER BY offset_id DESC LIMIT 1',
+                           seg.table_name) INTO newest;
+            EXIT WHEN NOT (
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
+                OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
+            -- Never queue behind a reader or a writer: skip till next round.
+            BEGIN
+                EXECUTE format('LOCK TABLE @extschema@.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                               seg.table_name);
+            EXCEPTION WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            END;
+            seg_bytes := pg_catalog.pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
+            EXECUTE format('DROP TABLE @extschema@.%I', seg.table_name);
+            DELETE FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
+            UPDATE @extschema@.partition_catalog pc
+               SET log_start_offset = greatest(pc.log_start_offset, nxt),
+                   offset_floor = greatest(pc.offset_floor, nxt)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+            part_bytes := part_bytes - seg_bytes;
+            r.action := 'removed';
+            r.segment := seg.table_name;
+            r.first_offset := seg.base_offset;
+            r.next_offset := nxt;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END LOOP;
+
+        -- 3. Roll the active segment when due (never an empty one, and only
+        --    once its base offset is recorded).
+        SELECT s.table_name INTO seg FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
+        CONTINUE WHEN NOT FOUND;
+        EXECUTE format('SELECT a.append_time, b.append_time FROM '
+                       '(SELECT append_time FROM @extschema@.%1$I ORDER BY offset_id LIMIT 1) a, '
+                       '(SELECT append_time FROM @extschema@.%1$I ORDER BY offset_id DESC LIMIT 1) b',
+                       seg.table_name) INTO oldest, newest;
+        CONTINUE WHEN oldest IS NULL;
+        seg_bytes := pg_catalog.pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
+        IF oldest < pg_catalog.now() - t.segment_interval
+           OR seg_bytes >= t.segment_bytes
+           OR (t.retention IS NOT NULL AND newest < pg_catalog.now() - t.retention) THEN
+            SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p
+               AND s.segment_no = rt.active_segment + 1;
+            IF NOT FOUND THEN
+                spare := @extschema@._create_segment(t.topic_id, p, rt.active_segment + 1, NULL);
+            END IF;
+            PERFORM @extschema@._activate_segment_at_commit(t.topic_id, p, rt.active_segment + 1);
+            r.action := 'rolled';
+            r.segment := spare;
+            r.first_offset := NULL;
+            r.next_offset := NULL;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._maintain_topic(integer) IS
+'internal: one maintenance round for a topic (record active bases, remove expired segments, roll full ones)';
+
+CREATE FUNCTION @extschema@.enforce_retention(topic text DEFAULT NULL)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    IF topic IS NOT NULL THEN
+        PERFORM @extschema@._check_topic_name(topic);
+        SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = enforce_retention.topic;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = '42704';
+        END IF;
+        RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
+        RETURN;
+    END IF;
+    FOR tid IN SELECT c.topic_id FROM @extschema@.topic_catalog c ORDER BY c.topic_id LOOP
+        RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.enforce_retention(text) IS
+'runs a maintenance round now (what the background worker does every eventlog.maintenance_interval) and returns what it did: segments removed by retention, and segments rolled (active from commit on; the segments they seal can be removed by the next round)';
 
 /* ------------------------------------------------------------------------
  * Monitoring views

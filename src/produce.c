@@ -5,14 +5,14 @@
  *	  topic in the caller's transaction.
  *
  * The order of the steps matters:
- *	1. look the topic up and pick each record's partition (no side effects);
- *	2. open the partition's active segment with RowExclusiveLock: a
- *	   concurrent drop_topic either finished (the table is gone: the topic
- *	   no longer exists) or waits for us;
- *	3. take offsets, which also registers the transaction's in-flight entry;
- *	4. insert.  An error here leaves a gap of aborted offsets, never a
- *	   record readers could have skipped.
- * Every check that can fail on bad input runs before step 3.
+ *	1. look the topic up, check every record and the privilege, and pick
+ *	   each record's partition (no side effects);
+ *	2. take offsets, which also registers the transaction's in-flight entry
+ *	   and routes the offsets to a segment;
+ *	3. open that segment with RowExclusiveLock and insert.  An error here
+ *	   (the topic dropped meanwhile, say) leaves a gap of aborted offsets,
+ *	   never a record readers could have skipped.
+ * Every check that can fail on bad input runs before step 2.
  *
  *-------------------------------------------------------------------------
  */
@@ -79,60 +79,62 @@ el_check_writable(void)
 }
 
 /*
- * Open the active segment of a partition for insertion, re-reading the
- * topic if the catalog changed while we waited for the lock.  Returns the
- * (possibly reloaded) topic through *topic_io.
+ * Refuse to produce without the INSERT privilege on the partition's
+ * segments, before any offset is taken.
+ */
+static void
+el_check_produce_privilege(ElTopic *topic, int32 partition)
+{
+	ElPartitionMeta *meta = &topic->parts[partition];
+	Oid			relid;
+
+	if (meta->nsegments == 0)
+		return;					/* el_open_segment reports it */
+	relid = meta->segments[meta->nsegments - 1].relid;
+	if (OidIsValid(relid) &&
+		pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to produce to topic \"%s\"",
+						topic->name),
+				 errdetail("Producing needs the INSERT privilege on the topic's segment tables.")));
+}
+
+/*
+ * Open segment "segno" of a partition for insertion, reloading the topic's
+ * metadata if the segment is newer than the cached list (a maintenance
+ * round has just rolled the partition).
  */
 static Relation
-el_open_active_segment(ElTopic **topic_io, text *name, int32 partition)
+el_open_segment(ElTopic **topic_io, text *name, int32 partition, int32 segno)
 {
 	int			attempt;
 
-	for (attempt = 0; attempt < 3; attempt++)
+	for (attempt = 0; attempt < 2; attempt++)
 	{
-		ElTopic    *topic = *topic_io;
-		ElPartitionMeta *meta = &topic->parts[partition];
-		uint64		generation = el_cache_generation;
-		Relation	rel = NULL;
-		Oid			relid;
-		AclResult	aclresult;
+		ElSegment  *seg = el_find_segment(*topic_io, partition, segno);
+		Relation	rel;
 
-		if (meta->nsegments > 0)
-		{
-			relid = meta->segments[meta->nsegments - 1].relid;
-			if (OidIsValid(relid))
-				rel = try_relation_open(relid, RowExclusiveLock);
-		}
-		if (rel != NULL && generation == el_cache_generation)
-		{
-			aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(),
-										  ACL_INSERT);
-			if (aclresult != ACLCHECK_OK)
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("permission denied to produce to topic \"%s\"",
-								topic->name),
-						 errdetail("Producing needs the INSERT privilege on the topic's segment tables.")));
+		if (seg != NULL && OidIsValid(seg->relid) &&
+			(rel = try_relation_open(seg->relid, RowExclusiveLock)) != NULL)
 			return rel;
-		}
-		if (rel != NULL)
-			relation_close(rel, RowExclusiveLock);
-		/* The catalog changed under us: look again. */
+		/* Not cached yet, or gone: read the catalog again. */
+		el_topic_invalidate();
 		*topic_io = el_topic_lookup(name);
 		el_check_partition(*topic_io, partition);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("could not open the active segment of partition %d of topic \"%s\"",
-					partition, (*topic_io)->name),
-			 errdetail("The topic's segments changed repeatedly while produce waited for them."),
-			 errhint("Retry the statement.")));
+			 errmsg("segment %d of partition %d of topic \"%s\" does not exist",
+					segno, partition, (*topic_io)->name),
+			 errdetail("Shared memory routes new records to a segment the catalog does not list."),
+			 errhint("Run eventlog.enforce_retention() to let maintenance repair the partition, then retry.")));
 	return NULL;				/* keep compiler quiet */
 }
 
 /*
  * Append records[0..count) to one partition: consecutive offsets from the
- * returned first one.
+ * returned first one, in the segment the offsets were routed to.
  */
 static int64
 el_append(ElTopic **topic_io, text *name, int32 partition,
@@ -142,11 +144,13 @@ el_append(ElTopic **topic_io, text *name, int32 partition,
 	ElAppender	app;
 	TimestampTz append_time;
 	int64		first;
+	int32		segno;
 	int			i;
 
-	rel = el_open_active_segment(topic_io, name, partition);
+	el_check_produce_privilege(*topic_io, partition);
+	first = el_take_offsets(*topic_io, partition, count, &segno, &append_time);
+	rel = el_open_segment(topic_io, name, partition, segno);
 	el_appender_begin(&app, rel);
-	first = el_take_offsets(*topic_io, partition, count, &append_time);
 	for (i = 0; i < count; i++)
 		el_appender_insert(&app, &records[i], first + i, append_time);
 	el_appender_end(&app);

@@ -180,10 +180,15 @@ el_scan_begin(ElScan *s, ElReadPoint *point, int64 from, Snapshot snapshot)
 	s->point = point;
 	s->snapshot = snapshot;
 	s->next = from;
-	/* The last segment whose base offset is at or below "from". */
+	/*
+	 * Start at the last segment whose recorded base offset is at or below
+	 * "from"; a segment whose base is not recorded yet is only read on the
+	 * way forward (every offset of a segment is below the next one's).
+	 */
 	s->segno = 0;
 	for (i = 0; i < meta->nsegments; i++)
-		if (meta->segments[i].base_offset <= from)
+		if (meta->segments[i].base_offset != EL_BASE_UNKNOWN &&
+			meta->segments[i].base_offset <= from)
 			s->segno = i;
 }
 
@@ -496,7 +501,8 @@ el_partition_state(PG_FUNCTION_ARGS)
 	el_check_partition(topic, partition);
 	if (RecoveryInProgress())
 	{
-		int64		next = el_recover_next_offset(topic, partition);
+		ElRouting	routing;
+		int64		next = el_recover_next_offset(topic, partition, &routing);
 
 		values[0] = Int64GetDatum(next);
 		values[1] = Int64GetDatum(next);

@@ -139,13 +139,14 @@ el_appender_end(ElAppender *app)
 }
 
 /*
- * The largest offset in a segment visible to "snapshot", scanning its
- * primary key backwards through the index AM: no privilege or row security
- * check applies, as this serves counter recovery, not a reader.  False if
- * the segment holds nothing visible or no longer exists.
+ * The largest (or smallest) offset in a segment visible to "snapshot",
+ * from one end of its primary key through the index AM: no privilege or row
+ * security check applies, as this serves counter recovery, not a reader.
+ * False if the segment holds nothing visible or no longer exists.
  */
 bool
-el_segment_max_offset(Oid relid, Snapshot snapshot, int64 *max_offset)
+el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
+					   int64 *offset)
 {
 	Relation	rel;
 	Relation	index;
@@ -165,11 +166,12 @@ el_segment_max_offset(Oid relid, Snapshot snapshot, int64 *max_offset)
 	slot = table_slot_create(rel, NULL);
 	scan = el_index_beginscan(rel, index, snapshot, 0, 0);
 	index_rescan(scan, NULL, 0, NULL, 0);
-	if (index_getnext_slot(scan, BackwardScanDirection, slot))
+	if (index_getnext_slot(scan, largest ? BackwardScanDirection : ForwardScanDirection,
+						   slot))
 	{
 		bool		isnull;
 
-		*max_offset = DatumGetInt64(slot_getattr(slot, EL_SEG_OFFSET, &isnull));
+		*offset = DatumGetInt64(slot_getattr(slot, EL_SEG_OFFSET, &isnull));
 		found = true;
 	}
 	index_endscan(scan);

@@ -46,7 +46,8 @@ extern void el_appender_begin(ElAppender *app, Relation rel);
 extern void el_appender_insert(ElAppender *app, const ElRecordIn *rec,
 							   int64 offset, TimestampTz append_time);
 extern void el_appender_end(ElAppender *app);
-extern bool el_segment_max_offset(Oid relid, Snapshot snapshot, int64 *max_offset);
+extern bool el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
+								   int64 *offset);
 extern Size el_record_size(const ElRecordIn *rec);
 extern void el_check_record_size(const ElRecordIn *rec);
 

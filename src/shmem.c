@@ -97,7 +97,23 @@ static bool el_slice_checked = false;
 static List *el_forget_topics = NIL;
 static bool el_forget_database = false;
 
+/*
+ * Segment activations requested by the current transaction (a maintenance
+ * round that rolled a partition), applied at its commit: the new segment
+ * table is then committed, so producers routed to it can open it; and an
+ * aborted round activates nothing.
+ */
+typedef struct ElPendingActivation
+{
+	ElPartitionKey key;
+	int32		segno;
+	int			nest_level;		/* subtransaction that asked */
+} ElPendingActivation;
+static List *el_pending_activations = NIL;
+
 static void el_xact_callback(XactEvent event, void *arg);
+static void el_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								SubTransactionId parentSubid, void *arg);
 
 /* PGPROC slots: backends, auxiliary processes and prepared transactions. */
 static int
@@ -195,6 +211,7 @@ void
 el_shmem_init(void)
 {
 	RegisterXactCallback(el_xact_callback, NULL);
+	RegisterSubXactCallback(el_subxact_callback, NULL);
 
 	DefineCustomBoolVariable("eventlog.debug_leak_inflight",
 							 "Test only: leave in-flight entries behind at transaction end.",
@@ -376,6 +393,8 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 		slot->next_offset = 0;
 		slot->last_append_time = 0;
 		slot->commit_lsn = InvalidXLogRecPtr;
+		slot->active_segno = 0;
+		slot->active_base = 0;
 		LWLockRelease(&slot->lock);
 	}
 	ref->slot = &el_slots[entry->slotno];
@@ -416,17 +435,35 @@ el_partition_status(const ElSlotRef *ref)
  * out offsets above it).  False if the reference is stale.
  */
 bool
-el_partition_set_initial(const ElSlotRef *ref, int64 next_offset)
+el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
+						 const ElRouting *routing)
 {
 	if (!el_lock_ref(ref, LW_EXCLUSIVE))
 		return false;
 	if (!ref->slot->initialized)
 	{
 		ref->slot->next_offset = next_offset;
+		ref->slot->active_segno = routing->active_segno;
+		ref->slot->active_base = routing->active_base;
 		ref->slot->initialized = true;
 	}
 	LWLockRelease(&ref->slot->lock);
 	return true;
+}
+
+/* Where new records of the partition go.  False if stale or uninitialised. */
+bool
+el_partition_routing(const ElSlotRef *ref, ElRouting *routing)
+{
+	bool		ok;
+
+	if (!el_lock_ref(ref, LW_SHARED))
+		return false;
+	ok = ref->slot->initialized;
+	routing->active_segno = ref->slot->active_segno;
+	routing->active_base = ref->slot->active_base;
+	LWLockRelease(&ref->slot->lock);
+	return ok;
 }
 
 /*
@@ -457,10 +494,11 @@ el_check_my_slice(void)
 
 /*
  * Take "count" consecutive offsets in the partition of "ref" for the current
- * top-level transaction, returning the first in *first.  The same critical
- * section registers the transaction's in-flight entry, so no reader can
- * ever compute a stable offset above an offset that is taken but not yet
- * committed.  False, with nothing taken, if the reference is stale or the
+ * top-level transaction, returning the first in *first and the segment they
+ * go to in *segno.  The same critical section registers the transaction's
+ * in-flight entry, so no reader can ever compute a stable offset above an
+ * offset that is taken but not yet committed; and it routes the offsets, so
+ * every offset in a segment is below every offset in the next one.  False, with nothing taken, if the reference is stale or the
  * counter not recovered: the caller attaches again.
  *
  * The top-level xid is assigned first: a subtransaction's xid is never the
@@ -469,7 +507,7 @@ el_check_my_slice(void)
  */
 bool
 el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
-					TimestampTz *append_time)
+					int32 *segno, TimestampTz *append_time)
 {
 	TransactionId xid = GetTopTransactionId();
 	ElInflight *slice = el_my_slice();
@@ -507,6 +545,7 @@ el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
 		return false;
 	}
 	*first = part->next_offset;
+	*segno = part->active_segno;
 	part->next_offset += count;
 	if (now < part->last_append_time)
 		now = part->last_append_time;
@@ -611,6 +650,77 @@ el_release_inflight(bool committed)
 }
 
 void
+el_activate_segment_at_commit(int32 topic_id, int32 partition, int32 segno)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	ElPendingActivation *pa = palloc0(sizeof(ElPendingActivation));
+
+	pa->key.dbid = MyDatabaseId;
+	pa->key.topic_id = topic_id;
+	pa->key.partition = partition;
+	pa->segno = segno;
+	pa->nest_level = GetCurrentTransactionNestLevel();
+	el_pending_activations = lappend(el_pending_activations, pa);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Route a partition's new offsets to segment "segno" from now on, starting
+ * at the current high watermark.  Runs in the commit callback, so it must
+ * not fail: a partition without a recovered counter is skipped (its routing
+ * will be recovered from the catalog) and nothing here raises an error.
+ */
+static void
+el_apply_activations(void)
+{
+	ListCell   *lc;
+
+	if (!el_shmem_attached())
+		return;
+	foreach(lc, el_pending_activations)
+	{
+		ElPendingActivation *pa = lfirst(lc);
+		ElPartitionHashEntry *entry;
+		ElPartitionState *slot = NULL;
+
+		LWLockAcquire(el_shared->hash_lock, LW_SHARED);
+		entry = hash_search(el_partition_hash, &pa->key, HASH_FIND, NULL);
+		if (entry)
+			slot = &el_slots[entry->slotno];
+		LWLockRelease(el_shared->hash_lock);
+		if (slot == NULL)
+			continue;
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+		if (slot->incarnation != 0 && slot->initialized &&
+			memcmp(&slot->key, &pa->key, sizeof(ElPartitionKey)) == 0 &&
+			slot->active_segno < pa->segno)
+		{
+			slot->active_segno = pa->segno;
+			slot->active_base = slot->next_offset;
+		}
+		LWLockRelease(&slot->lock);
+	}
+}
+
+static void
+el_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, el_pending_activations)
+	{
+		ElPendingActivation *pa = lfirst(lc);
+
+		if (pa->nest_level >= level)
+			el_pending_activations = foreach_delete_current(el_pending_activations, lc);
+	}
+}
+
+void
 el_forget_topic_at_commit(int32 topic_id)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -672,6 +782,10 @@ el_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			el_release_inflight(true);
+			if (el_pending_activations != NIL)
+				el_apply_activations();
+			list_free_deep(el_pending_activations);
+			el_pending_activations = NIL;
 			if (el_forget_topics != NIL || el_forget_database)
 				el_forget_partitions();
 			list_free(el_forget_topics);
@@ -681,6 +795,8 @@ el_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			el_release_inflight(false);
+			list_free_deep(el_pending_activations);
+			el_pending_activations = NIL;
 			list_free(el_forget_topics);
 			el_forget_topics = NIL;
 			el_forget_database = false;

@@ -43,8 +43,17 @@ typedef struct ElPartitionState
 	TimestampTz last_append_time;	/* append_time never goes backwards */
 	XLogRecPtr	commit_lsn;		/* end of the newest commit record of a
 								 * transaction that produced here */
+	int32		active_segno;	/* segment new offsets go to */
+	int64		active_base;	/* first offset routed to it */
 	dlist_head	inflight;		/* ElInflight, ascending first_offset */
 } ElPartitionState;
+
+/* Where a partition's new records go, as recovered or last activated. */
+typedef struct ElRouting
+{
+	int32		active_segno;
+	int64		active_base;
+} ElRouting;
 
 /* A backend's reference to a partition's slot. */
 typedef struct ElSlotRef
@@ -105,9 +114,13 @@ extern int	el_max_transaction_partitions;
 
 extern void el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref);
 extern ElSlotStatus el_partition_status(const ElSlotRef *ref);
-extern bool el_partition_set_initial(const ElSlotRef *ref, int64 next_offset);
+extern bool el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
+									 const ElRouting *routing);
 extern bool el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
-								TimestampTz *append_time);
+								int32 *segno, TimestampTz *append_time);
+extern bool el_partition_routing(const ElSlotRef *ref, ElRouting *routing);
+extern void el_activate_segment_at_commit(int32 topic_id, int32 partition,
+										  int32 segno);
 extern bool el_stable_offset(const ElSlotRef *ref, ElStableOffset *out);
 extern void el_forget_topic_at_commit(int32 topic_id);
 extern void el_forget_database_at_commit(void);

@@ -26,7 +26,9 @@
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "access/htup_details.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -62,6 +64,13 @@ void
 el_topic_cache_init(void)
 {
 	CacheRegisterRelcacheCallback(el_relcache_callback, (Datum) 0);
+}
+
+/* Make the next lookup read the catalog again. */
+void
+el_topic_invalidate(void)
+{
+	el_cache_generation++;
 }
 
 /* Throw the whole cache away if the catalog changed since it was built. */
@@ -191,7 +200,7 @@ el_topic_load(ElTopic *entry, const char *name)
 			"  FROM " EL_SCHEMA_NAME ".partition_catalog p"
 			"  LEFT JOIN " EL_SCHEMA_NAME ".segment_catalog s USING (topic_id, partition)"
 			" WHERE p.topic_id = $1"
-			" ORDER BY p.partition, s.base_offset, s.segment_no",
+			" ORDER BY p.partition, s.segment_no",
 			1, argtypes2, args2, NULL, true, 0);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "could not read eventlog.segment_catalog: %s",
@@ -224,6 +233,8 @@ el_topic_load(ElTopic *entry, const char *name)
 			seg = &meta->segments[meta->nsegments++];
 			seg->segment_no = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 			seg->base_offset = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+			if (isnull)
+				seg->base_offset = EL_BASE_UNKNOWN;
 			relname = SPI_getvalue(tup, desc, 6);
 			seg->relid = get_relname_relid(relname, nsp);
 		}
@@ -315,16 +326,18 @@ el_refuse_in_recovery(const char *what)
  * no SELECT privilege, and row security must not hide the largest offset.
  */
 int64
-el_recover_next_offset(ElTopic *topic, int32 partition)
+el_recover_next_offset(ElTopic *topic, int32 partition, ElRouting *routing)
 {
 	Oid			nsp = el_schema_oid();
 	Snapshot	snapshot;
 	Oid			argtypes[2] = {INT4OID, INT4OID};
 	Datum		args[2];
 	int64		next = 0;
-	List	   *relids = NIL;
-	ListCell   *lc;
-	uint64		i;
+	int			nsegs = 0;
+	Oid		   *relids = NULL;
+	int32	   *segnos = NULL;
+	int64	   *bases = NULL;
+	int			i;
 	int			ret;
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
@@ -350,36 +363,72 @@ el_recover_next_offset(ElTopic *topic, int32 partition)
 										   SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	ret = SPI_execute_with_args(
-		"SELECT s.table_name FROM " EL_SCHEMA_NAME ".segment_catalog s"
+		"SELECT s.table_name, s.segment_no, s.base_offset"
+		"  FROM " EL_SCHEMA_NAME ".segment_catalog s"
 		" WHERE s.topic_id = $1 AND s.partition = $2"
-		" ORDER BY s.base_offset DESC, s.segment_no DESC",
+		" ORDER BY s.segment_no",
 		2, argtypes, args, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read eventlog.segment_catalog: %s",
 			 SPI_result_code_string(ret));
-	for (i = 0; i < SPI_processed; i++)
+	nsegs = (int) SPI_processed;
+	relids = palloc0(sizeof(Oid) * Max(nsegs, 1));
+	segnos = palloc0(sizeof(int32) * Max(nsegs, 1));
+	bases = palloc0(sizeof(int64) * Max(nsegs, 1));
+	for (i = 0; i < nsegs; i++)
 	{
-		Oid			relid = get_relname_relid(SPI_getvalue(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1),
-											  nsp);
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
 
-		if (OidIsValid(relid))
-			relids = lappend_oid(relids, relid);
+		relids[i] = get_relname_relid(SPI_getvalue(tup, desc, 1), nsp);
+		segnos[i] = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		bases[i] = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		if (isnull)
+			bases[i] = EL_BASE_UNKNOWN;
 	}
 	PopActiveSnapshot();
 	SPI_finish();
 
+	/*
+	 * Routing: the newest segment with a recorded base offset is active,
+	 * unless a newer one (activated, its base not yet recorded) already
+	 * holds records; its base is then its smallest offset.
+	 */
+	routing->active_segno = nsegs > 0 ? segnos[0] : 0;
+	routing->active_base = 0;
+	for (i = 0; i < nsegs; i++)
+	{
+		if (bases[i] != EL_BASE_UNKNOWN)
+		{
+			routing->active_segno = segnos[i];
+			routing->active_base = bases[i];
+		}
+		else if (OidIsValid(relids[i]))
+		{
+			int64		min_offset;
+
+			if (el_segment_edge_offset(relids[i], snapshot, false, &min_offset))
+			{
+				routing->active_segno = segnos[i];
+				routing->active_base = min_offset;
+			}
+		}
+	}
+
 	/* The newest segment that holds anything has the largest offset. */
-	foreach(lc, relids)
+	for (i = nsegs - 1; i >= 0; i--)
 	{
 		int64		max_offset;
 
-		if (el_segment_max_offset(lfirst_oid(lc), snapshot, &max_offset))
+		if (OidIsValid(relids[i]) &&
+			el_segment_edge_offset(relids[i], snapshot, true, &max_offset))
 		{
 			next = Max(next, max_offset + 1);
 			break;
 		}
 	}
+	next = Max(next, routing->active_base);
 	UnregisterSnapshot(snapshot);
 	return next;
 }
@@ -414,9 +463,12 @@ el_partition_ready(ElTopic *topic, int32 partition)
 			return;
 		if (status == EL_SLOT_UNINITIALIZED)
 		{
+			ElRouting	routing;
+			int64		next;
+
 			el_refuse_in_recovery("use");
-			if (el_partition_set_initial(&meta->ref,
-										 el_recover_next_offset(topic, partition)))
+			next = el_recover_next_offset(topic, partition, &routing);
+			if (el_partition_set_initial(&meta->ref, next, &routing))
 				return;
 		}
 		meta->ref.slot = NULL;	/* stale: attach again */
@@ -430,7 +482,7 @@ el_partition_ready(ElTopic *topic, int32 partition)
  * transaction; see el_allocate_offsets.
  */
 int64
-el_take_offsets(ElTopic *topic, int32 partition, int count,
+el_take_offsets(ElTopic *topic, int32 partition, int count, int32 *segno,
 				TimestampTz *append_time)
 {
 	ElPartitionMeta *meta = &topic->parts[partition];
@@ -440,13 +492,44 @@ el_take_offsets(ElTopic *topic, int32 partition, int count,
 	for (attempt = 0; attempt < 10; attempt++)
 	{
 		el_partition_ready(topic, partition);
-		if (el_allocate_offsets(&meta->ref, count, &first, append_time))
+		if (el_allocate_offsets(&meta->ref, count, &first, segno, append_time))
 			return first;
 		meta->ref.slot = NULL;	/* freed meanwhile: attach again */
 	}
 	elog(ERROR, "could not take offsets in partition %d of topic \"%s\"",
 		 partition, topic->name);
 	return 0;					/* keep compiler quiet */
+}
+
+/* Where a partition's new records go now. */
+void
+el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing)
+{
+	ElPartitionMeta *meta = &topic->parts[partition];
+	int			attempt;
+
+	for (attempt = 0; attempt < 10; attempt++)
+	{
+		el_partition_ready(topic, partition);
+		if (el_partition_routing(&meta->ref, routing))
+			return;
+		meta->ref.slot = NULL;
+	}
+	elog(ERROR, "could not read the routing of partition %d of topic \"%s\"",
+		 partition, topic->name);
+}
+
+/* The cached segment "segno" of a partition, or NULL. */
+ElSegment *
+el_find_segment(ElTopic *topic, int32 partition, int32 segno)
+{
+	ElPartitionMeta *meta = &topic->parts[partition];
+	int			i;
+
+	for (i = meta->nsegments - 1; i >= 0; i--)
+		if (meta->segments[i].segment_no == segno)
+			return &meta->segments[i];
+	return NULL;
 }
 
 /*
@@ -481,9 +564,46 @@ el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
  * SQL-callable helpers of the catalog functions
  * ------------------------------------------------------------------------ */
 
+PG_FUNCTION_INFO_V1(el_partition_routing_sql);
+PG_FUNCTION_INFO_V1(el_activate_segment_at_commit_sql);
 PG_FUNCTION_INFO_V1(el_catalog_changed);
 PG_FUNCTION_INFO_V1(el_require_shmem_sql);
 PG_FUNCTION_INFO_V1(el_forget_topic);
+
+/*
+ * eventlog._partition_routing(topic text, partition integer)
+ *		-> (active_segment integer, active_base bigint)
+ */
+Datum
+el_partition_routing_sql(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	ElTopic    *topic;
+	int32		partition = PG_GETARG_INT32(1);
+	ElRouting	routing;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+	el_check_partition(topic, partition);
+	el_refuse_in_recovery("maintain");
+	el_get_routing(topic, partition, &routing);
+	values[0] = Int32GetDatum(routing.active_segno);
+	values[1] = Int64GetDatum(routing.active_base);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* eventlog._activate_segment_at_commit(topic_id, partition, segment_no) */
+Datum
+el_activate_segment_at_commit_sql(PG_FUNCTION_ARGS)
+{
+	el_require_shmem();
+	el_activate_segment_at_commit(PG_GETARG_INT32(0), PG_GETARG_INT32(1),
+								  PG_GETARG_INT32(2));
+	PG_RETURN_VOID();
+}
 
 /* Trigger on the catalog tables: every backend must reload its cache. */
 Datum

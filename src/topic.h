@@ -13,11 +13,18 @@
 
 #define EL_TOPIC_NAME_MAX 200
 
+/*
+ * A segment's base offset is unknown (NULL in segment_catalog) while it is
+ * a spare not yet active, or between its activation in shared memory and
+ * the maintenance round that records it.
+ */
+#define EL_BASE_UNKNOWN (-1)
+
 /* One segment table of a partition. */
 typedef struct ElSegment
 {
 	int32		segment_no;
-	int64		base_offset;	/* first offset it may hold */
+	int64		base_offset;	/* first offset it holds, or EL_BASE_UNKNOWN */
 	Oid			relid;			/* InvalidOid if the table is missing */
 } ElSegment;
 
@@ -26,7 +33,7 @@ typedef struct ElPartitionMeta
 	int64		log_start_offset;
 	int64		offset_floor;
 	int			nsegments;
-	ElSegment  *segments;		/* ascending base_offset; last is active */
+	ElSegment  *segments;		/* ascending segment_no (and offsets) */
 	ElSlotRef	ref;			/* shared state, attached on first use */
 } ElPartitionMeta;
 
@@ -43,12 +50,16 @@ extern uint64 el_cache_generation;
 
 extern void el_topic_cache_init(void);
 extern ElTopic *el_topic_lookup(text *name);
+extern void el_topic_invalidate(void);
 extern void el_check_partition(ElTopic *topic, int32 partition);
 extern int64 el_take_offsets(ElTopic *topic, int32 partition, int count,
-							 TimestampTz *append_time);
+							 int32 *segno, TimestampTz *append_time);
+extern void el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing);
+extern ElSegment *el_find_segment(ElTopic *topic, int32 partition, int32 segno);
 extern void el_read_stable_offset(ElTopic *topic, int32 partition,
 								  ElStableOffset *out);
-extern int64 el_recover_next_offset(ElTopic *topic, int32 partition);
+extern int64 el_recover_next_offset(ElTopic *topic, int32 partition,
+									ElRouting *routing);
 extern void el_refuse_in_recovery(const char *what);
 extern char *el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
