@@ -776,6 +776,22 @@ CREATE VIEW @extschema@.partitions AS
 COMMENT ON VIEW @extschema@.partitions IS
 'one row per partition: offsets (log start, high watermark, last stable offset and the PID holding it back), size, and the append times of its oldest and newest readable records; records counts offsets, aborted ones included';
 
+CREATE FUNCTION @extschema@._maintenance_status(
+    OUT database text, OUT pid integer, OUT rounds bigint,
+    OUT last_run timestamptz, OUT last_success timestamptz,
+    OUT segments_rolled bigint, OUT segments_removed bigint,
+    OUT last_error text, OUT last_error_time timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'el_maintenance_status'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@._maintenance_status() IS
+'internal: the rows of the eventlog.maintenance view';
+
+CREATE VIEW @extschema@.maintenance AS
+    SELECT * FROM @extschema@._maintenance_status();
+COMMENT ON VIEW @extschema@.maintenance IS
+'one row per database pg_eventlog maintains: its worker''s PID (NULL if not running), rounds run, last run and last success, segments rolled and removed since the worker started, and the last error';
+
 CREATE VIEW @extschema@.topics AS
     SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
            t.segment_interval, t.segment_bytes,

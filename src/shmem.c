@@ -59,6 +59,7 @@
 #include "utils/memutils.h"
 
 #include "shmem.h"
+#include "worker.h"
 
 ElSharedState *el_shared = NULL;
 static ElPartitionState *el_slots = NULL;	/* [el_max_partitions] */
@@ -135,6 +136,7 @@ el_shmem_size(void)
 	size = add_size(size, mul_size(el_max_partitions, sizeof(ElPartitionState)));
 	size = add_size(size, hash_estimate_size(el_max_partitions,
 											 sizeof(ElPartitionHashEntry)));
+	size = add_size(size, el_worker_shmem_size());
 	return size;
 }
 
@@ -191,6 +193,13 @@ el_shmem_startup(void)
 			dlist_init(&el_slots[i].inflight);
 		}
 		LWLockRegisterTranche(tranche, "pg_eventlog_partition");
+	}
+
+	{
+		void	   *registry = ShmemInitStruct("pg_eventlog workers",
+											   el_worker_shmem_size(), &found);
+
+		el_worker_shmem_init(registry, found);
 	}
 
 	memset(&info, 0, sizeof(info));

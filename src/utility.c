@@ -16,6 +16,7 @@
 #include "pg_eventlog.h"
 
 #include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
@@ -23,6 +24,7 @@
 #include "utils/builtins.h"
 
 #include "shmem.h"
+#include "worker.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -126,6 +128,15 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 			el_forget_database_at_commit();
 	}
 
+	/* A database being dropped must lose its maintenance worker first. */
+	if (IsA(parsetree, DropdbStmt))
+	{
+		Oid			dbid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+
+		if (OidIsValid(dbid))
+			el_stop_worker(dbid);
+	}
+
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 							params, queryEnv, dest, qc);
@@ -135,6 +146,14 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	if (dropping_extension)
 		el_drop_empty_schema();
+
+	/* Start this database's maintenance worker once the creation commits. */
+	if (IsA(parsetree, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) parsetree)->extname, EL_EXTENSION_NAME) == 0)
+		el_request_worker_at_commit();
+	/* A new database may come with the extension (from its template). */
+	if (IsA(parsetree, CreatedbStmt))
+		el_probe_at_commit();
 }
 
 void

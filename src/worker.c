@@ -1,19 +1,45 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  pg_eventlog's background worker: registration, signal handling and
- *	  the main loop.
+ *	  pg_eventlog's background workers: a launcher, and one maintenance
+ *	  worker per database where the extension is installed.
  *
- * One worker, "pg_eventlog launcher", starts with the server when the
- * library is preloaded.  It wakes every eventlog.maintenance_interval,
- * re-reads the configuration on SIGHUP and exits promptly on SIGTERM or
- * postmaster death.  If it dies or is terminated, the postmaster starts it
- * again after EL_WORKER_RESTART_SECS.
+ * The launcher ("pg_eventlog launcher") starts with the server when the
+ * library is preloaded.  It connects to no database in particular, so it
+ * can read pg_database and shows in pg_stat_activity.  It keeps one
+ * maintenance worker ("pg_eventlog maintenance") per database that has the
+ * extension, without any configuration:
+ *	- at start, and every eventlog.database_probe_interval, it starts a
+ *	  worker in each database without one; a worker that finds no extension
+ *	  there says so in shared memory and exits;
+ *	- CREATE EXTENSION pg_eventlog and CREATE DATABASE wake it at commit, so
+ *	  a new database gets its worker at once;
+ *	- a worker that dies or is terminated is started again (once a second at
+ *	  most); one that exits because the extension is gone is not;
+ *	- DROP DATABASE stops the database's worker first (utility.c).
+ *
+ * A maintenance worker runs a round every eventlog.maintenance_interval:
+ * for each topic, in a transaction of its own, eventlog._maintain_topic()
+ * (sql/pg_eventlog.sql) records active segments, applies retention and
+ * rolls segments.  An error in one topic is logged with its context,
+ * recorded for the eventlog.maintenance view, and retried next round.
+ *
+ * Every worker reloads its configuration on SIGHUP and exits promptly on
+ * SIGTERM or postmaster death.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_eventlog.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -21,16 +47,51 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "storage/spin.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "commands/dbcommands.h"
 
 #include "shmem.h"
+#include "worker.h"
 
-#define EL_WORKER_RESTART_SECS 1
+#define EL_LAUNCHER_RESTART_SECS 1
+#define EL_WORKER_RESTART_MS 1000
 
 int			el_maintenance_interval_ms = 5000;
+int			el_database_probe_interval_ms = 60000;
+int			el_max_databases = 16;
 
 PGDLLEXPORT void el_launcher_main(Datum main_arg);
+PGDLLEXPORT void el_maintenance_main(Datum main_arg);
+
+static void el_worker_xact_callback(XactEvent event, void *arg);
+
+/* Shared registry of databases and their workers (in shmem.c's area). */
+static ElWorkerRegistry *el_registry = NULL;
+
+Size
+el_worker_shmem_size(void)
+{
+	return add_size(offsetof(ElWorkerRegistry, dbs),
+					mul_size(el_max_databases, sizeof(ElDbWorker)));
+}
+
+void
+el_worker_shmem_init(void *area, bool found)
+{
+	el_registry = (ElWorkerRegistry *) area;
+	if (!found)
+	{
+		memset(el_registry, 0, el_worker_shmem_size());
+		SpinLockInit(&el_registry->mutex);
+	}
+}
 
 void
 el_worker_init(void)
@@ -38,21 +99,39 @@ el_worker_init(void)
 	BackgroundWorker worker;
 
 	DefineCustomIntVariable("eventlog.maintenance_interval",
-							"Time between two rounds of the pg_eventlog background worker.",
-							"The worker also wakes up at once when signalled.",
+							"Time between two maintenance rounds in each database.",
+							"A round records active segments, removes expired segments and rolls full ones.",
 							&el_maintenance_interval_ms,
 							5000, 100, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("eventlog.database_probe_interval",
+							"Time between two checks of every database for the extension.",
+							"CREATE EXTENSION and CREATE DATABASE trigger a check at once; this catches the rest.",
+							&el_database_probe_interval_ms,
+							60000, 1000, 24 * 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	RegisterXactCallback(el_worker_xact_callback, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	DefineCustomIntVariable("eventlog.max_databases",
+							"Maximum number of databases pg_eventlog maintains.",
+							"Each needs a background worker slot (max_worker_processes).",
+							&el_max_databases,
+							16, 1, 1024,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = EL_WORKER_RESTART_SECS;
+	worker.bgw_restart_time = EL_LAUNCHER_RESTART_SECS;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_eventlog");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "el_launcher_main");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_eventlog launcher");
@@ -60,16 +139,287 @@ el_worker_init(void)
 	RegisterBackgroundWorker(&worker);
 }
 
+/* ------------------------------------------------------------------------
+ * The registry
+ * ------------------------------------------------------------------------ */
+
+/* The entry of "dbid", creating it if "create"; NULL if none (or full). */
+static ElDbWorker *
+el_registry_entry(Oid dbid, bool create)
+{
+	ElDbWorker *free_entry = NULL;
+	int			i;
+
+	for (i = 0; i < el_max_databases; i++)
+	{
+		ElDbWorker *db = &el_registry->dbs[i];
+
+		if (db->dbid == dbid)
+			return db;
+		if (db->dbid == InvalidOid && free_entry == NULL)
+			free_entry = db;
+	}
+	if (create && free_entry)
+	{
+		memset(free_entry, 0, sizeof(ElDbWorker));
+		free_entry->dbid = dbid;
+	}
+	return create ? free_entry : NULL;
+}
+
+/* Wake the launcher (for instance after CREATE EXTENSION committed). */
+void
+el_wake_launcher(bool probe_all)
+{
+	Latch	   *latch = NULL;
+
+	if (el_registry == NULL)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	if (probe_all)
+		el_registry->probe_requested = true;
+	latch = el_registry->launcher_latch;
+	SpinLockRelease(&el_registry->mutex);
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
+ * Ask for a worker in the current database (after CREATE EXTENSION
+ * committed): the launcher starts it at once.
+ */
+void
+el_request_worker(Oid dbid)
+{
+	ElDbWorker *db;
+
+	if (el_registry == NULL)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	db = el_registry_entry(dbid, true);
+	if (db)
+	{
+		db->wanted = true;
+		db->next_start = 0;
+	}
+	SpinLockRelease(&el_registry->mutex);
+	el_wake_launcher(false);
+}
+
+/*
+ * Stop the worker of a database about to be dropped, and wait (5 s at
+ * most) until it has gone, as DROP DATABASE refuses while anyone is
+ * connected.
+ */
+void
+el_stop_worker(Oid dbid)
+{
+	pid_t		pid = 0;
+	int			i;
+
+	if (el_registry == NULL)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	{
+		ElDbWorker *db = el_registry_entry(dbid, false);
+
+		if (db)
+		{
+			db->wanted = false;
+			db->dropping = true;
+			pid = db->pid;
+		}
+	}
+	SpinLockRelease(&el_registry->mutex);
+	if (pid == 0)
+		return;
+	kill(pid, SIGTERM);
+	for (i = 0; i < 500 && kill(pid, 0) == 0; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+	}
+}
+
+/*
+ * Requests made by the current transaction (CREATE EXTENSION, CREATE
+ * DATABASE), sent to the launcher only if it commits.
+ */
+static bool el_worker_requested = false;
+static bool el_probe_requested = false;
+
+void
+el_request_worker_at_commit(void)
+{
+	el_worker_requested = true;
+}
+
+void
+el_probe_at_commit(void)
+{
+	el_probe_requested = true;
+}
+
+static void
+el_worker_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT)
+	{
+		if (el_worker_requested)
+			el_request_worker(MyDatabaseId);
+		if (el_probe_requested)
+			el_wake_launcher(true);
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+		el_worker_requested = el_probe_requested = false;
+}
+
+/* ------------------------------------------------------------------------
+ * The launcher
+ * ------------------------------------------------------------------------ */
+
+/* Launcher-local: the handle of each entry's worker. */
+static BackgroundWorkerHandle **el_handles = NULL;
+
 static void
 el_launcher_shutdown(int code, Datum arg)
 {
 	if (el_shared && el_shared->launcher_pid == MyProcPid)
 		el_shared->launcher_pid = 0;
+	if (el_registry)
+	{
+		SpinLockAcquire(&el_registry->mutex);
+		el_registry->launcher_latch = NULL;
+		SpinLockRelease(&el_registry->mutex);
+	}
+}
+
+/* Start the maintenance worker of entry i; false if no slot was free. */
+static bool
+el_start_worker(int i, Oid dbid)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_eventlog");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "el_maintenance_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_eventlog maintenance (database %u)", dbid);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_eventlog maintenance");
+	worker.bgw_main_arg = ObjectIdGetDatum(dbid);
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		ereport(LOG,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start a pg_eventlog maintenance worker for database %u", dbid),
+				 errhint("Raise max_worker_processes: pg_eventlog needs one worker per database that uses it, plus its launcher.")));
+		return false;
+	}
+	el_handles[i] = handle;
+	return true;
+}
+
+/*
+ * Make sure every database that allows connections and is not a template
+ * has an entry, and mark it for a probe (a worker start).
+ */
+static void
+el_probe_all_databases(void)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+		ElDbWorker *entry;
+
+		if (!db->datallowconn || db->datistemplate)
+			continue;
+		SpinLockAcquire(&el_registry->mutex);
+		entry = el_registry_entry(db->oid, true);
+		if (entry && !entry->dropping && !entry->wanted && entry->pid == 0)
+		{
+			entry->wanted = true;	/* probe: the worker checks */
+			entry->probing = true;
+		}
+		SpinLockRelease(&el_registry->mutex);
+		if (entry == NULL)
+			ereport(LOG,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("pg_eventlog cannot maintain database \"%s\"", NameStr(db->datname)),
+					 errhint("Raise eventlog.max_databases (currently %d) and restart the server.",
+							 el_max_databases)));
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+}
+
+/* Start workers that are wanted and not running; reap those that ended. */
+static void
+el_supervise(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			i;
+
+	for (i = 0; i < el_max_databases; i++)
+	{
+		ElDbWorker *db = &el_registry->dbs[i];
+		Oid			dbid;
+		bool		start = false;
+
+		if (el_handles[i])
+		{
+			pid_t		pid;
+
+			if (GetBackgroundWorkerPid(el_handles[i], &pid) == BGWH_STOPPED)
+			{
+				pfree(el_handles[i]);
+				el_handles[i] = NULL;
+				SpinLockAcquire(&el_registry->mutex);
+				db->pid = 0;
+				SpinLockRelease(&el_registry->mutex);
+			}
+			else
+				continue;
+		}
+
+		SpinLockAcquire(&el_registry->mutex);
+		dbid = db->dbid;
+		/* A worker a previous launcher started may still run. */
+		if (db->pid != 0 && kill(db->pid, 0) != 0)
+			db->pid = 0;
+		if (dbid != InvalidOid && db->wanted && !db->dropping && db->pid == 0 &&
+			db->next_start <= now)
+		{
+			start = true;
+			db->next_start = TimestampTzPlusMilliseconds(now, EL_WORKER_RESTART_MS);
+		}
+		else if (dbid != InvalidOid && !db->wanted && db->pid == 0 && db->dropping)
+			db->dbid = InvalidOid;	/* forget a dropped database */
+		SpinLockRelease(&el_registry->mutex);
+
+		if (start)
+			(void) el_start_worker(i, dbid);
+	}
 }
 
 void
 el_launcher_main(Datum main_arg)
 {
+	TimestampTz next_probe = 0;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -81,17 +431,21 @@ el_launcher_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	el_shared->launcher_pid = MyProcPid;
+	el_handles = MemoryContextAllocZero(TopMemoryContext,
+										sizeof(BackgroundWorkerHandle *) * el_max_databases);
+	SpinLockAcquire(&el_registry->mutex);
+	el_registry->launcher_latch = MyLatch;
+	/* Workers of a previous launcher are orphans now: forget their PIDs. */
+	SpinLockRelease(&el_registry->mutex);
 	on_shmem_exit(el_launcher_shutdown, (Datum) 0);
 
 	ereport(LOG, (errmsg("pg_eventlog launcher started")));
 
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 el_maintenance_interval_ms,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		TimestampTz now;
+		bool		probe;
+		long		timeout;
 
 		CHECK_FOR_INTERRUPTS();
 
@@ -102,5 +456,319 @@ el_launcher_main(Datum main_arg)
 			ereport(DEBUG1,
 					(errmsg("pg_eventlog launcher reloaded its configuration")));
 		}
+
+		now = GetCurrentTimestamp();
+		SpinLockAcquire(&el_registry->mutex);
+		probe = el_registry->probe_requested || now >= next_probe;
+		el_registry->probe_requested = false;
+		SpinLockRelease(&el_registry->mutex);
+		if (probe)
+		{
+			pgstat_report_activity(STATE_RUNNING, "probing databases");
+			el_probe_all_databases();
+			next_probe = TimestampTzPlusMilliseconds(now, el_database_probe_interval_ms);
+		}
+		el_supervise();
+		pgstat_report_activity(STATE_IDLE, NULL);
+
+		/* Wake for the next probe, a restart due, or a signal. */
+		timeout = Min((long) EL_WORKER_RESTART_MS, (long) el_database_probe_interval_ms);
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * The maintenance worker of one database
+ * ------------------------------------------------------------------------ */
+
+static ElDbWorker *el_my_entry = NULL;
+
+static void
+el_maintenance_shutdown(int code, Datum arg)
+{
+	if (el_my_entry)
+	{
+		SpinLockAcquire(&el_registry->mutex);
+		if (el_my_entry->pid == MyProcPid)
+			el_my_entry->pid = 0;
+		SpinLockRelease(&el_registry->mutex);
+	}
+}
+
+/* Record the outcome of a round for eventlog.maintenance. */
+static void
+el_record_round(int64 rolled, int64 removed, const char *error)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&el_registry->mutex);
+	el_my_entry->last_run = now;
+	el_my_entry->rounds++;
+	el_my_entry->segments_rolled += rolled;
+	el_my_entry->segments_removed += removed;
+	if (error)
+	{
+		strlcpy(el_my_entry->last_error, error, sizeof(el_my_entry->last_error));
+		el_my_entry->last_error_time = now;
+	}
+	else
+		el_my_entry->last_success = now;
+	SpinLockRelease(&el_registry->mutex);
+}
+
+/*
+ * Whether the extension is installed here; if not, say so and exit.  Also
+ * returns the topics to maintain.
+ */
+static List *
+el_topics_or_exit(void)
+{
+	List	   *topics = NIL;
+	bool		installed;
+	uint64		i;
+
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_eventlog'",
+				true, 1);
+	installed = (SPI_processed == 1);
+	if (installed)
+	{
+		SPI_execute("SELECT topic_id FROM " EL_SCHEMA_NAME ".topic_catalog ORDER BY 1",
+					true, 0);
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+										  1, &isnull);
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			topics = lappend_int(topics, DatumGetInt32(d));
+			MemoryContextSwitchTo(old);
+		}
+	}
+	if (installed)
+	{
+		bool		first;
+
+		SpinLockAcquire(&el_registry->mutex);
+		first = el_my_entry->probing || !el_my_entry->installed;
+		el_my_entry->probing = false;
+		el_my_entry->installed = true;
+		SpinLockRelease(&el_registry->mutex);
+		if (first)
+			ereport(LOG,
+					(errmsg("pg_eventlog maintenance worker started in database \"%s\"",
+							get_database_name(MyDatabaseId))));
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	if (!installed)
+	{
+		SpinLockAcquire(&el_registry->mutex);
+		el_my_entry->wanted = false;
+		el_my_entry->probing = false;
+		el_my_entry->installed = false;
+		SpinLockRelease(&el_registry->mutex);
+		proc_exit(0);
+	}
+	return topics;
+}
+
+/*
+ * One topic's maintenance in a transaction of its own.  Errors are caught,
+ * logged with their context, and recorded; the next round retries.
+ */
+static void
+el_maintain_one(int32 topic_id, MemoryContext round_cxt)
+{
+	volatile int64 rolled = 0;
+	volatile int64 removed = 0;
+
+	PG_TRY();
+	{
+		Oid			argtypes[1] = {INT4OID};
+		Datum		args[1];
+		uint64		i;
+
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "eventlog maintenance round");
+		args[0] = Int32GetDatum(topic_id);
+		if (SPI_execute_with_args("SELECT action FROM " EL_SCHEMA_NAME "._maintain_topic($1)",
+								  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not run eventlog._maintain_topic");
+		for (i = 0; i < SPI_processed; i++)
+		{
+			char	   *action = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+			if (strcmp(action, "rolled") == 0)
+				rolled++;
+			else if (strcmp(action, "removed") == 0)
+				removed++;
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		el_record_round(rolled, removed, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(round_cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_eventlog maintenance of topic %d failed: %s",
+						topic_id, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 edata->context ? errcontext("%s", edata->context) : 0));
+		el_record_round(0, 0, edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+void
+el_maintenance_main(Datum main_arg)
+{
+	Oid			dbid = DatumGetObjectId(main_arg);
+	MemoryContext round_cxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	SpinLockAcquire(&el_registry->mutex);
+	el_my_entry = el_registry_entry(dbid, false);
+	if (el_my_entry)
+		el_my_entry->pid = MyProcPid;
+	SpinLockRelease(&el_registry->mutex);
+	if (el_my_entry == NULL)
+		proc_exit(0);
+	on_shmem_exit(el_maintenance_shutdown, (Datum) 0);
+
+	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+
+	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_eventlog maintenance round",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		List	   *topics;
+		ListCell   *lc;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		MemoryContextReset(round_cxt);
+		topics = el_topics_or_exit();
+
+		if (topics == NIL)
+			el_record_round(0, 0, NULL);
+		foreach(lc, topics)
+		{
+			CHECK_FOR_INTERRUPTS();
+			el_maintain_one(lfirst_int(lc), round_cxt);
+		}
+		list_free(topics);
+		pgstat_report_activity(STATE_IDLE, NULL);
+
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 el_maintenance_interval_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * eventlog.maintenance
+ * ------------------------------------------------------------------------ */
+
+PG_FUNCTION_INFO_V1(el_maintenance_status);
+
+/*
+ * eventlog._maintenance_status() -> SETOF (database, pid, ...), one row per
+ * database with the extension.
+ */
+Datum
+el_maintenance_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	MemoryContext oldcxt;
+	int			i;
+
+	el_require_shmem();
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("_maintenance_status must be called in a context that accepts a set")));
+	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(oldcxt);
+
+	for (i = 0; i < el_max_databases; i++)
+	{
+		ElDbWorker	db;
+		Datum		values[9];
+		bool		nulls[9] = {false};
+		char	   *datname;
+
+		SpinLockAcquire(&el_registry->mutex);
+		db = el_registry->dbs[i];
+		SpinLockRelease(&el_registry->mutex);
+		if (db.dbid == InvalidOid || !db.installed)
+			continue;
+		datname = get_database_name(db.dbid);
+		if (datname == NULL)
+			continue;
+		values[0] = CStringGetTextDatum(datname);
+		if (db.pid)
+			values[1] = Int32GetDatum(db.pid);
+		else
+			nulls[1] = true;
+		values[2] = Int64GetDatum(db.rounds);
+		if (db.last_run)
+			values[3] = TimestampTzGetDatum(db.last_run);
+		else
+			nulls[3] = true;
+		if (db.last_success)
+			values[4] = TimestampTzGetDatum(db.last_success);
+		else
+			nulls[4] = true;
+		values[5] = Int64GetDatum(db.segments_rolled);
+		values[6] = Int64GetDatum(db.segments_removed);
+		if (db.last_error[0])
+		{
+			values[7] = CStringGetTextDatum(db.last_error);
+			values[8] = TimestampTzGetDatum(db.last_error_time);
+		}
+		else
+			nulls[7] = nulls[8] = true;
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
 }

@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.h
+ *	  The launcher's registry of databases and their maintenance workers
+ *	  (worker.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_EVENTLOG_WORKER_H
+#define PG_EVENTLOG_WORKER_H
+
+#include "storage/latch.h"
+#include "storage/spin.h"
+#include "utils/timestamp.h"
+
+/* One database's maintenance worker; every field under the registry mutex. */
+typedef struct ElDbWorker
+{
+	Oid			dbid;			/* InvalidOid: free entry */
+	pid_t		pid;			/* running worker, 0 if none */
+	bool		wanted;			/* the launcher should keep a worker here */
+	bool		probing;		/* started to check for the extension */
+	bool		installed;		/* the worker found the extension */
+	bool		dropping;		/* DROP DATABASE in progress */
+	TimestampTz next_start;		/* no (re)start before this */
+	TimestampTz last_run;
+	TimestampTz last_success;
+	TimestampTz last_error_time;
+	int64		rounds;
+	int64		segments_rolled;
+	int64		segments_removed;
+	char		last_error[256];
+} ElDbWorker;
+
+typedef struct ElWorkerRegistry
+{
+	slock_t		mutex;
+	Latch	   *launcher_latch; /* NULL if no launcher runs */
+	bool		probe_requested;
+	ElDbWorker	dbs[FLEXIBLE_ARRAY_MEMBER];	/* eventlog.max_databases */
+} ElWorkerRegistry;
+
+extern int	el_max_databases;
+extern int	el_database_probe_interval_ms;
+
+extern Size el_worker_shmem_size(void);
+extern void el_worker_shmem_init(void *area, bool found);
+extern void el_wake_launcher(bool probe_all);
+extern void el_request_worker(Oid dbid);
+extern void el_stop_worker(Oid dbid);
+extern void el_request_worker_at_commit(void);
+extern void el_probe_at_commit(void);
+
+#endif							/* PG_EVENTLOG_WORKER_H */
