@@ -335,6 +335,7 @@ el_probe_all_databases(void)
 	TableScanDesc scan;
 	HeapTuple	tup;
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
 	rel = table_open(DatabaseRelationId, AccessShareLock);
@@ -530,6 +531,7 @@ el_topics_or_exit(void)
 	bool		installed;
 	uint64		i;
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -597,6 +599,8 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt)
 		Datum		args[1];
 		uint64		i;
 
+		/* now() in the round must be now: bgworkers run no client statements. */
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
