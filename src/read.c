@@ -159,10 +159,15 @@ el_scan_close_segment(ElScan *s)
 		index_endscan(s->scan);
 	if (s->slot)
 		ExecDropSingleTupleTableSlot(s->slot);
+	/*
+	 * Keep the locks until the end of the transaction, as any read does: a
+	 * transaction that read records keeps retention from removing their
+	 * segment until it ends (retention skips a segment someone holds).
+	 */
 	if (s->index)
-		index_close(s->index, AccessShareLock);
+		index_close(s->index, NoLock);
 	if (s->rel)
-		relation_close(s->rel, AccessShareLock);
+		relation_close(s->rel, NoLock);
 	s->scan = NULL;
 	s->slot = NULL;
 	s->index = NULL;
