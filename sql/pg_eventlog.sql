@@ -580,6 +580,12 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
+    -- One round per topic at a time (the worker and enforce_retention may
+    -- meet): a round that finds another in progress leaves it the work.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('pg_eventlog maintenance'),
+                                                t.topic_id) THEN
+        RETURN;
+    END IF;
     r.topic := t.name;
     FOR p IN 0 .. t.partitions - 1 LOOP
         r.partition := p;
@@ -597,7 +603,7 @@ BEGIN
 
         -- 2. Retention, oldest sealed segment first.
         SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
-                   format('@extschema@.%I', s.table_name)::regclass)), 0)
+                   pg_catalog.to_regclass(format('@extschema@.%I', s.table_name)))), 0)
           INTO part_bytes
           FROM @extschema@.segment_catalog s
          WHERE s.topic_id = t.topic_id AND s.partition = p;
@@ -743,25 +749,35 @@ BEGIN
         segments := 0;
         oldest_append_time := NULL;
         newest_append_time := NULL;
+        -- Retention may drop a segment while we look: skip it then.
         FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                     WHERE s.topic_id = p.topic_id AND s.partition = p.partition
                     ORDER BY s.segment_no
         LOOP
-            segments := segments + 1;
-            bytes := bytes + pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
-            IF oldest_append_time IS NULL THEN
-                EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id >= $1 AND offset_id < $2 ORDER BY offset_id LIMIT 1',
-                               seg.table_name)
-                   INTO oldest_append_time USING log_start_offset, last_stable_offset;
-            END IF;
+            BEGIN
+                bytes := bytes + coalesce(pg_total_relation_size(
+                    format('@extschema@.%I', seg.table_name)::regclass), 0);
+                segments := segments + 1;
+                IF oldest_append_time IS NULL THEN
+                    EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id >= $1 AND offset_id < $2 ORDER BY offset_id LIMIT 1',
+                                   seg.table_name)
+                       INTO oldest_append_time USING log_start_offset, last_stable_offset;
+                END IF;
+            EXCEPTION WHEN undefined_table THEN
+                NULL;
+            END;
         END LOOP;
         FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                     WHERE s.topic_id = p.topic_id AND s.partition = p.partition
                     ORDER BY s.segment_no DESC
         LOOP
-            EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id < $1 ORDER BY offset_id DESC LIMIT 1',
-                           seg.table_name)
-               INTO newest_append_time USING last_stable_offset;
+            BEGIN
+                EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id < $1 ORDER BY offset_id DESC LIMIT 1',
+                               seg.table_name)
+                   INTO newest_append_time USING last_stable_offset;
+            EXCEPTION WHEN undefined_table THEN
+                NULL;
+            END;
             EXIT WHEN newest_append_time IS NOT NULL;
         END LOOP;
         RETURN NEXT;

@@ -55,5 +55,9 @@ SELECT count(*) AS rows_in_partition_0 FROM eventlog.seg_1_0_0;
 \echo '9. Find an offset by time (Kafka''s offsetsForTimes):'
 SELECT eventlog.offset_for_time('orders', 0, now() - interval '1 hour') AS first_offset_in_last_hour;
 
+\echo '10. A maintenance worker runs in this database: it rolls segments and applies retention:'
+SELECT database, pid IS NOT NULL AS worker_running, segments_rolled, segments_removed
+  FROM eventlog.maintenance WHERE database = current_database();
+
 \echo
 \echo 'Tour done.  SQL reference: docs/reference.md; design: docs/design.md.'
