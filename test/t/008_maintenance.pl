@@ -119,11 +119,11 @@ my $wpid = $node->safe_psql('postgres',
 my $log_offset = -s $node->logfile;
 $node->safe_psql('with_ext', q{
     SELECT eventlog.create_topic('broken', 1);
-    -- Sabotage: the catalog lists a segment whose table is gone.
-    ALTER TABLE eventlog.segment_catalog DISABLE TRIGGER USER;
-    INSERT INTO eventlog.segment_catalog (topic_id, partition, segment_no, base_offset, table_name)
-    SELECT topic_id, 0, 1, NULL, 'seg_missing' FROM eventlog.topic_catalog WHERE name = 'broken';
-    ALTER TABLE eventlog.segment_catalog ENABLE TRIGGER USER;
+    SELECT eventlog.produce('broken', NULL, '1');
+    -- Sabotage: an administrator renames the active segment's table.
+    SELECT format('ALTER TABLE eventlog.%I RENAME TO renamed_by_mistake', s.table_name)
+      FROM eventlog.segment_catalog s JOIN eventlog.topic_catalog t USING (topic_id)
+     WHERE t.name = 'broken' \gexec
 });
 ok($node->wait_for_log(qr/pg_eventlog maintenance of topic \d+ failed/, $log_offset),
    'the failing round is logged');
