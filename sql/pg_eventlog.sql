@@ -716,6 +716,344 @@ COMMENT ON FUNCTION @extschema@.enforce_retention(text) IS
 'runs a maintenance round now (what the background worker does every eventlog.maintenance_interval) and returns what it did: segments removed by retention, and segments rolled (active from commit on; the segments they seal can be removed by the next round)';
 
 /* ------------------------------------------------------------------------
+ * Consumer groups (transactional style): positions commit in the caller's
+ * transaction; a poll takes partitions with transaction-level advisory
+ * locks, so another poll of the same group skips them without waiting.
+ * ------------------------------------------------------------------------ */
+
+CREATE TABLE @extschema@.group_catalog (
+    topic_id    integer NOT NULL REFERENCES @extschema@.topic_catalog ON DELETE CASCADE,
+    group_name  text NOT NULL CHECK (group_name OPERATOR(pg_catalog.<>) ''),
+    start_from  text NOT NULL DEFAULT 'earliest'
+                CHECK (start_from OPERATOR(pg_catalog.=) ANY (ARRAY['earliest', 'latest'])),
+    auto_reset  text CHECK (auto_reset OPERATOR(pg_catalog.=) ANY (ARRAY['earliest', 'latest'])),
+    created_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (topic_id, group_name)
+);
+COMMENT ON TABLE @extschema@.group_catalog IS
+'pg_eventlog consumer group settings (eventlog.create_group); a group polled without settings starts from earliest and has no automatic reset';
+
+CREATE TABLE @extschema@.group_offsets (
+    topic_id      integer NOT NULL,
+    group_name    text NOT NULL,
+    partition     integer NOT NULL,
+    next_offset   bigint NOT NULL CHECK (next_offset OPERATOR(pg_catalog.>=) 0),
+    committed_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    metadata      text,
+    PRIMARY KEY (topic_id, group_name, partition),
+    FOREIGN KEY (topic_id, partition) REFERENCES @extschema@.partition_catalog ON DELETE CASCADE
+);
+COMMENT ON TABLE @extschema@.group_offsets IS
+'pg_eventlog consumer group positions: the next offset each group reads in each partition';
+
+GRANT SELECT ON @extschema@.group_catalog, @extschema@.group_offsets TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.group_catalog', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.group_offsets', '');
+
+CREATE FUNCTION @extschema@._check_group_name(group_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF group_name IS NULL THEN
+        RAISE EXCEPTION 'group_name must not be null' USING ERRCODE = '22004';
+    END IF;
+    IF group_name = '' OR length(group_name) > 200 THEN
+        RAISE EXCEPTION 'invalid group name "%"', left(group_name, 210)
+            USING ERRCODE = '22023',
+                  DETAIL = 'A group name is 1 to 200 characters.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._check_group_name(text) IS
+'internal: raises 22004 for a NULL group name and 22023 for an empty or over-long one';
+
+/* The advisory lock key of (topic, group, partition): 64 bits of hash. */
+CREATE FUNCTION @extschema@._group_lock_key(topic_id integer, group_name text, partition integer)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN pg_catalog.hashtextextended(
+    pg_catalog.format('pg_eventlog/%s/%s/%s', topic_id, partition, group_name), 7);
+COMMENT ON FUNCTION @extschema@._group_lock_key(integer, text, integer) IS
+'internal: the advisory lock a transaction holds while it owns a partition for a group';
+
+CREATE FUNCTION @extschema@._topic_id(topic text)
+RETURNS integer
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer;
+BEGIN
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _topic_id.topic;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = '42704';
+    END IF;
+    RETURN tid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._topic_id(text) IS
+'internal: a topic''s id, raising 42704 if there is no such topic';
+
+CREATE FUNCTION @extschema@.create_group(topic text, group_name text,
+                                         start_from text DEFAULT 'earliest',
+                                         auto_reset text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._topic_id(topic);
+    n integer;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF start_from IS NULL OR start_from NOT IN ('earliest', 'latest') THEN
+        RAISE EXCEPTION 'start_from must be ''earliest'' or ''latest''' USING ERRCODE = '22023';
+    END IF;
+    IF auto_reset IS NOT NULL AND auto_reset NOT IN ('earliest', 'latest') THEN
+        RAISE EXCEPTION 'auto_reset must be ''earliest'', ''latest'' or NULL' USING ERRCODE = '22023',
+            HINT = 'NULL makes poll raise an error when retention removed records the group has not read.';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.group_catalog g
+                WHERE g.topic_id = tid AND g.group_name = create_group.group_name)
+       OR EXISTS (SELECT FROM @extschema@.group_offsets o
+                   WHERE o.topic_id = tid AND o.group_name = create_group.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" already exists', group_name, topic
+            USING ERRCODE = '42710';
+    END IF;
+    INSERT INTO @extschema@.group_catalog (topic_id, group_name, start_from, auto_reset)
+    VALUES (tid, group_name, start_from, auto_reset);
+    -- Positions up front, so that the group's first polls never race to
+    -- create them.
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    INSERT INTO @extschema@.group_offsets (topic_id, group_name, partition, next_offset)
+    SELECT tid, create_group.group_name, p,
+           CASE start_from WHEN 'latest' THEN @extschema@.last_stable_offset(topic, p)
+                           ELSE @extschema@.log_start_offset(topic, p) END
+      FROM pg_catalog.generate_series(0, n - 1) p;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_group(text, text, text, text) IS
+'creates a consumer group with its positions: start_from earliest (the default: nothing is missed) or latest; auto_reset NULL (poll errors when retention removed unread records), earliest or latest';
+
+/*
+ * The position of a group in a partition: its committed next offset, or
+ * where a group without one starts.  Does not take the partition.
+ */
+CREATE FUNCTION @extschema@._group_position(tid integer, topic text, group_name text,
+                                            partition integer, start_from text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pos bigint;
+BEGIN
+    SELECT o.next_offset INTO pos FROM @extschema@.group_offsets o
+     WHERE o.topic_id = tid AND o.group_name = _group_position.group_name
+       AND o.partition = _group_position.partition;
+    IF NOT FOUND THEN
+        pos := CASE coalesce(start_from, 'earliest')
+                   WHEN 'latest' THEN @extschema@.last_stable_offset(topic, partition)
+                   ELSE @extschema@.log_start_offset(topic, partition) END;
+    END IF;
+    RETURN pos;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._group_position(integer, text, text, integer, text) IS
+'internal: a group''s committed position in a partition, or its starting point';
+
+CREATE FUNCTION @extschema@._set_position(tid integer, group_name text, partition integer,
+                                          next_offset bigint, metadata text DEFAULT NULL)
+RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    INSERT INTO @extschema@.group_offsets AS o (topic_id, group_name, partition, next_offset, committed_at, metadata)
+    VALUES (tid, group_name, partition, next_offset, pg_catalog.now(), metadata)
+    ON CONFLICT (topic_id, group_name, partition) DO UPDATE
+       SET next_offset = excluded.next_offset, committed_at = excluded.committed_at,
+           metadata = coalesce(excluded.metadata, o.metadata);
+END;
+COMMENT ON FUNCTION @extschema@._set_position(integer, text, integer, bigint, text) IS
+'internal: stores a group''s position (the caller owns the partition)';
+
+CREATE FUNCTION @extschema@.poll(topic text, group_name text, max_records integer DEFAULT 500,
+                                 partitions integer DEFAULT 1)
+RETURNS SETOF @extschema@.record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._topic_id(topic);
+    g record;
+    n integer;
+    first_p integer;
+    i integer;
+    p integer;
+    pos bigint;
+    stable bigint;
+    start_offset bigint;
+    remaining integer;
+    got integer;
+    last_offset bigint;
+    taken integer := 0;
+    has_row boolean;
+    r @extschema@.record;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    IF partitions IS NULL OR partitions < 1 THEN
+        RAISE EXCEPTION 'partitions must be at least 1' USING ERRCODE = '22023',
+            HINT = 'It is how many partitions one poll may take.';
+    END IF;
+    SELECT c.start_from, c.auto_reset INTO g FROM @extschema@.group_catalog c
+     WHERE c.topic_id = tid AND c.group_name = poll.group_name;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    remaining := max_records;
+    -- Start somewhere else each time, so that consumers spread.
+    first_p := (pg_catalog.random() * n)::integer % n;
+    FOR i IN 0 .. n - 1 LOOP
+        EXIT WHEN taken >= partitions OR remaining <= 0;
+        p := (first_p + i) % n;
+        has_row := EXISTS (SELECT FROM @extschema@.group_offsets o
+                            WHERE o.topic_id = tid AND o.group_name = poll.group_name
+                              AND o.partition = p);
+        stable := @extschema@.last_stable_offset(topic, p);
+        -- Nothing to read (and a position to keep): leave the partition free.
+        CONTINUE WHEN has_row AND
+            @extschema@._group_position(tid, topic, group_name, p, g.start_from) >= stable;
+        -- Taken by another transaction of this group: skip it, never wait.
+        CONTINUE WHEN NOT pg_catalog.pg_try_advisory_xact_lock(
+            @extschema@._group_lock_key(tid, group_name, p));
+        taken := taken + 1;
+        -- Ours now: read the position again (it may have moved before we
+        -- took the partition).
+        pos := @extschema@._group_position(tid, topic, group_name, p, g.start_from);
+        start_offset := @extschema@.log_start_offset(topic, p);
+        IF pos < start_offset THEN
+            IF g.auto_reset = 'earliest' THEN
+                pos := start_offset;
+            ELSIF g.auto_reset = 'latest' THEN
+                pos := stable;
+            ELSE
+                RAISE EXCEPTION 'group "%" has lost records in partition % of topic "%"', group_name, p, topic
+                    USING ERRCODE = '22003',
+                          DETAIL = format('Its position is %s, but retention removed the records below offset %s.',
+                                          pos, start_offset),
+                          HINT = 'Move the group on with eventlog.seek(), or create it with auto_reset => ''earliest''.';
+            END IF;
+        END IF;
+        got := 0;
+        last_offset := NULL;
+        FOR r IN SELECT * FROM @extschema@.read(topic, p, pos, remaining) LOOP
+            RETURN NEXT r;
+            got := got + 1;
+            last_offset := r.offset_id;
+        END LOOP;
+        -- Advance past what was returned; a partition read to its end
+        -- moves on to the stable offset (past trailing aborted offsets).
+        IF got < remaining THEN
+            pos := greatest(pos, coalesce(last_offset + 1, pos), stable);
+        ELSE
+            pos := last_offset + 1;
+        END IF;
+        PERFORM @extschema@._set_position(tid, group_name, p, pos);
+        remaining := remaining - got;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.poll(text, text, integer, integer) IS
+'returns up to max_records from up to "partitions" partitions that no other open transaction of the group holds, from the group''s positions, and advances those positions in the caller''s transaction: roll back and the records come again';
+
+CREATE FUNCTION @extschema@.seek(topic text, group_name text, target text,
+                                 partition integer DEFAULT NULL, force boolean DEFAULT false)
+RETURNS SETOF @extschema@.position
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.position;
+    tid integer := @extschema@._topic_id(topic);
+    n integer;
+    p integer;
+    pos bigint;
+    ts timestamptz;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF target IS NULL OR target = '' THEN
+        RAISE EXCEPTION 'target must not be empty' USING ERRCODE = '22023',
+            HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
+    END IF;
+    IF target !~ '^(earliest|latest|[0-9]+)$' THEN
+        BEGIN
+            ts := target::timestamptz;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE EXCEPTION 'invalid seek target "%"', target USING ERRCODE = '22023',
+                HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
+        END;
+    END IF;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    IF seek.partition IS NOT NULL AND (seek.partition < 0 OR seek.partition >= n) THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', seek.partition, topic
+            USING ERRCODE = '22023', DETAIL = format('The topic has %s partitions, numbered 0 to %s.', n, n - 1);
+    END IF;
+    FOR p IN SELECT pg_catalog.generate_series(coalesce(seek.partition, 0), coalesce(seek.partition, n - 1)) LOOP
+        IF force THEN
+            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p));
+        ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p)) THEN
+            RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
+                USING ERRCODE = '55006',
+                      HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
+        END IF;
+        pos := CASE
+                 WHEN target = 'earliest' THEN @extschema@.log_start_offset(topic, p)
+                 WHEN target = 'latest' THEN @extschema@.last_stable_offset(topic, p)
+                 WHEN ts IS NOT NULL THEN @extschema@.offset_for_time(topic, p, ts)
+                 ELSE target::bigint END;
+        IF pos > @extschema@.high_watermark(topic, p) THEN
+            RAISE EXCEPTION 'offset % is beyond the high watermark of partition % of topic "%"', pos, p, topic
+                USING ERRCODE = '22003';
+        END IF;
+        PERFORM @extschema@._set_position(tid, group_name, p, pos);
+        r.partition := p;
+        r.offset_id := pos;
+        RETURN NEXT r;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.seek(text, text, text, integer, boolean) IS
+'moves a group''s positions (one partition or all; returns each partition and its new next offset) to earliest, latest (the last stable offset), an offset or the first offset at or after a timestamp; refuses partitions a consumer of the group holds unless force';
+
+CREATE FUNCTION @extschema@.delete_group(topic text, group_name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._topic_id(topic);
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF NOT EXISTS (SELECT FROM @extschema@.group_offsets o
+                    WHERE o.topic_id = tid AND o.group_name = delete_group.group_name)
+       AND NOT EXISTS (SELECT FROM @extschema@.group_catalog g
+                        WHERE g.topic_id = tid AND g.group_name = delete_group.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" does not exist', group_name, topic
+            USING ERRCODE = '42704';
+    END IF;
+    DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = delete_group.group_name;
+    DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = delete_group.group_name;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.delete_group(text, text) IS
+'forgets a consumer group of a topic: its settings and positions';
+
+/* ------------------------------------------------------------------------
  * Monitoring views
  * ------------------------------------------------------------------------ */
 
@@ -807,6 +1145,59 @@ CREATE VIEW @extschema@.maintenance AS
     SELECT * FROM @extschema@._maintenance_status();
 COMMENT ON VIEW @extschema@.maintenance IS
 'one row per database pg_eventlog maintains: its worker''s PID (NULL if not running), rounds run, last run and last success, segments rolled and removed since the worker started, and the last error';
+
+CREATE FUNCTION @extschema@._consumer_group_info(
+    OUT group_name text, OUT topic text, OUT partition integer,
+    OUT committed_offset bigint, OUT high_watermark bigint, OUT last_stable_offset bigint,
+    OUT lag bigint, OUT lag_time interval, OUT last_commit timestamptz, OUT lost_records boolean)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    o record;
+    oldest timestamptz;
+    start_offset bigint;
+BEGIN
+    FOR o IN SELECT go.group_name, t.name, go.partition, go.next_offset, go.committed_at
+               FROM @extschema@.group_offsets go
+               JOIN @extschema@.topic_catalog t USING (topic_id)
+              ORDER BY 1, 2, 3
+    LOOP
+        group_name := o.group_name;
+        topic := o.name;
+        partition := o.partition;
+        committed_offset := o.next_offset;
+        last_commit := o.committed_at;
+        SELECT s.high_watermark, s.last_stable_offset INTO high_watermark, last_stable_offset
+          FROM @extschema@._partition_state(o.name, o.partition) s;
+        start_offset := @extschema@.log_start_offset(o.name, o.partition);
+        lost_records := o.next_offset < start_offset;
+        -- Lag counts offsets the group has not consumed below the stable
+        -- offset (aborted gaps included); lag_time is the age of the
+        -- oldest unread record.
+        lag := greatest(last_stable_offset - greatest(o.next_offset, start_offset), 0);
+        oldest := NULL;
+        IF lag > 0 THEN
+            BEGIN
+                SELECT r.append_time INTO oldest
+                  FROM @extschema@.read(o.name, o.partition, greatest(o.next_offset, start_offset), 1) r;
+            EXCEPTION WHEN numeric_value_out_of_range OR insufficient_privilege THEN
+                oldest := NULL;
+            END;
+        END IF;
+        lag_time := CASE WHEN oldest IS NULL THEN interval '0' ELSE pg_catalog.now() - oldest END;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._consumer_group_info() IS
+'internal: the rows of the eventlog.consumer_groups view';
+
+CREATE VIEW @extschema@.consumer_groups AS
+    SELECT * FROM @extschema@._consumer_group_info();
+COMMENT ON VIEW @extschema@.consumer_groups IS
+'one row per group and partition: committed position, high watermark and last stable offset, lag in offsets and in time (age of the oldest unread record), last commit, and whether retention removed records the group had not read';
 
 CREATE VIEW @extschema@.topics AS
     SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
