@@ -55,7 +55,15 @@ SELECT count(*) AS rows_in_partition_0 FROM eventlog.seg_1_0_0;
 \echo '9. Find an offset by time (Kafka''s offsetsForTimes):'
 SELECT eventlog.offset_for_time('orders', 0, now() - interval '1 hour') AS first_offset_in_last_hour;
 
-\echo '10. A maintenance worker runs in this database: it rolls segments and applies retention:'
+\echo '10. Consumer groups: billing consumes in transactions; shipping, another group, sees everything too:'
+BEGIN;
+SELECT partition, count(*) AS records, max(offset_id) AS up_to FROM eventlog.poll('orders', 'billing', 1000, partitions => 3) GROUP BY 1 ORDER BY 1;
+COMMIT;
+SELECT count(*) AS billing_second_poll FROM eventlog.poll('orders', 'billing', 1000, partitions => 3);
+SELECT count(*) AS shipping_first_poll FROM eventlog.poll('orders', 'shipping', 10000, partitions => 3);
+SELECT group_name, partition, committed_offset, lag FROM eventlog.consumer_groups ORDER BY 1, 2;
+
+\echo '11. A maintenance worker runs in this database: it rolls segments and applies retention:'
 SELECT database, pid IS NOT NULL AS worker_running, segments_rolled, segments_removed
   FROM eventlog.maintenance WHERE database = current_database();
 
