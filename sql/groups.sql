@@ -87,3 +87,56 @@ SELECT e.* FROM (VALUES
     ($$SELECT eventlog.delete_group('ledger', 'never-existed')$$)
   ) AS v(sql), LATERAL expect_error(v.sql) e;
 SELECT group_name, count(*) FROM eventlog.group_offsets GROUP BY 1 ORDER BY 1;
+
+--
+-- Member consumers: named members get partitions assigned, keep them while
+-- they poll (heartbeat), commit separately, and are fenced when they lose
+-- a partition.
+--
+SELECT eventlog.create_topic('work', 4);
+SELECT count(*) FROM generate_series(0, 3) p,
+       LATERAL eventlog.produce_batch('work', NULL, ARRAY['"x"', '"y"']::jsonb[], partition => p);
+-- The first member gets every partition.
+SELECT partition, count(*) FROM eventlog.poll('work', 'crew', 100, member => 'm1') GROUP BY 1 ORDER BY 1;
+SELECT partition, owner_member, next_offset, fetch_offset FROM eventlog.group_offsets
+ WHERE group_name = 'crew' ORDER BY 1;
+-- A second member joins: m1 keeps half (sticky), m2 gets the rest from
+-- the committed position (m1 had not committed them: at-least-once).
+SELECT partition, count(*) FROM eventlog.poll('work', 'crew', 100, member => 'm2') GROUP BY 1 ORDER BY 1;
+SELECT partition, owner_member FROM eventlog.consumer_groups WHERE group_name = 'crew' ORDER BY 1;
+-- Commit what m1's polls returned, in the partitions it still owns.
+SELECT * FROM eventlog.commit('work', 'crew', 'm1') ORDER BY 1;
+-- Fencing: m1 no longer owns partition 3.
+SELECT e.code, e.message, e.detail FROM expect_error($$SELECT * FROM eventlog.commit('work', 'crew', 'm1', partition => 3)$$) e;
+-- A stale generation is refused too.
+SELECT e.code, e.message FROM expect_error($$SELECT * FROM eventlog.commit('work', 'crew', 'm2', partition => 3, generation => 1)$$) e;
+SELECT * FROM eventlog.commit('work', 'crew', 'm2', partition => 3, next_offset => 1);
+-- More members than partitions: the extra ones get nothing, visibly.
+SELECT count(*) FROM eventlog.poll('work', 'crew', 100, member => 'm3');
+SELECT count(*) FROM eventlog.poll('work', 'crew', 100, member => 'm4');
+SELECT count(*) FROM eventlog.poll('work', 'crew', 100, member => 'm5');
+SELECT m.member, count(o.partition) AS partitions
+  FROM eventlog.group_members m
+  LEFT JOIN eventlog.group_offsets o ON o.topic_id = m.topic_id AND o.group_name = m.group_name
+                                    AND o.owner_member = m.member
+ WHERE m.group_name = 'crew' GROUP BY 1 ORDER BY 1;
+-- Leaving hands the partitions over at once.
+SELECT eventlog.leave('work', 'crew', 'm1');
+SELECT eventlog.leave('work', 'crew', 'm2');
+SELECT partition, owner_member FROM eventlog.group_offsets WHERE group_name = 'crew' ORDER BY 1;
+-- A member that stops polling loses its partitions after its session timeout.
+SELECT count(*) FROM eventlog.poll('work', 'crew', 100, member => 'm3', session_timeout => '1 second');
+SELECT pg_sleep(1.2);
+SELECT count(*) >= 0 AS polled FROM eventlog.poll('work', 'crew', 100, member => 'm4');
+SELECT member FROM eventlog.group_members WHERE group_name = 'crew' ORDER BY 1;
+-- A group with members refuses transactional polls, and the reverse is the
+-- caller's choice.
+SELECT e.code, e.message FROM expect_error($$SELECT * FROM eventlog.poll('work', 'crew')$$) e;
+SELECT e.* FROM (VALUES
+    ($$SELECT * FROM eventlog.poll('work', 'crew', member => '')$$),
+    ($$SELECT * FROM eventlog.poll('work', 'crew', member => 'm9', session_timeout => '0 s')$$),
+    ($$SELECT * FROM eventlog.commit('work', 'crew', NULL)$$),
+    ($$SELECT * FROM eventlog.commit('work', 'crew', 'm4', next_offset => 3)$$),
+    ($$SELECT * FROM eventlog.commit('work', 'crew', 'm4', partition => 0, next_offset => -1)$$),
+    ($$SELECT eventlog.leave('work', 'crew', 'nobody')$$)
+  ) AS v(sql), LATERAL expect_error(v.sql) e;

@@ -740,6 +740,9 @@ CREATE TABLE @extschema@.group_offsets (
     next_offset   bigint NOT NULL CHECK (next_offset OPERATOR(pg_catalog.>=) 0),
     committed_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     metadata      text,
+    owner_member  text,             -- member style: who owns the partition
+    generation    bigint NOT NULL DEFAULT 0,  -- bumped when the owner changes
+    fetch_offset  bigint,           -- member style: where its next poll reads
     PRIMARY KEY (topic_id, group_name, partition),
     FOREIGN KEY (topic_id, partition) REFERENCES @extschema@.partition_catalog ON DELETE CASCADE
 );
@@ -882,7 +885,8 @@ COMMENT ON FUNCTION @extschema@._set_position(integer, text, integer, bigint, te
 'internal: stores a group''s position (the caller owns the partition)';
 
 CREATE FUNCTION @extschema@.poll(topic text, group_name text, max_records integer DEFAULT 500,
-                                 partitions integer DEFAULT 1)
+                                 partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                 session_timeout interval DEFAULT '30 seconds')
 RETURNS SETOF @extschema@.record
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -911,6 +915,17 @@ BEGIN
     IF partitions IS NULL OR partitions < 1 THEN
         RAISE EXCEPTION 'partitions must be at least 1' USING ERRCODE = '22023',
             HINT = 'It is how many partitions one poll may take.';
+    END IF;
+    IF member IS NOT NULL THEN
+        RETURN QUERY SELECT * FROM @extschema@._poll_member(tid, topic, group_name, member,
+                                                            max_records, session_timeout);
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.group_members gm
+                WHERE gm.topic_id = tid AND gm.group_name = poll.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
+            USING ERRCODE = '55000',
+                  HINT = 'A group is consumed either by transactions or by members: pass member => to poll as one.';
     END IF;
     SELECT c.start_from, c.auto_reset INTO g FROM @extschema@.group_catalog c
      WHERE c.topic_id = tid AND c.group_name = poll.group_name;
@@ -968,8 +983,8 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.poll(text, text, integer, integer) IS
-'returns up to max_records from up to "partitions" partitions that no other open transaction of the group holds, from the group''s positions, and advances those positions in the caller''s transaction: roll back and the records come again';
+COMMENT ON FUNCTION @extschema@.poll(text, text, integer, integer, text, interval) IS
+'without member: returns up to max_records from up to "partitions" partitions that no other open transaction of the group holds, from the group''s positions, and advances them in the caller''s transaction (roll back and the records come again); with member: heartbeats, gets the member''s assigned partitions and returns records from its fetch positions, to be committed with eventlog.commit';
 
 CREATE FUNCTION @extschema@.seek(topic text, group_name text, target text,
                                  partition integer DEFAULT NULL, force boolean DEFAULT false)
@@ -1047,11 +1062,294 @@ BEGIN
             USING ERRCODE = '42704';
     END IF;
     DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = delete_group.group_name;
+    DELETE FROM @extschema@.group_members m WHERE m.topic_id = tid AND m.group_name = delete_group.group_name;
     DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = delete_group.group_name;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.delete_group(text, text) IS
 'forgets a consumer group of a topic: its settings and positions';
+
+/* ------------------------------------------------------------------------
+ * Consumer groups, member style: named members that do their work outside
+ * the database.  Partitions are assigned to live members (sticky: an
+ * owner keeps its partitions while it heartbeats, and only orphaned or
+ * surplus partitions move), each assignment has a generation, and commits
+ * by a member that no longer owns a partition are refused (fencing).
+ * ------------------------------------------------------------------------ */
+
+CREATE TABLE @extschema@.group_members (
+    topic_id         integer NOT NULL REFERENCES @extschema@.topic_catalog ON DELETE CASCADE,
+    group_name       text NOT NULL,
+    member           text NOT NULL CHECK (member OPERATOR(pg_catalog.<>) ''),
+    joined_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    last_heartbeat   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    session_timeout  interval NOT NULL,
+    PRIMARY KEY (topic_id, group_name, member)
+);
+COMMENT ON TABLE @extschema@.group_members IS
+'pg_eventlog group members: who is in a group, and when each last polled (its heartbeat)';
+GRANT SELECT ON @extschema@.group_members TO PUBLIC;
+
+/*
+ * Expire members whose heartbeat is older than their session timeout and
+ * reassign partitions: every live member keeps what it owns up to its fair
+ * share, and orphaned or surplus partitions go to members below theirs.
+ * A partition changing hands gets a new generation, and its fetch position
+ * goes back to the committed one (at-least-once).  The caller holds the
+ * group's advisory lock.
+ */
+CREATE FUNCTION @extschema@._rebalance(tid integer, topic text, group_name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer;
+    members text[];
+    m integer;
+    quota integer;
+    i integer;
+    owned record;
+    counts jsonb := '{}';
+    target text;
+BEGIN
+    DELETE FROM @extschema@.group_members gm
+     WHERE gm.topic_id = tid AND gm.group_name = _rebalance.group_name
+       AND gm.last_heartbeat < pg_catalog.now() - gm.session_timeout;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    SELECT coalesce(array_agg(gm.member ORDER BY gm.member), '{}') INTO members
+      FROM @extschema@.group_members gm
+     WHERE gm.topic_id = tid AND gm.group_name = _rebalance.group_name;
+    m := cardinality(members);
+
+    -- Every partition has a position row.
+    INSERT INTO @extschema@.group_offsets (topic_id, group_name, partition, next_offset)
+    SELECT tid, _rebalance.group_name, p, @extschema@.log_start_offset(topic, p)
+      FROM pg_catalog.generate_series(0, n - 1) p
+    ON CONFLICT DO NOTHING;
+
+    -- Partitions of members that are gone are orphaned.
+    UPDATE @extschema@.group_offsets o
+       SET owner_member = NULL, fetch_offset = NULL, generation = o.generation + 1
+     WHERE o.topic_id = tid AND o.group_name = _rebalance.group_name
+       AND o.owner_member IS NOT NULL AND NOT (o.owner_member = ANY (members));
+    IF m = 0 THEN
+        RETURN;
+    END IF;
+
+    -- Members keep what they own up to their share (the first n % m
+    -- members by name may hold one more); the surplus is released.
+    FOR i IN 1 .. m LOOP
+        quota := n / m + CASE WHEN i <= n % m THEN 1 ELSE 0 END;
+        UPDATE @extschema@.group_offsets o
+           SET owner_member = NULL, fetch_offset = NULL, generation = o.generation + 1
+         WHERE o.topic_id = tid AND o.group_name = _rebalance.group_name
+           AND o.owner_member = members[i]
+           AND o.partition IN (SELECT o2.partition FROM @extschema@.group_offsets o2
+                                WHERE o2.topic_id = tid AND o2.group_name = _rebalance.group_name
+                                  AND o2.owner_member = members[i]
+                                ORDER BY o2.partition OFFSET quota);
+    END LOOP;
+
+    -- Unowned partitions go to members below their share.
+    FOR owned IN SELECT o.partition FROM @extschema@.group_offsets o
+                  WHERE o.topic_id = tid AND o.group_name = _rebalance.group_name
+                    AND o.owner_member IS NULL ORDER BY o.partition
+    LOOP
+        target := NULL;
+        FOR i IN 1 .. m LOOP
+            quota := n / m + CASE WHEN i <= n % m THEN 1 ELSE 0 END;
+            IF (SELECT count(*) FROM @extschema@.group_offsets o
+                 WHERE o.topic_id = tid AND o.group_name = _rebalance.group_name
+                   AND o.owner_member = members[i]) < quota THEN
+                target := members[i];
+                EXIT;
+            END IF;
+        END LOOP;
+        EXIT WHEN target IS NULL;
+        UPDATE @extschema@.group_offsets o
+           SET owner_member = target, fetch_offset = NULL, generation = o.generation + 1
+         WHERE o.topic_id = tid AND o.group_name = _rebalance.group_name
+           AND o.partition = owned.partition;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._rebalance(integer, text, text) IS
+'internal: expires silent members and assigns partitions to live ones, moving as few as possible';
+
+CREATE FUNCTION @extschema@._poll_member(tid integer, topic text, group_name text, member text,
+                                         max_records integer, session_timeout interval)
+RETURNS SETOF @extschema@.record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    o record;
+    pos bigint;
+    stable bigint;
+    start_offset bigint;
+    remaining integer := max_records;
+    got integer;
+    last_offset bigint;
+    g record;
+    r @extschema@.record;
+BEGIN
+    IF member = '' OR length(member) > 200 THEN
+        RAISE EXCEPTION 'invalid member name "%"', left(member, 210)
+            USING ERRCODE = '22023', DETAIL = 'A member name is 1 to 200 characters.';
+    END IF;
+    IF session_timeout IS NULL OR session_timeout <= interval '0' THEN
+        RAISE EXCEPTION 'session_timeout must be a positive interval' USING ERRCODE = '22023';
+    END IF;
+    -- Membership changes of a group are serialised (briefly).
+    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    INSERT INTO @extschema@.group_members AS gm (topic_id, group_name, member, session_timeout)
+    VALUES (tid, group_name, member, session_timeout)
+    ON CONFLICT ON CONSTRAINT group_members_pkey DO UPDATE
+       SET last_heartbeat = pg_catalog.now(), session_timeout = excluded.session_timeout;
+    PERFORM @extschema@._rebalance(tid, topic, group_name);
+    SELECT c.auto_reset INTO g FROM @extschema@.group_catalog c
+     WHERE c.topic_id = tid AND c.group_name = _poll_member.group_name;
+
+    FOR o IN SELECT go.partition, coalesce(go.fetch_offset, go.next_offset) AS pos
+               FROM @extschema@.group_offsets go
+              WHERE go.topic_id = tid AND go.group_name = _poll_member.group_name
+                AND go.owner_member = _poll_member.member
+              ORDER BY go.partition
+    LOOP
+        EXIT WHEN remaining <= 0;
+        pos := o.pos;
+        stable := @extschema@.last_stable_offset(topic, o.partition);
+        start_offset := @extschema@.log_start_offset(topic, o.partition);
+        IF pos < start_offset THEN
+            IF g.auto_reset = 'earliest' THEN
+                pos := start_offset;
+            ELSIF g.auto_reset = 'latest' THEN
+                pos := stable;
+            ELSE
+                RAISE EXCEPTION 'group "%" has lost records in partition % of topic "%"', group_name, o.partition, topic
+                    USING ERRCODE = '22003',
+                          DETAIL = format('Its position is %s, but retention removed the records below offset %s.',
+                                          pos, start_offset),
+                          HINT = 'Move the group on with eventlog.seek(), or create it with auto_reset => ''earliest''.';
+            END IF;
+        END IF;
+        got := 0;
+        last_offset := NULL;
+        FOR r IN SELECT * FROM @extschema@.read(topic, o.partition, pos, remaining) LOOP
+            RETURN NEXT r;
+            got := got + 1;
+            last_offset := r.offset_id;
+        END LOOP;
+        IF got < remaining THEN
+            pos := greatest(pos, coalesce(last_offset + 1, pos), stable);
+        ELSE
+            pos := last_offset + 1;
+        END IF;
+        UPDATE @extschema@.group_offsets go SET fetch_offset = pos
+         WHERE go.topic_id = tid AND go.group_name = _poll_member.group_name
+           AND go.partition = o.partition;
+        remaining := remaining - got;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._poll_member(integer, text, text, text, integer, interval) IS
+'internal: a member''s poll: heartbeat, rebalance, and records from the partitions it owns, from its fetch positions';
+
+CREATE FUNCTION @extschema@.commit(topic text, group_name text, member text,
+                                   partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
+                                   generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._topic_id(topic);
+    o record;
+    pos bigint;
+    res @extschema@.position;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF member IS NULL OR member = '' THEN
+        RAISE EXCEPTION 'member must be given' USING ERRCODE = '22023',
+            HINT = 'Transactional consumers commit with their transaction; members commit with their name.';
+    END IF;
+    IF next_offset IS NOT NULL AND partition IS NULL THEN
+        RAISE EXCEPTION 'next_offset needs a partition' USING ERRCODE = '22023';
+    END IF;
+    IF next_offset < 0 THEN
+        RAISE EXCEPTION 'next_offset must not be negative' USING ERRCODE = '22023';
+    END IF;
+    IF partition IS NOT NULL THEN
+        SELECT go.partition, go.owner_member, go.generation, go.fetch_offset, go.next_offset INTO o
+          FROM @extschema@.group_offsets go
+         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition
+           FOR UPDATE;
+        IF NOT FOUND OR o.owner_member IS DISTINCT FROM member
+           OR (generation IS NOT NULL AND o.generation <> generation) THEN
+            RAISE EXCEPTION 'member "%" does not own partition % of topic "%" in group "%"',
+                            member, partition, topic, group_name
+                USING ERRCODE = '55000',
+                      DETAIL = format('The partition is assigned to %s in generation %s.',
+                                      coalesce(quote_literal(o.owner_member), 'no member'),
+                                      coalesce(o.generation::text, '0')),
+                      HINT = 'The member lost the partition (it left, or missed its session timeout); poll again to get an assignment.';
+        END IF;
+        pos := coalesce(next_offset, o.fetch_offset, o.next_offset);
+        IF pos > @extschema@.high_watermark(topic, partition) THEN
+            RAISE EXCEPTION 'offset % is beyond the high watermark of partition % of topic "%"', pos, partition, topic
+                USING ERRCODE = '22003';
+        END IF;
+        UPDATE @extschema@.group_offsets go
+           SET next_offset = pos, committed_at = pg_catalog.now(),
+               metadata = coalesce(commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition;
+        res.partition := partition;
+        res.offset_id := pos;
+        RETURN NEXT res;
+        RETURN;
+    END IF;
+    -- Everything the member's last polls returned, in the partitions it owns.
+    FOR o IN SELECT go.partition, go.fetch_offset FROM @extschema@.group_offsets go
+              WHERE go.topic_id = tid AND go.group_name = commit.group_name
+                AND go.owner_member = member AND go.fetch_offset IS NOT NULL
+              ORDER BY go.partition FOR UPDATE
+    LOOP
+        UPDATE @extschema@.group_offsets go
+           SET next_offset = o.fetch_offset, committed_at = pg_catalog.now(),
+               metadata = coalesce(commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = o.partition;
+        res.partition := o.partition;
+        res.offset_id := o.fetch_offset;
+        RETURN NEXT res;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.commit(text, text, text, integer, bigint, bigint, text) IS
+'a member commits its position: in one partition (next_offset, or what its polls returned; optionally fenced by generation), or in every partition it owns; refused with SQLSTATE 55000 when it no longer owns the partition';
+
+CREATE FUNCTION @extschema@.leave(topic text, group_name text, member text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._topic_id(topic);
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    DELETE FROM @extschema@.group_members gm
+     WHERE gm.topic_id = tid AND gm.group_name = leave.group_name AND gm.member = leave.member;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
+            USING ERRCODE = '42704';
+    END IF;
+    -- Hand its partitions over at once.
+    PERFORM @extschema@._rebalance(tid, topic, group_name);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.leave(text, text, text) IS
+'a member leaves its group: its partitions go to the other members at once (uncommitted progress is redelivered)';
 
 /* ------------------------------------------------------------------------
  * Monitoring views
@@ -1149,7 +1447,8 @@ COMMENT ON VIEW @extschema@.maintenance IS
 CREATE FUNCTION @extschema@._consumer_group_info(
     OUT group_name text, OUT topic text, OUT partition integer,
     OUT committed_offset bigint, OUT high_watermark bigint, OUT last_stable_offset bigint,
-    OUT lag bigint, OUT lag_time interval, OUT last_commit timestamptz, OUT lost_records boolean)
+    OUT lag bigint, OUT lag_time interval, OUT last_commit timestamptz, OUT lost_records boolean,
+    OUT owner_member text, OUT generation bigint)
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1159,7 +1458,8 @@ DECLARE
     oldest timestamptz;
     start_offset bigint;
 BEGIN
-    FOR o IN SELECT go.group_name, t.name, go.partition, go.next_offset, go.committed_at
+    FOR o IN SELECT go.group_name, t.name, go.partition, go.next_offset, go.committed_at,
+                    go.owner_member, go.generation
                FROM @extschema@.group_offsets go
                JOIN @extschema@.topic_catalog t USING (topic_id)
               ORDER BY 1, 2, 3
@@ -1169,6 +1469,8 @@ BEGIN
         partition := o.partition;
         committed_offset := o.next_offset;
         last_commit := o.committed_at;
+        owner_member := o.owner_member;
+        generation := o.generation;
         SELECT s.high_watermark, s.last_stable_offset INTO high_watermark, last_stable_offset
           FROM @extschema@._partition_state(o.name, o.partition) s;
         start_offset := @extschema@.log_start_offset(o.name, o.partition);
@@ -1197,7 +1499,7 @@ COMMENT ON FUNCTION @extschema@._consumer_group_info() IS
 CREATE VIEW @extschema@.consumer_groups AS
     SELECT * FROM @extschema@._consumer_group_info();
 COMMENT ON VIEW @extschema@.consumer_groups IS
-'one row per group and partition: committed position, high watermark and last stable offset, lag in offsets and in time (age of the oldest unread record), last commit, and whether retention removed records the group had not read';
+'one row per group and partition: committed position, high watermark and last stable offset, lag in offsets and in time (age of the oldest unread record), last commit, whether retention removed records the group had not read, and (member style) the owning member and the assignment''s generation';
 
 CREATE VIEW @extschema@.topics AS
     SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
