@@ -1088,6 +1088,7 @@ CREATE TABLE @extschema@.group_members (
 );
 COMMENT ON TABLE @extschema@.group_members IS
 'pg_eventlog group members: who is in a group, and when each last polled (its heartbeat)';
+-- Live state: not marked for pg_dump; after a restore, members join again.
 GRANT SELECT ON @extschema@.group_members TO PUBLIC;
 
 /*

@@ -63,8 +63,9 @@ SELECT is(
     (SELECT array_agg(c.relname::text ORDER BY c.relname)
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
-    ARRAY['partition_catalog', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
-    'catalog tables and the topic id sequence are marked for pg_dump');
+    ARRAY['group_catalog', 'group_offsets', 'partition_catalog', 'segment_catalog',
+          'topic_catalog', 'topic_catalog_topic_id_seq'],
+    'catalog tables, group positions and the topic id sequence are marked for pg_dump (group members, live state, are not)');
 
 -- Every object of the extension is commented.
 SELECT is(
