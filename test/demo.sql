@@ -63,7 +63,14 @@ SELECT count(*) AS billing_second_poll FROM eventlog.poll('orders', 'billing', 1
 SELECT count(*) AS shipping_first_poll FROM eventlog.poll('orders', 'shipping', 10000, partitions => 3);
 SELECT group_name, partition, committed_offset, lag FROM eventlog.consumer_groups ORDER BY 1, 2;
 
-\echo '11. A maintenance worker runs in this database: it rolls segments and applies retention:'
+\echo '11. Members split a group''s partitions (work outside the database, commit afterwards):'
+SELECT count(*) AS worker_1_got FROM eventlog.poll('orders', 'mailer', 10, member => 'worker-1');
+SELECT count(*) AS worker_2_got FROM eventlog.poll('orders', 'mailer', 10, member => 'worker-2');
+SELECT partition, owner_member, generation FROM eventlog.consumer_groups
+ WHERE group_name = 'mailer' ORDER BY 1;
+SELECT * FROM eventlog.commit('orders', 'mailer', 'worker-2');
+
+\echo '12. A maintenance worker runs in this database: it rolls segments and applies retention:'
 SELECT database, pid IS NOT NULL AS worker_running, segments_rolled, segments_removed
   FROM eventlog.maintenance WHERE database = current_database();
 

@@ -28,7 +28,12 @@ $node->safe_psql('src', q{
     BEGIN;
     SELECT eventlog.produce('kept', NULL, '"aborted"', partition => 1);
     ROLLBACK;
+    SELECT eventlog.create_group('kept', 'readers', auto_reset => 'earliest');
+    SELECT count(*) FROM eventlog.poll('kept', 'readers', 10, partitions => 2);
 });
+my $positions = q{SELECT string_agg(format('%s/%s/%s', group_name, partition, next_offset), ',' ORDER BY partition)
+                    FROM eventlog.group_offsets};
+my $positions_before = $node->safe_psql('src', $positions);
 my $all = q{SELECT string_agg(format('%s/%s/%s/%s', r.partition, r.offset_id, r.key, r.value), ',' ORDER BY 1)
               FROM generate_series(0, 1) p, LATERAL eventlog.read('kept', p, 0) r};
 my $before = $node->safe_psql('src', $all);
@@ -39,6 +44,9 @@ $node->command_ok([ 'pg_restore', '-d', $node->connstr('dst'), $dump ], 'pg_rest
 
 is($node->safe_psql('dst', $all), $before, 'the restored database has the same records at the same offsets');
 is($node->safe_psql('dst', q{SELECT name FROM eventlog.topic_catalog}), 'kept', 'and the same topics');
+is($node->safe_psql('dst', $positions), $positions_before, 'and the same group positions');
+is($node->safe_psql('dst', q{SELECT auto_reset FROM eventlog.group_catalog WHERE group_name = 'readers'}),
+   'earliest', 'and group settings');
 my $next = $node->safe_psql('dst', q{
     SELECT bool_and(n.offset_id > coalesce(m.maxo, -1))
       FROM generate_series(0, 1) p,
