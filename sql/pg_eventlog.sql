@@ -884,6 +884,38 @@ END;
 COMMENT ON FUNCTION @extschema@._set_position(integer, text, integer, bigint, text) IS
 'internal: stores a group''s position (the caller owns the partition)';
 
+/*
+ * Where a group reads a partition from: its position, unless retention
+ * removed records below the log start offset that the group had not read;
+ * then the automatic reset, or the lost-records error (never a silent skip).
+ */
+CREATE FUNCTION @extschema@._checked_position(topic text, group_name text, partition integer,
+                                              pos bigint, stable bigint, auto_reset text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    start_offset bigint := @extschema@.log_start_offset(topic, partition);
+BEGIN
+    IF pos >= start_offset THEN
+        RETURN pos;
+    END IF;
+    IF auto_reset = 'earliest' THEN
+        RETURN start_offset;
+    ELSIF auto_reset = 'latest' THEN
+        RETURN stable;
+    END IF;
+    RAISE EXCEPTION 'group "%" has lost records in partition % of topic "%"', group_name, partition, topic
+        USING ERRCODE = '22003',
+              DETAIL = format('Its position is %s, but retention removed the records below offset %s.',
+                              pos, start_offset),
+              HINT = 'Move the group on with eventlog.seek(), or create it with auto_reset => ''earliest''.';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._checked_position(text, text, integer, bigint, bigint, text) IS
+'internal: a group''s read position, reset or refused when retention removed unread records';
+
 CREATE FUNCTION @extschema@.poll(topic text, group_name text, max_records integer DEFAULT 500,
                                  partitions integer DEFAULT 1, member text DEFAULT NULL,
                                  session_timeout interval DEFAULT '30 seconds')
@@ -900,7 +932,6 @@ DECLARE
     p integer;
     pos bigint;
     stable bigint;
-    start_offset bigint;
     remaining integer;
     got integer;
     last_offset bigint;
@@ -949,21 +980,9 @@ BEGIN
         taken := taken + 1;
         -- Ours now: read the position again (it may have moved before we
         -- took the partition).
-        pos := @extschema@._group_position(tid, topic, group_name, p, g.start_from);
-        start_offset := @extschema@.log_start_offset(topic, p);
-        IF pos < start_offset THEN
-            IF g.auto_reset = 'earliest' THEN
-                pos := start_offset;
-            ELSIF g.auto_reset = 'latest' THEN
-                pos := stable;
-            ELSE
-                RAISE EXCEPTION 'group "%" has lost records in partition % of topic "%"', group_name, p, topic
-                    USING ERRCODE = '22003',
-                          DETAIL = format('Its position is %s, but retention removed the records below offset %s.',
-                                          pos, start_offset),
-                          HINT = 'Move the group on with eventlog.seek(), or create it with auto_reset => ''earliest''.';
-            END IF;
-        END IF;
+        pos := @extschema@._checked_position(topic, group_name, p,
+                   @extschema@._group_position(tid, topic, group_name, p, g.start_from),
+                   stable, g.auto_reset);
         got := 0;
         last_offset := NULL;
         FOR r IN SELECT * FROM @extschema@.read(topic, p, pos, remaining) LOOP
@@ -1188,7 +1207,6 @@ DECLARE
     o record;
     pos bigint;
     stable bigint;
-    start_offset bigint;
     remaining integer := max_records;
     got integer;
     last_offset bigint;
@@ -1219,22 +1237,9 @@ BEGIN
               ORDER BY go.partition
     LOOP
         EXIT WHEN remaining <= 0;
-        pos := o.pos;
         stable := @extschema@.last_stable_offset(topic, o.partition);
-        start_offset := @extschema@.log_start_offset(topic, o.partition);
-        IF pos < start_offset THEN
-            IF g.auto_reset = 'earliest' THEN
-                pos := start_offset;
-            ELSIF g.auto_reset = 'latest' THEN
-                pos := stable;
-            ELSE
-                RAISE EXCEPTION 'group "%" has lost records in partition % of topic "%"', group_name, o.partition, topic
-                    USING ERRCODE = '22003',
-                          DETAIL = format('Its position is %s, but retention removed the records below offset %s.',
-                                          pos, start_offset),
-                          HINT = 'Move the group on with eventlog.seek(), or create it with auto_reset => ''earliest''.';
-            END IF;
-        END IF;
+        pos := @extschema@._checked_position(topic, group_name, o.partition, o.pos,
+                                             stable, g.auto_reset);
         got := 0;
         last_offset := NULL;
         FOR r IN SELECT * FROM @extschema@.read(topic, o.partition, pos, remaining) LOOP
