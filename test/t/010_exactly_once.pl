@@ -33,6 +33,8 @@ $node->safe_psql('postgres', qq{
         (SELECT array_agg('k' || (i % 97)) FROM generate_series(1, $records) i),
         (SELECT array_agg(jsonb_build_object('i', i)) FROM generate_series(1, $records) i));
     CREATE TABLE mirrored (seq bigserial, member text, batch int, partition int, offset_id bigint, i int);
+    CREATE TABLE transformed (seq bigserial, partition int, offset_id bigint);
+    CREATE TABLE produced_late (i int PRIMARY KEY);
 });
 
 my $consumer_sql = q{
@@ -42,10 +44,14 @@ DECLARE
     n integer;
 BEGIN
     LOOP
-        SELECT count(*) INTO n FROM (
-            SELECT eventlog.produce('output', r.key,
-                       jsonb_build_object('p', r.partition, 'o', r.offset_id, 'i', r.value->'i'))
-              FROM eventlog.poll('input', 'transformer', 25) r) s;
+        WITH polled AS (SELECT * FROM eventlog.poll('input', 'transformer', 25)),
+             derived AS (SELECT eventlog.produce('output', r.key,
+                                    jsonb_build_object('p', r.partition, 'o', r.offset_id, 'i', r.value->'i'))
+                           FROM polled r),
+             logged AS (INSERT INTO transformed (partition, offset_id)
+                        SELECT r.partition, r.offset_id FROM polled r ORDER BY r.partition, r.offset_id
+                        RETURNING 1)
+        SELECT (SELECT count(*) FROM derived) + 0 * (SELECT count(*) FROM logged) INTO n;
         COMMIT;
         IF n = 0 THEN
             PERFORM pg_sleep(0.01);
@@ -89,15 +95,38 @@ END
 $$;
 };
 
+# More input arrives while the consumers run: small transactions, a
+# quarter of them rolled back; produced_late records which committed.
+my $late = $ENV{EL_TAP_LONG} ? 10000 : 1000;
+my $producer_sql = qq{
+DO \$\$
+BEGIN
+    FOR i IN $records + 1 .. $records + $late LOOP
+        PERFORM eventlog.produce('input', 'k' || (i % 97), jsonb_build_object('i', i));
+        INSERT INTO produced_late VALUES (i);
+        IF i % 4 = 0 THEN
+            ROLLBACK;
+        ELSE
+            COMMIT;
+        END IF;
+    END LOOP;
+END
+\$\$;
+};
+
 my %files;
-for my $kind (qw(consumer member))
+for my $kind (qw(consumer member producer))
 {
     my $file = $node->basedir . "/$kind.sql";
     open my $fh, '>', $file or die $!;
-    print $fh ($kind eq 'consumer' ? $consumer_sql : $member_sql);
+    print $fh ($kind eq 'consumer' ? $consumer_sql : $kind eq 'member' ? $member_sql : $producer_sql);
     close $fh;
     $files{$kind} = $file;
 }
+my ($pout, $perr) = ('', '');
+my $producer = IPC::Run::start(
+    [ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-f', $files{producer} ],
+    '>', \$pout, '2>', \$perr);
 
 my @consumers;
 sub start_consumer
@@ -127,6 +156,8 @@ for my $k (1 .. $kills)
     start_consumer($app eq 'eos_member' ? 'member' : 'consumer') if $app;
 }
 
+ok(eval { $producer->finish; 1 } && $producer->result == 0, 'the producer finished') or diag($perr);
+my $total = $node->safe_psql('postgres', 'SELECT count(*) FROM produced_late') + $records;
 ok($node->poll_query_until('postgres', q{
     SELECT coalesce(sum(lag), -1) = 0 AND count(*) = 4
       FROM eventlog.consumer_groups WHERE group_name = 'transformer'}),
@@ -142,23 +173,28 @@ $node->safe_psql('postgres', q{
 eval { $_->finish } for @consumers;
 
 my $out = q{SELECT r.value FROM generate_series(0, 3) p, LATERAL eventlog.read('output', p, 0, 1000000) r};
-is($node->safe_psql('postgres', "SELECT count(*) FROM ($out) o"), $records,
-   "the output has $records records, as many as the input");
+is($node->safe_psql('postgres', "SELECT count(*) FROM ($out) o"), $total,
+   "the output has $total records, as many as committed input");
 is($node->safe_psql('postgres', "SELECT count(*) FROM (SELECT value->'p', value->'o' FROM ($out) o GROUP BY 1, 2 HAVING count(*) > 1) d"),
    '0', 'no input record was processed twice');
+my $committed_input = qq{SELECT i FROM generate_series(1, $records) i UNION ALL SELECT i FROM produced_late};
 is($node->safe_psql('postgres', qq{
-    SELECT count(*) FROM generate_series(1, $records) i
-     WHERE NOT EXISTS (SELECT FROM ($out) o WHERE (o.value->>'i')::int = i)}),
-   '0', 'no input record was missed');
+    SELECT count(*) FROM ($committed_input) c
+     WHERE NOT EXISTS (SELECT FROM ($out) o WHERE (o.value->>'i')::int = c.i)}),
+   '0', 'no committed input record was missed');
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM (SELECT offset_id <= lag(offset_id) OVER (PARTITION BY partition ORDER BY seq) AS back
+                            FROM transformed) s WHERE back}),
+   '0', 'transactional consumers processed each partition in offset order');
 
 # Member style: at least once, no gap, and each poll's records of a
 # partition in offset order, consecutive but for aborted offsets (a
 # redelivery after a kill may start a partition over from its committed
 # position, so order is checked within each poll).
 is($node->safe_psql('postgres', qq{
-    SELECT count(*) FROM generate_series(1, $records) i
-     WHERE NOT EXISTS (SELECT FROM mirrored m WHERE m.i = i)}),
-   '0', 'member consumers processed every input record at least once');
+    SELECT count(*) FROM ($committed_input) c
+     WHERE NOT EXISTS (SELECT FROM mirrored m WHERE m.i = c.i)}),
+   '0', 'member consumers processed every committed input record at least once');
 my $dups = $node->safe_psql('postgres',
     q{SELECT count(*) - count(DISTINCT (partition, offset_id)) FROM mirrored});
 note("member consumers processed $dups records more than once (redeliveries after kills)");
