@@ -499,15 +499,19 @@ el_maintenance_shutdown(int code, Datum arg)
 	}
 }
 
-/* Record the outcome of a round for eventlog.maintenance. */
+/*
+ * Record the outcome of one topic's maintenance for eventlog.maintenance;
+ * "new_round" counts the round (once, with its first topic).
+ */
 static void
-el_record_round(int64 rolled, int64 removed, const char *error)
+el_record_round(int64 rolled, int64 removed, const char *error, bool new_round)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&el_registry->mutex);
 	el_my_entry->last_run = now;
-	el_my_entry->rounds++;
+	if (new_round)
+		el_my_entry->rounds++;
 	el_my_entry->segments_rolled += rolled;
 	el_my_entry->segments_removed += removed;
 	if (error)
@@ -588,7 +592,7 @@ el_topics_or_exit(void)
  * logged with their context, and recorded; the next round retries.
  */
 static void
-el_maintain_one(int32 topic_id, MemoryContext round_cxt)
+el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round)
 {
 	volatile int64 rolled = 0;
 	volatile int64 removed = 0;
@@ -621,7 +625,7 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt)
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		el_record_round(rolled, removed, NULL);
+		el_record_round(rolled, removed, NULL, new_round);
 	}
 	PG_CATCH();
 	{
@@ -637,7 +641,7 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt)
 						topic_id, edata->message),
 				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
 				 edata->context ? errcontext("%s", edata->context) : 0));
-		el_record_round(0, 0, edata->message);
+		el_record_round(0, 0, edata->message, new_round);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -683,11 +687,11 @@ el_maintenance_main(Datum main_arg)
 		topics = el_topics_or_exit();
 
 		if (topics == NIL)
-			el_record_round(0, 0, NULL);
+			el_record_round(0, 0, NULL, true);
 		foreach(lc, topics)
 		{
 			CHECK_FOR_INTERRUPTS();
-			el_maintain_one(lfirst_int(lc), round_cxt);
+			el_maintain_one(lfirst_int(lc), round_cxt, lc == list_head(topics));
 		}
 		list_free(topics);
 		pgstat_report_activity(STATE_IDLE, NULL);
