@@ -952,6 +952,9 @@ BEGIN
                                                             max_records, session_timeout);
         RETURN;
     END IF;
+    -- Shared with other transactional polls, exclusive with members' polls:
+    -- a member cannot join while this transaction consumes the group.
+    PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@._group_lock_key(tid, group_name, -1));
     IF EXISTS (SELECT FROM @extschema@.group_members gm
                 WHERE gm.topic_id = tid AND gm.group_name = poll.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
@@ -1055,6 +1058,10 @@ BEGIN
                 USING ERRCODE = '22003';
         END IF;
         PERFORM @extschema@._set_position(tid, group_name, p, pos);
+        -- A member's fetch position must not undo the seek at its commit.
+        UPDATE @extschema@.group_offsets o SET fetch_offset = NULL, generation = o.generation + 1
+         WHERE o.topic_id = tid AND o.group_name = seek.group_name AND o.partition = p
+           AND o.owner_member IS NOT NULL;
         r.partition := p;
         r.offset_id := pos;
         RETURN NEXT r;
@@ -1137,7 +1144,13 @@ BEGIN
      WHERE gm.topic_id = tid AND gm.group_name = _rebalance.group_name
        AND gm.last_heartbeat < pg_catalog.now() - gm.session_timeout;
     SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
-    SELECT coalesce(array_agg(gm.member ORDER BY gm.member), '{}') INTO members
+    -- Members holding more come first, so that the n % m larger shares go
+    -- to them and as few partitions as possible move.
+    SELECT coalesce(array_agg(gm.member ORDER BY
+               (SELECT count(*) FROM @extschema@.group_offsets o
+                 WHERE o.topic_id = tid AND o.group_name = _rebalance.group_name
+                   AND o.owner_member = gm.member) DESC, gm.member), '{}')
+      INTO members
       FROM @extschema@.group_members gm
      WHERE gm.topic_id = tid AND gm.group_name = _rebalance.group_name;
     m := cardinality(members);

@@ -95,4 +95,12 @@
 #define el_primary_key_index(rel)	RelationGetPrimaryKeyIndex(rel)
 #endif
 
+/* PostgreSQL 16 replaced pg_database_ownercheck by object_ownercheck. */
+#if PG_VERSION_NUM >= 160000
+#define el_database_ownercheck(dbid, roleid) \
+	object_ownercheck(DatabaseRelationId, (dbid), (roleid))
+#else
+#define el_database_ownercheck(dbid, roleid) pg_database_ownercheck((dbid), (roleid))
+#endif
+
 #endif							/* PG_EVENTLOG_COMPAT_H */

@@ -291,7 +291,7 @@ el_produce_batch(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("value must not be null"),
-				 errdetail("value is the array of record values; an element may be NULL, the array may not.")));
+				 errdetail("The value argument is the array of record values: an element may be NULL, the array may not.")));
 	name = PG_GETARG_TEXT_PP(0);
 	topic = el_topic_lookup(name);
 	el_check_writable();

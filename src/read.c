@@ -120,6 +120,20 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	el_refuse_in_recovery("read");
 
 	el_read_stable_offset(topic, partition, &so);
+
+	/*
+	 * Every offset below the stable offset lies in a segment up to the
+	 * active one.  A maintenance round may have rolled the partition since
+	 * this backend cached its segment list (the commit that activates a
+	 * segment reaches shared memory before other backends process the
+	 * catalog invalidation): then read the catalog again.
+	 */
+	if (el_find_segment(topic, partition, so.active_segno) == NULL)
+	{
+		el_topic_invalidate();
+		topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+		el_check_partition(topic, partition);
+	}
 	point->topic = topic;
 	point->partition = partition;
 	point->log_start = topic->parts[partition].log_start_offset;
@@ -273,7 +287,7 @@ el_scan_next(ElScan *s, int64 *offset)
 		el_scan_close_segment(s);
 		s->segno++;
 		if (s->segno >= meta->nsegments)
-			return NULL;
+			return NULL;		/* the rest, up to the stable offset, aborted */
 	}
 }
 

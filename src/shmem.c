@@ -616,6 +616,7 @@ el_stable_offset(const ElSlotRef *ref, ElStableOffset *out)
 	}
 	out->high_watermark = part->next_offset;
 	out->commit_lsn = part->commit_lsn;
+	out->active_segno = part->active_segno;
 	LWLockRelease(&part->lock);
 	return true;
 }

@@ -76,6 +76,7 @@ typedef struct ElStableOffset
 	int64		high_watermark;
 	int			holder_pid;		/* backend holding it back, 0 if none */
 	XLogRecPtr	commit_lsn;		/* flush WAL to here before returning rows */
+	int32		active_segno;	/* newest segment that may hold records */
 } ElStableOffset;
 
 /*

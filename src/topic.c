@@ -348,13 +348,14 @@ el_recover_next_offset(ElTopic *topic, int32 partition, ElRouting *routing)
 	args[0] = Int32GetDatum(topic->topic_id);
 	args[1] = Int32GetDatum(partition);
 	/*
-	 * The floor, the log start, and every group's committed position: a
-	 * group may have moved past trailing aborted offsets, which must then
-	 * never be handed out again.
+	 * The floor, the log start, and every group's committed position and
+	 * members' fetch positions: a group may have moved past trailing aborted
+	 * offsets, which must then never be handed out again.
 	 */
 	ret = SPI_execute_with_args(
 		"SELECT greatest(p.offset_floor, p.log_start_offset,"
-		"                (SELECT max(o.next_offset) FROM " EL_SCHEMA_NAME ".group_offsets o"
+		"                (SELECT max(greatest(o.next_offset, o.fetch_offset))"
+		"                   FROM " EL_SCHEMA_NAME ".group_offsets o"
 		"                  WHERE o.topic_id = p.topic_id AND o.partition = p.partition))"
 		"  FROM " EL_SCHEMA_NAME ".partition_catalog p"
 		" WHERE p.topic_id = $1 AND p.partition = $2",

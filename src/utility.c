@@ -16,7 +16,10 @@
 #include "pg_eventlog.h"
 
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
@@ -111,7 +114,8 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
-	bool		dropping_extension = false;
+	volatile bool dropping_extension = false;
+	volatile Oid stopped_dbid = InvalidOid;
 
 	if (IsA(parsetree, DropStmt))
 	{
@@ -128,21 +132,38 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 			el_forget_database_at_commit();
 	}
 
-	/* A database being dropped must lose its maintenance worker first. */
-	if (IsA(parsetree, DropdbStmt))
+	/*
+	 * A database being dropped must lose its maintenance worker first (a
+	 * connected worker makes DROP DATABASE fail).  Only for a DROP that can
+	 * succeed: its owner, outside a transaction block; and should it fail
+	 * all the same, the worker is asked back.
+	 */
+	if (IsA(parsetree, DropdbStmt) && !IsTransactionBlock())
 	{
 		Oid			dbid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
 
-		if (OidIsValid(dbid))
-			el_stop_worker(dbid);
+		if (OidIsValid(dbid) && el_database_ownercheck(dbid, GetUserId()))
+			stopped_dbid = dbid;
 	}
 
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+	if (OidIsValid(stopped_dbid))
+		el_stop_worker(stopped_dbid);
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		if (OidIsValid(stopped_dbid))
+			el_unstop_worker(stopped_dbid);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 
 	if (dropping_extension)
 		el_drop_empty_schema();

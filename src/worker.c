@@ -200,9 +200,16 @@ el_request_worker(Oid dbid)
 	if (db)
 	{
 		db->wanted = true;
+		db->requested = true;
 		db->next_start = 0;
 	}
 	SpinLockRelease(&el_registry->mutex);
+	if (db == NULL)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("pg_eventlog cannot maintain another database"),
+				 errdetail("All %d entries of the worker registry are in use.", el_max_databases),
+				 errhint("Raise eventlog.max_databases and restart the server.")));
 	el_wake_launcher(false);
 }
 
@@ -233,7 +240,7 @@ el_stop_worker(Oid dbid)
 	SpinLockRelease(&el_registry->mutex);
 	if (pid == 0)
 		return;
-	kill(pid, SIGTERM);
+	(void) kill(pid, SIGTERM);
 	for (i = 0; i < 500 && kill(pid, 0) == 0; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -272,6 +279,26 @@ el_worker_xact_callback(XactEvent event, void *arg)
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
 		el_worker_requested = el_probe_requested = false;
+}
+
+/* DROP DATABASE failed after el_stop_worker: ask for the worker again. */
+void
+el_unstop_worker(Oid dbid)
+{
+	ElDbWorker *db;
+
+	if (el_registry == NULL)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	db = el_registry_entry(dbid, false);
+	if (db)
+	{
+		db->dropping = false;
+		db->wanted = true;
+		db->next_start = 0;
+	}
+	SpinLockRelease(&el_registry->mutex);
+	el_wake_launcher(false);
 }
 
 /* ------------------------------------------------------------------------
@@ -396,11 +423,24 @@ el_supervise(void)
 				continue;
 		}
 
+		/* A worker a previous launcher started may still run. */
+		{
+			pid_t		pid;
+
+			SpinLockAcquire(&el_registry->mutex);
+			pid = db->pid;
+			SpinLockRelease(&el_registry->mutex);
+			if (pid != 0 && kill(pid, 0) != 0)
+			{
+				SpinLockAcquire(&el_registry->mutex);
+				if (db->pid == pid)
+					db->pid = 0;
+				SpinLockRelease(&el_registry->mutex);
+			}
+		}
+
 		SpinLockAcquire(&el_registry->mutex);
 		dbid = db->dbid;
-		/* A worker a previous launcher started may still run. */
-		if (db->pid != 0 && kill(db->pid, 0) != 0)
-			db->pid = 0;
 		if (dbid != InvalidOid && db->wanted && !db->dropping && db->pid == 0 &&
 			db->next_start <= now)
 		{
@@ -436,7 +476,6 @@ el_launcher_main(Datum main_arg)
 										sizeof(BackgroundWorkerHandle *) * el_max_databases);
 	SpinLockAcquire(&el_registry->mutex);
 	el_registry->launcher_latch = MyLatch;
-	/* Workers of a previous launcher are orphans now: forget their PIDs. */
 	SpinLockRelease(&el_registry->mutex);
 	on_shmem_exit(el_launcher_shutdown, (Datum) 0);
 
@@ -564,6 +603,7 @@ el_topics_or_exit(void)
 		SpinLockAcquire(&el_registry->mutex);
 		first = el_my_entry->probing || !el_my_entry->installed;
 		el_my_entry->probing = false;
+		el_my_entry->requested = false;
 		el_my_entry->installed = true;
 		SpinLockRelease(&el_registry->mutex);
 		if (first)
@@ -577,11 +617,24 @@ el_topics_or_exit(void)
 
 	if (!installed)
 	{
+		/*
+		 * Nothing to do here.  Free the entry, so that databases without
+		 * the extension do not fill the registry; unless CREATE EXTENSION
+		 * asked for a worker meanwhile (then the launcher starts one again).
+		 */
 		SpinLockAcquire(&el_registry->mutex);
-		el_my_entry->wanted = false;
 		el_my_entry->probing = false;
 		el_my_entry->installed = false;
+		el_my_entry->pid = 0;
+		if (el_my_entry->requested)
+			el_my_entry->requested = false;
+		else
+		{
+			el_my_entry->wanted = false;
+			el_my_entry->dbid = InvalidOid;
+		}
 		SpinLockRelease(&el_registry->mutex);
+		el_my_entry = NULL;
 		proc_exit(0);
 	}
 	return topics;
@@ -657,13 +710,22 @@ el_maintenance_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	SpinLockAcquire(&el_registry->mutex);
-	el_my_entry = el_registry_entry(dbid, false);
-	if (el_my_entry)
+	{
+		pid_t		other = 0;
+
+		SpinLockAcquire(&el_registry->mutex);
+		el_my_entry = el_registry_entry(dbid, false);
+		if (el_my_entry)
+			other = el_my_entry->pid;
+		SpinLockRelease(&el_registry->mutex);
+		/* Another worker already serves this database: leave it be. */
+		if (el_my_entry == NULL ||
+			(other != 0 && other != MyProcPid && kill(other, 0) == 0))
+			proc_exit(0);
+		SpinLockAcquire(&el_registry->mutex);
 		el_my_entry->pid = MyProcPid;
-	SpinLockRelease(&el_registry->mutex);
-	if (el_my_entry == NULL)
-		proc_exit(0);
+		SpinLockRelease(&el_registry->mutex);
+	}
 	on_shmem_exit(el_maintenance_shutdown, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);

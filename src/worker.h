@@ -22,6 +22,7 @@ typedef struct ElDbWorker
 	bool		probing;		/* started to check for the extension */
 	bool		installed;		/* the worker found the extension */
 	bool		dropping;		/* DROP DATABASE in progress */
+	bool		requested;		/* CREATE EXTENSION asked for a worker */
 	TimestampTz next_start;		/* no (re)start before this */
 	TimestampTz last_run;
 	TimestampTz last_success;
@@ -48,6 +49,7 @@ extern void el_worker_shmem_init(void *area, bool found);
 extern void el_wake_launcher(bool probe_all);
 extern void el_request_worker(Oid dbid);
 extern void el_stop_worker(Oid dbid);
+extern void el_unstop_worker(Oid dbid);
 extern void el_request_worker_at_commit(void);
 extern void el_probe_at_commit(void);
 

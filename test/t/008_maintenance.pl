@@ -59,6 +59,16 @@ ok($node->poll_query_until('postgres', "SELECT ($workers) = 'with_ext'"),
 $node->safe_psql('later', 'CREATE EXTENSION pg_eventlog');
 ok($node->poll_query_until('postgres', "SELECT ($workers) = 'later,with_ext'"),
    'and CREATE EXTENSION brings it back');
+# A DROP DATABASE that cannot succeed (not the owner) leaves the worker alone.
+my $later_pid = $node->safe_psql('postgres',
+    q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_eventlog maintenance' AND datname = 'later'});
+$node->safe_psql('postgres', 'CREATE ROLE stranger LOGIN');
+my ($drop_ret, $drop_out, $drop_err) = $node->psql('postgres', 'DROP DATABASE later',
+    extra_params => [ '-U', 'stranger' ]);
+like($drop_err, qr/must be owner of database later/, 'a non-owner cannot drop the database');
+is($node->safe_psql('postgres',
+    q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_eventlog maintenance' AND datname = 'later'}),
+   $later_pid, 'and its attempt does not stop the worker');
 $node->safe_psql('postgres', 'DROP DATABASE later');
 ok($node->poll_query_until('postgres', "SELECT ($workers) = 'with_ext'"),
    'DROP DATABASE works while the database has a worker');
