@@ -589,6 +589,9 @@ BEGIN
     r.topic := t.name;
     FOR p IN 0 .. t.partitions - 1 LOOP
         r.partition := p;
+        -- Ordered with counter recovery (el_recover_next_offset): from the
+        -- routing read until the base offset is recorded and committed.
+        PERFORM pg_catalog.pg_advisory_xact_lock(t.topic_id, -1 - p);
         SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
 
         -- 1. The active segment's base offset, once known, is recorded.

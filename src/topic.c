@@ -36,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "storage/lock.h"
 
 #include "segment.h"
 
@@ -325,8 +326,45 @@ el_refuse_in_recovery(const char *what)
  * segments through the table AM, without privilege checks: a producer needs
  * no SELECT privilege, and row security must not hide the largest offset.
  */
+/*
+ * The lock that orders a partition's counter recovery with maintenance
+ * rounds: a round holds it (pg_advisory_xact_lock(topic_id, -1 - partition)
+ * in eventlog._maintain_topic) from reading the routing until it has
+ * recorded the active segment's base offset and committed; recovery takes
+ * it for the time it reads the catalog.  So recovery never routes offsets
+ * below a base a round is about to record.
+ */
+static void
+el_routing_locktag(LOCKTAG *tag, ElTopic *topic, int32 partition)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) topic->topic_id,
+						 (uint32) (-1 - partition), 2);
+}
+
+static int64 el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing);
+
 int64
 el_recover_next_offset(ElTopic *topic, int32 partition, ElRouting *routing)
+{
+	LOCKTAG		tag;
+	volatile int64 next = 0;
+
+	el_routing_locktag(&tag, topic, partition);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	PG_TRY();
+	{
+		next = el_recover_locked(topic, partition, routing);
+	}
+	PG_FINALLY();
+	{
+		LockRelease(&tag, ExclusiveLock, true);
+	}
+	PG_END_TRY();
+	return next;
+}
+
+static int64
+el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 {
 	Oid			nsp = el_schema_oid();
 	Snapshot	snapshot;
