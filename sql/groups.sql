@@ -120,6 +120,9 @@ SELECT m.member, count(o.partition) AS partitions
   LEFT JOIN eventlog.group_offsets o ON o.topic_id = m.topic_id AND o.group_name = m.group_name
                                     AND o.owner_member = m.member
  WHERE m.group_name = 'crew' GROUP BY 1 ORDER BY 1;
+-- seek refuses partitions members own, unless forced.
+SELECT e.code, e.message FROM expect_error($$SELECT * FROM eventlog.seek('work', 'crew', 'earliest', partition => 0)$$) e;
+SELECT * FROM eventlog.seek('work', 'crew', 'earliest', partition => 0, force => true);
 -- Leaving hands the partitions over at once.
 SELECT eventlog.leave('work', 'crew', 'm1');
 SELECT eventlog.leave('work', 'crew', 'm2');

@@ -1050,6 +1050,12 @@ BEGIN
             RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
                 USING ERRCODE = '55006',
                       HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
+        ELSIF EXISTS (SELECT FROM @extschema@.group_offsets o
+                       WHERE o.topic_id = tid AND o.group_name = seek.group_name AND o.partition = p
+                         AND o.owner_member IS NOT NULL) THEN
+            RAISE EXCEPTION 'partition % of topic "%" is assigned to a member of group "%"', p, topic, group_name
+                USING ERRCODE = '55006',
+                      HINT = 'Let the members leave first, or pass force => true (their uncommitted progress is then discarded).';
         END IF;
         pos := CASE
                  WHEN target = 'earliest' THEN @extschema@.log_start_offset(topic, p)
@@ -1072,7 +1078,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.seek(text, text, text, integer, boolean) IS
-'moves a group''s positions (one partition or all; returns each partition and its new next offset) to earliest, latest (the last stable offset), an offset or the first offset at or after a timestamp; refuses partitions a consumer of the group holds unless force';
+'moves a group''s positions (one partition or all; returns each partition and its new next offset) to earliest, latest (the last stable offset), an offset or the first offset at or after a timestamp; refuses partitions a transaction of the group holds or a member owns, unless force';
 
 CREATE FUNCTION @extschema@.delete_group(topic text, group_name text)
 RETURNS void
