@@ -11,6 +11,9 @@
 
 #include "compat.h"
 
+#include "access/tupdesc.h"
+#include "fmgr.h"
+
 #define EL_EXTENSION_NAME	"pg_eventlog"
 #define EL_SCHEMA_NAME		"eventlog"
 #define EL_VERSION			"0.1.0"
@@ -26,6 +29,12 @@ extern void el_utility_init(void);
 /* shmem.c */
 extern bool el_shmem_attached(void);
 extern void el_require_shmem(void);
+
+/* srf.c */
+struct Tuplestorestate;
+extern struct Tuplestorestate *el_materialized_srf(FunctionCallInfo fcinfo,
+												   const char *funcname,
+												   TupleDesc *tupdesc);
 
 /* worker.c: settings */
 extern int	el_maintenance_interval_ms;

@@ -257,7 +257,6 @@ el_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname,
 Datum
 el_produce_batch(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	text	   *name;
 	ElTopic    *topic;
 	ArrayType  *values_arr;
@@ -273,15 +272,8 @@ el_produce_batch(PG_FUNCTION_ARGS)
 	ElRecordIn *sorted;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
-	MemoryContext oldcxt;
 	bool		explicit_set = !PG_ARGISNULL(4);
 	int32		explicit_partition = explicit_set ? PG_GETARG_INT32(4) : 0;
-
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("produce_batch must be called in a context that accepts a set")));
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -307,12 +299,7 @@ el_produce_batch(PG_FUNCTION_ARGS)
 	el_batch_array(fcinfo, 3, "headers", JSONBOID, n, &header_elems, &header_nulls);
 	el_batch_array(fcinfo, 5, "event_time", TIMESTAMPTZOID, n, &time_elems, &time_nulls);
 
-	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	tupdesc = BlessTupleDesc(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(oldcxt);
+	store = el_materialized_srf(fcinfo, "produce_batch", &tupdesc);
 
 	/* Build and check every record, and pick partitions, before writing. */
 	recs = palloc0(sizeof(ElRecordIn) * Max(n, 1));
@@ -397,8 +384,5 @@ el_produce_batch(PG_FUNCTION_ARGS)
 		values[1] = Int64GetDatum(offsets[i]);
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
 }

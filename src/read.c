@@ -102,6 +102,22 @@ el_partition_arg(FunctionCallInfo fcinfo, int argno)
 	return PG_GETARG_INT32(argno);
 }
 
+/* The topic (argument 0) and partition (argument 1) of a call. */
+static ElTopic *
+el_topic_partition_args(FunctionCallInfo fcinfo, int32 *partition)
+{
+	ElTopic    *topic;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+	*partition = el_partition_arg(fcinfo, 1);
+	el_check_partition(topic, *partition);
+	return topic;
+}
+
 /* Look up topic and partition arguments, and take the read point. */
 static void
 el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
@@ -110,13 +126,7 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	int32		partition;
 	ElStableOffset so;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("topic must not be null")));
-	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
-	partition = el_partition_arg(fcinfo, 1);
-	el_check_partition(topic, partition);
+	topic = el_topic_partition_args(fcinfo, &partition);
 	el_refuse_in_recovery("read");
 
 	el_read_stable_offset(topic, partition, &so);
@@ -315,7 +325,6 @@ el_flat_attr(TupleTableSlot *slot, int attnum, bool *isnull)
 Datum
 el_read(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ElReadPoint point;
 	ElScan		scan;
 	int64		from;
@@ -323,17 +332,11 @@ el_read(PG_FUNCTION_ARGS)
 	Snapshot	snapshot;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
-	MemoryContext oldcxt;
 	TupleTableSlot *slot;
 	int64		offset;
 	int32		n = 0;
 	Datum		topic_datum;
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("read must be called in a context that accepts a set")));
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -354,12 +357,7 @@ el_read(PG_FUNCTION_ARGS)
 	if (from < point.log_start || from > point.high_watermark)
 		el_offset_out_of_range(&point, from);
 
-	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	tupdesc = BlessTupleDesc(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(oldcxt);
+	store = el_materialized_srf(fcinfo, "read", &tupdesc);
 
 	/* Step 2: a snapshot taken after the stable offset was computed. */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
@@ -384,10 +382,6 @@ el_read(PG_FUNCTION_ARGS)
 	}
 	el_scan_end(&scan);
 	UnregisterSnapshot(snapshot);
-
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
 }
 
@@ -484,16 +478,9 @@ el_high_watermark_sql(PG_FUNCTION_ARGS)
 Datum
 el_log_start_offset_sql(PG_FUNCTION_ARGS)
 {
-	ElTopic    *topic;
 	int32		partition;
+	ElTopic    *topic = el_topic_partition_args(fcinfo, &partition);
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("topic must not be null")));
-	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
-	partition = el_partition_arg(fcinfo, 1);
-	el_check_partition(topic, partition);
 	PG_RETURN_INT64(topic->parts[partition].log_start_offset);
 }
 

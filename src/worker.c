@@ -778,24 +778,12 @@ PG_FUNCTION_INFO_V1(el_maintenance_status);
 Datum
 el_maintenance_status(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
-	MemoryContext oldcxt;
 	int			i;
 
 	el_require_shmem();
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("_maintenance_status must be called in a context that accepts a set")));
-	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	tupdesc = BlessTupleDesc(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(oldcxt);
+	store = el_materialized_srf(fcinfo, "_maintenance_status", &tupdesc);
 
 	for (i = 0; i < el_max_databases; i++)
 	{
@@ -837,8 +825,5 @@ el_maintenance_status(PG_FUNCTION_ARGS)
 			nulls[7] = nulls[8] = true;
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
 }
