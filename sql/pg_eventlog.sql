@@ -468,12 +468,13 @@ CREATE FUNCTION @extschema@.read(
     topic text,
     partition integer,
     from_offset bigint,
-    max_records integer DEFAULT 1000)
+    max_records integer DEFAULT 1000,
+    wait interval DEFAULT NULL)
 RETURNS SETOF @extschema@.record
 AS 'MODULE_PATHNAME', 'el_read'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
-COMMENT ON FUNCTION @extschema@.read(text, integer, bigint, integer) IS
-'returns up to max_records records of a partition from from_offset on, in offset order, never at or above the last stable offset';
+COMMENT ON FUNCTION @extschema@.read(text, integer, bigint, integer, interval) IS
+'returns up to max_records records of a partition from from_offset on, in offset order, never at or above the last stable offset; with wait, a long poll: when nothing is readable yet, sleeps until records become readable or the wait ends';
 
 CREATE FUNCTION @extschema@.offset_for_time(topic text, partition integer, ts timestamptz)
 RETURNS bigint

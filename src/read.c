@@ -30,7 +30,10 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
@@ -319,8 +322,68 @@ el_flat_attr(TupleTableSlot *slot, int attnum, bool *isnull)
 }
 
 /*
+ * The optional "wait" interval argument of a long poll, in milliseconds
+ * (0: do not wait).
+ */
+static long
+el_wait_arg(FunctionCallInfo fcinfo, int argno)
+{
+	Interval   *wait;
+	double		ms;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return 0;
+	wait = PG_GETARG_INTERVAL_P(argno);
+	ms = (wait->time / 1000.0) +
+		(wait->day + wait->month * (double) DAYS_PER_MONTH) * (double) (USECS_PER_DAY / 1000);
+	if (ms < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	if (ms > (double) 24 * 3600 * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must be at most 1 day")));
+	return (long) ms;
+}
+
+/*
+ * Long poll: sleep until the partition's stable offset moves past "from"
+ * or the wait ends.  Every producing transaction that ends broadcasts the
+ * partition's condition variable (shmem.c), so the wait costs no CPU and
+ * ends as soon as records become readable.  Query cancel and
+ * pg_terminate_backend end it at once (the sleep checks for interrupts).
+ * The caller's own transaction never holds the stable offset back, so a
+ * call never waits on its own records.
+ */
+static void
+el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
+					long wait_ms)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	ElPartitionMeta *meta = &point->topic->parts[point->partition];
+	ConditionVariable *cv = &meta->ref.slot->cv;
+
+	for (;;)
+	{
+		long		remaining;
+
+		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
+		ConditionVariablePrepareToSleep(cv);
+		el_read_point(fcinfo, point);
+		if (point->stable > from)
+			break;
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (remaining <= 0)
+			break;
+		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+}
+
+/*
  * eventlog.read(topic text, partition integer, from_offset bigint,
- *               max_records integer) -> SETOF eventlog.record
+ *               max_records integer, wait interval) -> SETOF eventlog.record
  */
 Datum
 el_read(PG_FUNCTION_ARGS)
@@ -329,6 +392,7 @@ el_read(PG_FUNCTION_ARGS)
 	ElScan		scan;
 	int64		from;
 	int32		max_records;
+	long		wait_ms;
 	Snapshot	snapshot;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
@@ -352,10 +416,13 @@ el_read(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_records must be at least 1")));
 	max_records = PG_GETARG_INT32(3);
+	wait_ms = el_wait_arg(fcinfo, 4);
 
 	el_read_point(fcinfo, &point);
 	if (from < point.log_start || from > point.high_watermark)
 		el_offset_out_of_range(&point, from);
+	if (wait_ms > 0 && point.stable <= from)
+		el_wait_for_records(fcinfo, &point, from, wait_ms);
 
 	store = el_materialized_srf(fcinfo, "read", &tupdesc);
 

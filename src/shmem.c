@@ -191,6 +191,7 @@ el_shmem_startup(void)
 			memset(&el_slots[i], 0, sizeof(ElPartitionState));
 			LWLockInitialize(&el_slots[i].lock, tranche);
 			dlist_init(&el_slots[i].inflight);
+			ConditionVariableInit(&el_slots[i].cv);
 		}
 		LWLockRegisterTranche(tranche, "pg_eventlog_partition");
 	}
@@ -648,13 +649,16 @@ el_release_inflight(bool committed)
 	for (i = 0; i < el_nheld; i++)
 	{
 		ElInflight *entry = &slice[i];
+		ElPartitionState *part = entry->part;
 
-		LWLockAcquire(&entry->part->lock, LW_EXCLUSIVE);
+		LWLockAcquire(&part->lock, LW_EXCLUSIVE);
 		dlist_delete(&entry->node);
-		if (committed && entry->part->commit_lsn < XactLastCommitEnd)
-			entry->part->commit_lsn = XactLastCommitEnd;
-		LWLockRelease(&entry->part->lock);
+		if (committed && part->commit_lsn < XactLastCommitEnd)
+			part->commit_lsn = XactLastCommitEnd;
+		LWLockRelease(&part->lock);
 		entry->part = NULL;
+		/* Wake long-polling readers: the stable offset may have moved. */
+		ConditionVariableBroadcast(&part->cv);
 	}
 	el_nheld = 0;
 }

@@ -11,6 +11,7 @@
 
 #include "access/xlogdefs.h"
 #include "lib/ilist.h"
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
@@ -46,6 +47,8 @@ typedef struct ElPartitionState
 	int32		active_segno;	/* segment new offsets go to */
 	int64		active_base;	/* first offset routed to it */
 	dlist_head	inflight;		/* ElInflight, ascending first_offset */
+	ConditionVariable cv;		/* broadcast when a producing transaction
+								 * ends: the stable offset may have moved */
 } ElPartitionState;
 
 /* Where a partition's new records go, as recovered or last activated. */

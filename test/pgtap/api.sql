@@ -7,7 +7,7 @@ SELECT plan(27);
 SELECT has_schema('eventlog');
 SELECT has_function('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone']);
 SELECT has_function('eventlog', 'produce_batch', ARRAY['text', 'text[]', 'jsonb[]', 'jsonb[]', 'integer', 'timestamp with time zone[]']);
-SELECT has_function('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer']);
+SELECT has_function('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer', 'interval']);
 SELECT has_function('eventlog', 'create_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint']);
 SELECT has_function('eventlog', 'drop_topic', ARRAY['text', 'boolean']);
 SELECT has_function('eventlog', 'alter_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint']);
@@ -15,7 +15,7 @@ SELECT has_function('eventlog', 'offset_for_time', ARRAY['text', 'integer', 'tim
 
 -- Readers and producers must never be run in parallel workers or have
 -- their calls folded: VOLATILE and PARALLEL UNSAFE.
-SELECT volatility_is('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer'], 'volatile');
+SELECT volatility_is('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer', 'interval'], 'volatile');
 SELECT volatility_is('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone'], 'volatile');
 SELECT is(
     (SELECT array_agg(DISTINCT proparallel::text) FROM pg_proc
