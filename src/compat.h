@@ -103,4 +103,11 @@
 #define el_database_ownercheck(dbid, roleid) pg_database_ownercheck((dbid), (roleid))
 #endif
 
+/* PostgreSQL 15 added an error-string argument to pg_md5_hash (commit b69aba7457). */
+#if PG_VERSION_NUM >= 150000
+#define el_md5_hex(buf, len, hex, errstr)	pg_md5_hash((buf), (len), (hex), (errstr))
+#else
+#define el_md5_hex(buf, len, hex, errstr)	(*(errstr) = NULL, pg_md5_hash((buf), (len), (hex)))
+#endif
+
 #endif							/* PG_EVENTLOG_COMPAT_H */

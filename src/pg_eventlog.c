@@ -38,6 +38,7 @@ _PG_init(void)
 	el_read_init();
 	el_utility_init();
 	el_worker_init();
+	el_notify_init();
 
 	MarkGUCPrefixReserved("eventlog");
 }

@@ -30,6 +30,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/array.h"
+#include "catalog/pg_type.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
 #include "utils/builtins.h"
@@ -51,6 +53,7 @@ PG_FUNCTION_INFO_V1(el_last_stable_offset_sql);
 PG_FUNCTION_INFO_V1(el_high_watermark_sql);
 PG_FUNCTION_INFO_V1(el_log_start_offset_sql);
 PG_FUNCTION_INFO_V1(el_partition_state);
+PG_FUNCTION_INFO_V1(el_await_records);
 
 /*
  * Test-only fault injection: readers use the high watermark instead of the
@@ -379,6 +382,88 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
+}
+
+/*
+ * eventlog._await_records(topic text, partitions integer[], positions
+ * bigint[], wait interval) -> boolean
+ *
+ * The long poll of eventlog.poll, over several partitions: true as soon as
+ * some partitions[i]'s last stable offset is above positions[i], false when
+ * the wait ends first.  It sleeps on the topic's wake-up condition variable
+ * (shmem.c), which every producing transaction of the topic broadcasts when
+ * it ends: no CPU while nothing happens, and a wake-up per commit or abort
+ * of the topic while it waits.
+ */
+Datum
+el_await_records(PG_FUNCTION_ARGS)
+{
+	text	   *name = PG_GETARG_TEXT_PP(0);
+	ArrayType  *parts_arr;
+	ArrayType  *pos_arr;
+	Datum	   *parts;
+	Datum	   *positions;
+	bool	   *nulls;
+	int			nparts;
+	int			npos;
+	long		wait_ms = el_wait_arg(fcinfo, 3);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	ElTopic    *topic;
+	ConditionVariable *cv;
+	bool		ready = false;
+	int			i;
+
+	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("partitions and positions must not be null")));
+	parts_arr = PG_GETARG_ARRAYTYPE_P(1);
+	pos_arr = PG_GETARG_ARRAYTYPE_P(2);
+	deconstruct_array(parts_arr, INT4OID, 4, true, TYPALIGN_INT, &parts, &nulls, &nparts);
+	for (i = 0; i < nparts; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("partitions must not contain nulls")));
+	deconstruct_array(pos_arr, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &positions, &nulls, &npos);
+	if (npos != nparts)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("partitions and positions must have the same length")));
+	for (i = 0; i < npos; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("positions must not contain nulls")));
+
+	topic = el_topic_lookup(name);
+	for (i = 0; i < nparts; i++)
+		el_check_partition(topic, DatumGetInt32(parts[i]));
+	cv = el_topic_wakeup(topic->topic_id);
+
+	for (;;)
+	{
+		long		remaining;
+
+		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
+		ConditionVariablePrepareToSleep(cv);
+		topic = el_topic_lookup(name);
+		for (i = 0; i < nparts && !ready; i++)
+		{
+			ElStableOffset so;
+
+			el_read_stable_offset(topic, DatumGetInt32(parts[i]), &so);
+			ready = (so.stable > DatumGetInt64(positions[i]));
+		}
+		if (ready)
+			break;
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (remaining <= 0)
+			break;
+		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	PG_RETURN_BOOL(ready);
 }
 
 /*

@@ -48,6 +48,7 @@
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/ipc.h"
@@ -58,6 +59,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "notify.h"
 #include "shmem.h"
 #include "worker.h"
 
@@ -174,6 +176,8 @@ el_shmem_startup(void)
 		el_shared->next_incarnation = 1;
 		el_shared->clock_hand = 0;
 		el_shared->nprocs = nprocs;
+		for (int i = 0; i < EL_TOPIC_WAKEUPS; i++)
+			ConditionVariableInit(&el_shared->topic_wakeup[i]);
 		memset(el_shared->inflight, 0,
 			   sizeof(ElInflight) * nprocs * el_max_transaction_partitions);
 	}
@@ -192,6 +196,7 @@ el_shmem_startup(void)
 			LWLockInitialize(&el_slots[i].lock, tranche);
 			dlist_init(&el_slots[i].inflight);
 			ConditionVariableInit(&el_slots[i].cv);
+			el_slots[i].notify_lo = el_slots[i].notify_hi = -1;
 		}
 		LWLockRegisterTranche(tranche, "pg_eventlog_partition");
 	}
@@ -294,17 +299,19 @@ el_my_slice(void)
 }
 
 /*
- * Free slot "slotno" if no transaction has an in-flight entry in it.  The
+ * Free slot "slotno" if no transaction has an in-flight entry in it (and,
+ * unless "even_unannounced", the notifier has announced its records).  The
  * caller holds hash_lock exclusively.  Returns whether it was freed.
  */
 static bool
-el_free_slot(int slotno)
+el_free_slot(int slotno, bool even_unannounced)
 {
 	ElPartitionState *slot = &el_slots[slotno];
 	bool		freed = false;
 
 	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
-	if (slot->incarnation != 0 && dlist_is_empty(&slot->inflight))
+	if (slot->incarnation != 0 && dlist_is_empty(&slot->inflight) &&
+		(even_unannounced || slot->notify_lo < 0))
 	{
 		hash_search(el_partition_hash, &slot->key, HASH_REMOVE, NULL);
 		slot->incarnation = 0;
@@ -317,8 +324,10 @@ el_free_slot(int slotno)
 
 /*
  * A free slot, freeing the first one without in-flight entries if none is
- * (clock order).  The caller holds hash_lock exclusively.  -1 if every slot
- * has a transaction in flight.
+ * (clock order), preferring one whose records the notifier has announced:
+ * freeing a slot forgets what LISTENers have not been told yet.  The caller
+ * holds hash_lock exclusively.  -1 if every slot has a transaction in
+ * flight.
  */
 static int
 el_find_free_slot(void)
@@ -326,14 +335,14 @@ el_find_free_slot(void)
 	int			pass;
 	int			i;
 
-	for (pass = 0; pass < 2; pass++)
+	for (pass = 0; pass < 3; pass++)
 	{
 		for (i = 0; i < el_max_partitions; i++)
 		{
 			int			slotno = (el_shared->clock_hand + i) % el_max_partitions;
 
 			if (el_slots[slotno].incarnation == 0 ||
-				(pass == 1 && el_free_slot(slotno)))
+				(pass > 0 && el_free_slot(slotno, pass == 2)))
 			{
 				el_shared->clock_hand = (slotno + 1) % el_max_partitions;
 				return slotno;
@@ -405,6 +414,7 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 		slot->commit_lsn = InvalidXLogRecPtr;
 		slot->active_segno = 0;
 		slot->active_base = 0;
+		slot->notify_lo = slot->notify_hi = -1;
 		LWLockRelease(&slot->lock);
 	}
 	ref->slot = &el_slots[entry->slotno];
@@ -570,6 +580,7 @@ el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
 		dlist_push_tail(&part->inflight, &mine->node);
 		el_nheld++;
 	}
+	mine->end_offset = *first + count;
 	LWLockRelease(&part->lock);
 
 	*append_time = now;
@@ -629,12 +640,21 @@ el_stable_offset(const ElSlotRef *ref, ElStableOffset *out)
  * synchronous_commit = off a commit is visible before it is durable, and a
  * record a reader returned must not vanish in a crash and have its offset
  * handed out again.
+ *
+ * Then wake whoever waits for records: long polls (condition variables)
+ * and, when committed records are waiting to be announced, the database's
+ * notifier (notify.c).  An abort can make committed records readable too,
+ * when they were waiting behind the aborted offsets.  Nothing here sends a
+ * notification: that would serialise every producing commit on NOTIFY's
+ * cluster-wide lock.
  */
 static void
 el_release_inflight(bool committed)
 {
 	ElInflight *slice;
 	int			i;
+	bool		announce = false;
+	bool		notify = el_notify_enabled;
 
 	if (el_nheld == 0)
 		return;
@@ -651,16 +671,102 @@ el_release_inflight(bool committed)
 		ElInflight *entry = &slice[i];
 		ElPartitionState *part = entry->part;
 
+		int32		topic_id;
+
 		LWLockAcquire(&part->lock, LW_EXCLUSIVE);
 		dlist_delete(&entry->node);
 		if (committed && part->commit_lsn < XactLastCommitEnd)
 			part->commit_lsn = XactLastCommitEnd;
+		if (notify && committed)
+		{
+			if (part->notify_lo < 0 || entry->first_offset < part->notify_lo)
+				part->notify_lo = entry->first_offset;
+			if (entry->end_offset - 1 > part->notify_hi)
+				part->notify_hi = entry->end_offset - 1;
+		}
+		if (notify && part->notify_lo >= 0)
+			announce = true;
+		topic_id = part->key.topic_id;
 		LWLockRelease(&part->lock);
 		entry->part = NULL;
 		/* Wake long-polling readers: the stable offset may have moved. */
 		ConditionVariableBroadcast(&part->cv);
+		ConditionVariableBroadcast(el_topic_wakeup(topic_id));
 	}
 	el_nheld = 0;
+	if (announce)
+		el_wake_notifier();
+}
+
+ConditionVariable *
+el_topic_wakeup(int32 topic_id)
+{
+	uint32		h = hash_uint32((uint32) topic_id) ^ hash_uint32((uint32) MyDatabaseId);
+
+	return &el_shared->topic_wakeup[h % EL_TOPIC_WAKEUPS];
+}
+
+/*
+ * For the notifier of the current database: the partitions whose committed
+ * records became readable since they were last announced, with their last
+ * stable offset now (up to "max_items"; the rest wait for the next call).
+ * Each is marked announced up to that offset.  *blocked tells whether some
+ * partition has committed records still held back by an earlier offset in
+ * flight: its holder wakes the notifier when it ends.
+ */
+int
+el_collect_notifications(ElNotifyItem *items, int max_items, bool *blocked)
+{
+	int			n = 0;
+	int			i;
+
+	*blocked = false;
+	for (i = 0; i < el_max_partitions && n < max_items; i++)
+	{
+		ElPartitionState *part = &el_slots[i];
+		int64		stable;
+		dlist_iter	iter;
+
+		/* An unlocked look first: most slots have nothing to announce. */
+		if (*((volatile int64 *) &part->notify_lo) < 0)
+			continue;
+		LWLockAcquire(&part->lock, LW_EXCLUSIVE);
+		if (part->incarnation == 0 || part->key.dbid != MyDatabaseId ||
+			part->notify_lo < 0 || !part->initialized)
+		{
+			LWLockRelease(&part->lock);
+			continue;
+		}
+		stable = part->next_offset;
+		dlist_foreach(iter, &part->inflight)
+		{
+			ElInflight *entry = dlist_container(ElInflight, node, iter.cur);
+			PGPROC	   *proc = GetPGProcByNumber(entry->pgprocno);
+
+			if (TransactionIdEquals(*((volatile TransactionId *) &proc->xid), entry->xid))
+			{
+				stable = entry->first_offset;
+				break;
+			}
+		}
+		if (part->notify_lo < stable)
+		{
+			items[n].topic_id = part->key.topic_id;
+			items[n].partition = part->key.partition;
+			items[n].stable = stable;
+			n++;
+			/* Committed records above the stable offset are still to come. */
+			part->notify_lo = (part->notify_hi >= stable) ? stable : -1;
+			if (part->notify_lo >= 0)
+				part->notify_hi = Max(part->notify_hi, stable);
+		}
+		if (part->notify_lo >= 0)
+			*blocked = true;
+		LWLockRelease(&part->lock);
+	}
+	if (n == max_items)
+		*blocked = true;		/* more may be left: come back soon */
+	return n;
 }
 
 void
@@ -775,7 +881,7 @@ el_forget_partitions(void)
 		if (!el_forget_database &&
 			!list_member_int(el_forget_topics, slot->key.topic_id))
 			continue;
-		(void) el_free_slot(i);
+		(void) el_free_slot(i, true);
 	}
 	LWLockRelease(el_shared->hash_lock);
 }

@@ -49,6 +49,9 @@ typedef struct ElPartitionState
 	dlist_head	inflight;		/* ElInflight, ascending first_offset */
 	ConditionVariable cv;		/* broadcast when a producing transaction
 								 * ends: the stable offset may have moved */
+	int64		notify_lo;		/* lowest committed offset not yet announced
+								 * to LISTENers, -1 if none (notify.c) */
+	int64		notify_hi;		/* highest committed offset not yet announced */
 } ElPartitionState;
 
 /* Where a partition's new records go, as recovered or last activated. */
@@ -97,7 +100,25 @@ typedef struct ElInflight
 	TransactionId xid;			/* owner's top-level xid */
 	int			pgprocno;		/* owner's PGPROC number */
 	int64		first_offset;	/* lowest offset the owner took here */
+	int64		end_offset;		/* one past the highest it took here */
 } ElInflight;
+
+/*
+ * Condition variables that long polls over several partitions of a topic
+ * sleep on (a backend can sleep on one condition variable at a time).  A
+ * topic maps to one of them by hash; a producing transaction broadcasts the
+ * ones of the topics it touched when it ends.  A collision only costs a
+ * spurious wakeup.
+ */
+#define EL_TOPIC_WAKEUPS 64
+
+/* A partition whose newly readable records the notifier announces. */
+typedef struct ElNotifyItem
+{
+	int32		topic_id;
+	int32		partition;
+	int64		stable;			/* its last stable offset now */
+} ElNotifyItem;
 
 typedef struct ElSharedState
 {
@@ -107,6 +128,7 @@ typedef struct ElSharedState
 	uint64		next_incarnation;	/* under hash_lock */
 	int			clock_hand;		/* next slot to consider (under hash_lock) */
 	int			nprocs;			/* PGPROC slots covered by inflight[] */
+	ConditionVariable topic_wakeup[EL_TOPIC_WAKEUPS];
 	ElInflight	inflight[FLEXIBLE_ARRAY_MEMBER];
 } ElSharedState;
 
@@ -126,6 +148,9 @@ extern bool el_partition_routing(const ElSlotRef *ref, ElRouting *routing);
 extern void el_activate_segment_at_commit(int32 topic_id, int32 partition,
 										  int32 segno);
 extern bool el_stable_offset(const ElSlotRef *ref, ElStableOffset *out);
+extern ConditionVariable *el_topic_wakeup(int32 topic_id);
+extern int	el_collect_notifications(ElNotifyItem *items, int max_items,
+									 bool *blocked);
 extern void el_forget_topic_at_commit(int32 topic_id);
 extern void el_forget_database_at_commit(void);
 

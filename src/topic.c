@@ -112,8 +112,8 @@ el_schema_oid(void)
 	return nsp;
 }
 
-/* Validate a topic name argument: 22004 for NULL, 22023 for the alphabet. */
-static void
+/* Validate a topic name argument: 22023 outside Kafka's alphabet. */
+void
 el_check_topic_name(const char *name, int len)
 {
 	int			i;

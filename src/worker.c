@@ -18,6 +18,10 @@
  *	  most); one that exits because the extension is gone is not;
  *	- DROP DATABASE stops the database's worker first (utility.c).
  *
+ * Once a maintenance worker has found the extension, the launcher also
+ * keeps a notifier ("pg_eventlog notifier", notify.c) in that database
+ * while eventlog.notify is on.
+ *
  * A maintenance worker runs a round every eventlog.maintenance_interval:
  * for each topic, in a transaction of its own, eventlog._maintain_topic()
  * (sql/pg_eventlog.sql) records active segments, applies retention and
@@ -57,6 +61,7 @@
 #include "utils/tuplestore.h"
 #include "commands/dbcommands.h"
 
+#include "notify.h"
 #include "shmem.h"
 #include "worker.h"
 
@@ -69,6 +74,7 @@ int			el_max_databases = 16;
 
 PGDLLEXPORT void el_launcher_main(Datum main_arg);
 PGDLLEXPORT void el_maintenance_main(Datum main_arg);
+PGDLLEXPORT void el_notifier_main(Datum main_arg);
 
 static void el_worker_xact_callback(XactEvent event, void *arg);
 
@@ -162,6 +168,7 @@ el_registry_entry(Oid dbid, bool create)
 	if (create && free_entry)
 	{
 		memset(free_entry, 0, sizeof(ElDbWorker));
+		pg_atomic_init_u32(&free_entry->notify_pending, 0);
 		free_entry->dbid = dbid;
 	}
 	return create ? free_entry : NULL;
@@ -222,6 +229,7 @@ void
 el_stop_worker(Oid dbid)
 {
 	pid_t		pid = 0;
+	pid_t		notifier_pid = 0;
 	int			i;
 
 	if (el_registry == NULL)
@@ -235,14 +243,21 @@ el_stop_worker(Oid dbid)
 			db->wanted = false;
 			db->dropping = true;
 			pid = db->pid;
+			notifier_pid = db->notifier_pid;
 		}
 	}
 	SpinLockRelease(&el_registry->mutex);
-	if (pid == 0)
-		return;
-	(void) kill(pid, SIGTERM);
-	for (i = 0; i < 500 && kill(pid, 0) == 0; i++)
+	if (pid != 0)
+		(void) kill(pid, SIGTERM);
+	if (notifier_pid != 0)
+		(void) kill(notifier_pid, SIGTERM);
+	for (i = 0; i < 500; i++)
 	{
+		bool		alive = (pid != 0 && kill(pid, 0) == 0) ||
+			(notifier_pid != 0 && kill(notifier_pid, 0) == 0);
+
+		if (!alive)
+			break;
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(10000L);
 	}
@@ -305,8 +320,9 @@ el_unstop_worker(Oid dbid)
  * The launcher
  * ------------------------------------------------------------------------ */
 
-/* Launcher-local: the handle of each entry's worker. */
+/* Launcher-local: the handle of each entry's workers. */
 static BackgroundWorkerHandle **el_handles = NULL;
+static BackgroundWorkerHandle **el_notifier_handles = NULL;
 
 static void
 el_launcher_shutdown(int code, Datum arg)
@@ -321,21 +337,26 @@ el_launcher_shutdown(int code, Datum arg)
 	}
 }
 
-/* Start the maintenance worker of entry i; false if no slot was free. */
+/*
+ * Start the maintenance worker (or, with "notifier", the notifier) of entry
+ * i; false if no slot was free.
+ */
 static bool
-el_start_worker(int i, Oid dbid)
+el_start_worker(int i, Oid dbid, bool notifier)
 {
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
+	const char *kind = notifier ? "notifier" : "maintenance";
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_eventlog");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "el_maintenance_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_eventlog maintenance (database %u)", dbid);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_eventlog maintenance");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN,
+			 notifier ? "el_notifier_main" : "el_maintenance_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_eventlog %s (database %u)", kind, dbid);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_eventlog %s", kind);
 	worker.bgw_main_arg = ObjectIdGetDatum(dbid);
 	worker.bgw_notify_pid = MyProcPid;
 
@@ -343,12 +364,59 @@ el_start_worker(int i, Oid dbid)
 	{
 		ereport(LOG,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("could not start a pg_eventlog maintenance worker for database %u", dbid),
-				 errhint("Raise max_worker_processes: pg_eventlog needs one worker per database that uses it, plus its launcher.")));
+				 errmsg("could not start a pg_eventlog %s worker for database %u", kind, dbid),
+				 errhint("Raise max_worker_processes: pg_eventlog needs two workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
 		return false;
 	}
-	el_handles[i] = handle;
+	if (notifier)
+		el_notifier_handles[i] = handle;
+	else
+		el_handles[i] = handle;
 	return true;
+}
+
+/* Start the notifier of entry i if it should run and does not. */
+static void
+el_supervise_notifier(int i, TimestampTz now)
+{
+	ElDbWorker *db = &el_registry->dbs[i];
+	Oid			dbid;
+	pid_t		pid;
+	bool		start = false;
+
+	if (el_notifier_handles[i])
+	{
+		if (GetBackgroundWorkerPid(el_notifier_handles[i], &pid) != BGWH_STOPPED)
+			return;
+		pfree(el_notifier_handles[i]);
+		el_notifier_handles[i] = NULL;
+	}
+	SpinLockAcquire(&el_registry->mutex);
+	pid = db->notifier_pid;
+	SpinLockRelease(&el_registry->mutex);
+	if (pid != 0 && kill(pid, 0) != 0)
+	{
+		/* It died without detaching (a previous launcher's child). */
+		SpinLockAcquire(&el_registry->mutex);
+		if (db->notifier_pid == pid)
+		{
+			db->notifier_pid = 0;
+			db->notifier_latch = NULL;
+		}
+		SpinLockRelease(&el_registry->mutex);
+	}
+
+	SpinLockAcquire(&el_registry->mutex);
+	dbid = db->dbid;
+	if (el_notify_enabled && dbid != InvalidOid && db->wanted && db->installed &&
+		!db->dropping && db->notifier_pid == 0 && db->notifier_next_start <= now)
+	{
+		start = true;
+		db->notifier_next_start = TimestampTzPlusMilliseconds(now, EL_WORKER_RESTART_MS);
+	}
+	SpinLockRelease(&el_registry->mutex);
+	if (start)
+		(void) el_start_worker(i, dbid, true);
 }
 
 /*
@@ -452,8 +520,10 @@ el_supervise(void)
 		SpinLockRelease(&el_registry->mutex);
 
 		if (start)
-			(void) el_start_worker(i, dbid);
+			(void) el_start_worker(i, dbid, false);
 	}
+	for (i = 0; i < el_max_databases; i++)
+		el_supervise_notifier(i, now);
 }
 
 void
@@ -474,6 +544,8 @@ el_launcher_main(Datum main_arg)
 	el_shared->launcher_pid = MyProcPid;
 	el_handles = MemoryContextAllocZero(TopMemoryContext,
 										sizeof(BackgroundWorkerHandle *) * el_max_databases);
+	el_notifier_handles = MemoryContextAllocZero(TopMemoryContext,
+												 sizeof(BackgroundWorkerHandle *) * el_max_databases);
 	SpinLockAcquire(&el_registry->mutex);
 	el_registry->launcher_latch = MyLatch;
 	SpinLockRelease(&el_registry->mutex);
@@ -607,9 +679,12 @@ el_topics_or_exit(void)
 		el_my_entry->installed = true;
 		SpinLockRelease(&el_registry->mutex);
 		if (first)
+		{
 			ereport(LOG,
 					(errmsg("pg_eventlog maintenance worker started in database \"%s\"",
 							get_database_name(MyDatabaseId))));
+			el_wake_launcher(false);	/* to start the notifier */
+		}
 	}
 	SPI_finish();
 	PopActiveSnapshot();
@@ -763,6 +838,112 @@ el_maintenance_main(Datum main_arg)
 						 el_maintenance_interval_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * The notifier's side of the registry (the notifier itself is in notify.c)
+ * ------------------------------------------------------------------------ */
+
+static ElDbWorker *el_notifier_entry = NULL;	/* in the notifier */
+static ElDbWorker *el_producer_entry = NULL;	/* in a producing backend */
+
+static void
+el_notifier_detach(int code, Datum arg)
+{
+	if (el_notifier_entry == NULL)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	if (el_notifier_entry->notifier_pid == MyProcPid)
+	{
+		el_notifier_entry->notifier_pid = 0;
+		el_notifier_entry->notifier_latch = NULL;
+	}
+	SpinLockRelease(&el_registry->mutex);
+	el_notifier_entry = NULL;
+}
+
+/*
+ * Become the notifier of "dbid": false if another one runs there or the
+ * database has no entry.
+ */
+bool
+el_notifier_attach(Oid dbid)
+{
+	ElDbWorker *db;
+	pid_t		other = 0;
+
+	SpinLockAcquire(&el_registry->mutex);
+	db = el_registry_entry(dbid, false);
+	if (db)
+	{
+		other = db->notifier_pid;
+		if (other == 0 || other == MyProcPid)
+		{
+			db->notifier_pid = MyProcPid;
+			db->notifier_latch = MyLatch;
+		}
+	}
+	SpinLockRelease(&el_registry->mutex);
+	if (db == NULL || (other != 0 && other != MyProcPid))
+		return false;
+	el_notifier_entry = db;
+	on_shmem_exit(el_notifier_detach, (Datum) 0);
+	return true;
+}
+
+/* Whether this notifier should go on running. */
+bool
+el_notifier_wanted(void)
+{
+	bool		wanted;
+
+	SpinLockAcquire(&el_registry->mutex);
+	wanted = el_notify_enabled &&
+		el_notifier_entry->dbid == MyDatabaseId &&
+		el_notifier_entry->notifier_pid == MyProcPid &&
+		el_notifier_entry->wanted && el_notifier_entry->installed &&
+		!el_notifier_entry->dropping;
+	SpinLockRelease(&el_registry->mutex);
+	return wanted;
+}
+
+/* The notifier starts looking: later commits must wake it again. */
+void
+el_notifier_begin_round(void)
+{
+	(void) pg_atomic_exchange_u32(&el_notifier_entry->notify_pending, 0);
+}
+
+/*
+ * Called by a transaction that ended with committed records to announce:
+ * wake the database's notifier, unless a commit since its last round
+ * already did.  Runs in the commit callback: nothing here can fail.
+ */
+void
+el_wake_notifier(void)
+{
+	ElDbWorker *db = el_producer_entry;
+	Latch	   *latch;
+
+	if (el_registry == NULL)
+		return;
+	if (db == NULL || db->dbid != MyDatabaseId)
+	{
+		SpinLockAcquire(&el_registry->mutex);
+		db = el_registry_entry(MyDatabaseId, false);
+		SpinLockRelease(&el_registry->mutex);
+		el_producer_entry = db;
+		if (db == NULL)
+			return;
+	}
+	if (pg_atomic_read_u32(&db->notify_pending) != 0 ||
+		pg_atomic_exchange_u32(&db->notify_pending, 1) != 0)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	latch = (db->dbid == MyDatabaseId) ? db->notifier_latch : NULL;
+	SpinLockRelease(&el_registry->mutex);
+	if (latch)
+		SetLatch(latch);
 }
 
 /* ------------------------------------------------------------------------

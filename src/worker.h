@@ -9,15 +9,24 @@
 #ifndef PG_EVENTLOG_WORKER_H
 #define PG_EVENTLOG_WORKER_H
 
+#include "port/atomics.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
-/* One database's maintenance worker; every field under the registry mutex. */
+/*
+ * One database's workers: its maintenance worker and its notifier
+ * (notify.c).  Every field but notify_pending is under the registry mutex.
+ */
 typedef struct ElDbWorker
 {
 	Oid			dbid;			/* InvalidOid: free entry */
-	pid_t		pid;			/* running worker, 0 if none */
+	pid_t		pid;			/* running maintenance worker, 0 if none */
+	pid_t		notifier_pid;	/* running notifier, 0 if none */
+	Latch	   *notifier_latch; /* its latch, NULL if none */
+	TimestampTz notifier_next_start;	/* no (re)start before this */
+	pg_atomic_uint32 notify_pending;	/* producers woke the notifier and it
+										 * has not started its round yet */
 	bool		wanted;			/* the launcher should keep a worker here */
 	bool		probing;		/* started to check for the extension */
 	bool		installed;		/* the worker found the extension */
@@ -52,5 +61,11 @@ extern void el_stop_worker(Oid dbid);
 extern void el_unstop_worker(Oid dbid);
 extern void el_request_worker_at_commit(void);
 extern void el_probe_at_commit(void);
+
+/* the notifier's side of the registry */
+extern void el_wake_notifier(void);
+extern bool el_notifier_attach(Oid dbid);
+extern bool el_notifier_wanted(void);
+extern void el_notifier_begin_round(void);
 
 #endif							/* PG_EVENTLOG_WORKER_H */

@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ *
+ * notify.c
+ *	  LISTEN/NOTIFY wake-ups: eventlog.channel() and the notifier, one
+ *	  background worker per database that announces newly readable records.
+ *
+ * Why producers never send NOTIFY themselves: PreCommit_Notify locks
+ * "database 0" in AccessExclusiveLock and holds it through the commit's
+ * WAL flush, so notifying transactions commit one at a time, cluster-wide,
+ * with no group commit.  Instead a producing transaction, at the end of its
+ * commit, records in the partition's shared state (under the lock it takes
+ * there anyway) which committed offsets nobody has announced yet, and sets
+ * this database's notifier's latch; a flag makes that at most one SetLatch
+ * per notifier round, however many producers commit (shmem.c, worker.c).
+ *
+ * The notifier then collects the partitions whose last stable offset has
+ * passed committed, unannounced records (an abort can be what moves it:
+ * committed records waiting behind aborted offsets become readable), and
+ * sends one notification per topic, in a transaction of its own with
+ * synchronous_commit off: notifications are a hint, never a promise, and
+ * need not wait for a WAL flush while holding NOTIFY's lock.  After a
+ * round that sent something it sleeps eventlog.notify_interval, so a busy
+ * topic gets at most one notification per interval, and the last commit
+ * of a burst is always announced by the next round.
+ *
+ * The channel of a topic is "eventlog.<topic>", or "eventlog.md5:<md5 of
+ * the name>" when that would exceed NAMEDATALEN - 1 bytes (topic names
+ * reach 200 characters, channel names 63).  The payload is JSON:
+ *		{"topic": "orders", "partitions": {"0": 120, "3": 57}}
+ * mapping each partition to its last stable offset: records below it are
+ * readable.  A topic with very many partitions may get several
+ * notifications in one round, each under NOTIFY's 8000-byte limit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "common/md5.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "notify.h"
+#include "shmem.h"
+#include "topic.h"
+#include "worker.h"
+
+/* Partitions collected per round (more wait for the next round). */
+#define EL_NOTIFY_BATCH 1024
+/* Keep each payload well under NOTIFY's limit (NOTIFY_PAYLOAD_MAX_LENGTH). */
+#define EL_PAYLOAD_MAX 7000
+
+bool		el_notify_enabled = true;
+int			el_notify_interval_ms = 5;
+
+PGDLLEXPORT void el_notifier_main(Datum main_arg);
+
+PG_FUNCTION_INFO_V1(el_channel);
+
+void
+el_notify_init(void)
+{
+	DefineCustomBoolVariable("eventlog.notify",
+							 "Sends a notification on a topic's channel when records become readable.",
+							 "One notifier per database sends them, outside producers' commits.",
+							 &el_notify_enabled,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("eventlog.notify_interval",
+							"Shortest time between two notifications on one topic's channel.",
+							"Commits within the interval are announced together by the next notification.",
+							&el_notify_interval_ms,
+							5, 0, 10000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+/* The channel of "topic" into "channel" (NAMEDATALEN bytes). */
+void
+el_channel_name(const char *topic, char *channel)
+{
+	size_t		len = strlen(topic);
+
+	if (len <= NAMEDATALEN - 1 - strlen(EL_CHANNEL_PREFIX))
+		snprintf(channel, NAMEDATALEN, EL_CHANNEL_PREFIX "%s", topic);
+	else
+	{
+		char		hex[33];
+		const char *errstr = NULL;
+
+		if (!el_md5_hex(topic, len, hex, &errstr))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not compute the channel name of topic \"%s\": %s",
+							topic, errstr ? errstr : "out of memory")));
+		snprintf(channel, NAMEDATALEN, EL_CHANNEL_PREFIX "md5:%s", hex);
+	}
+}
+
+/*
+ * eventlog.channel(topic text) -> text: the channel LISTENers of the topic
+ * use.  It depends on the name only, so one can LISTEN before the topic
+ * exists (and across a drop and re-create).
+ */
+Datum
+el_channel(PG_FUNCTION_ARGS)
+{
+	char	   *topic = el_text_arg(fcinfo, 0, "topic");
+	char		channel[NAMEDATALEN];
+
+	el_check_topic_name(topic, strlen(topic));
+	el_channel_name(topic, channel);
+	PG_RETURN_TEXT_P(cstring_to_text(channel));
+}
+
+static int
+el_item_cmp(const void *a, const void *b)
+{
+	const ElNotifyItem *x = a;
+	const ElNotifyItem *y = b;
+
+	if (x->topic_id != y->topic_id)
+		return x->topic_id < y->topic_id ? -1 : 1;
+	if (x->partition != y->partition)
+		return x->partition < y->partition ? -1 : 1;
+	return 0;
+}
+
+/* Start a payload for "topic" in "buf". */
+static void
+el_payload_begin(StringInfo buf, const char *topic)
+{
+	resetStringInfo(buf);
+	appendStringInfoString(buf, "{\"topic\": ");
+	escape_json(buf, topic);
+	appendStringInfoString(buf, ", \"partitions\": {");
+}
+
+/*
+ * Send one notification per topic for items[0..n), in one transaction.
+ * A topic dropped meanwhile is skipped.
+ */
+static void
+el_send_notifications(ElNotifyItem *items, int n)
+{
+	StringInfoData payload;
+	Oid			argtypes[1] = {INT4OID};
+	int			i = 0;
+
+	qsort(items, n, sizeof(ElNotifyItem), el_item_cmp);
+	/* In the caller's round context: the transaction's memory ends at commit. */
+	initStringInfo(&payload);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "eventlog notifier round");
+
+	while (i < n)
+	{
+		int32		topic_id = items[i].topic_id;
+		Datum		args[1] = {Int32GetDatum(topic_id)};
+		char		channel[NAMEDATALEN];
+		char	   *topic;
+		bool		first = true;
+
+		if (SPI_execute_with_args("SELECT name FROM " EL_SCHEMA_NAME ".topic_catalog WHERE topic_id = $1",
+								  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read eventlog.topic_catalog");
+		if (SPI_processed == 0)
+		{
+			while (i < n && items[i].topic_id == topic_id)
+				i++;
+			continue;
+		}
+		topic = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		el_channel_name(topic, channel);
+		el_payload_begin(&payload, topic);
+		for (; i < n && items[i].topic_id == topic_id; i++)
+		{
+			if (payload.len > EL_PAYLOAD_MAX)
+			{
+				appendStringInfoString(&payload, "}}");
+				Async_Notify(channel, payload.data);
+				el_payload_begin(&payload, topic);
+				first = true;
+			}
+			appendStringInfo(&payload, "%s\"%d\": " INT64_FORMAT,
+							 first ? "" : ", ", items[i].partition, items[i].stable);
+			first = false;
+		}
+		appendStringInfoString(&payload, "}}");
+		Async_Notify(channel, payload.data);
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * The notifier of one database.  Started by the launcher (worker.c) once
+ * the database's maintenance worker has found the extension; exits when
+ * the extension or eventlog.notify goes away.
+ */
+void
+el_notifier_main(Datum main_arg)
+{
+	Oid			dbid = DatumGetObjectId(main_arg);
+	ElNotifyItem *items;
+	MemoryContext round_cxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	if (!el_notifier_attach(dbid))
+		proc_exit(0);
+	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+
+	/* A notification is a hint: never wait for a WAL flush to send one. */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
+	items = MemoryContextAlloc(TopMemoryContext, sizeof(ElNotifyItem) * EL_NOTIFY_BATCH);
+	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_eventlog notifier round",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		bool		blocked = false;
+		int			n;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (!el_notifier_wanted())
+			proc_exit(0);
+
+		/*
+		 * Clear the wake-up flag before looking: a producer that commits
+		 * after this sets it (and the latch) again.
+		 */
+		ResetLatch(MyLatch);
+		el_notifier_begin_round();
+		n = el_collect_notifications(items, EL_NOTIFY_BATCH, &blocked);
+		if (n > 0)
+		{
+			MemoryContext old = MemoryContextSwitchTo(round_cxt);
+
+			PG_TRY();
+			{
+				el_send_notifications(items, n);
+			}
+			PG_CATCH();
+			{
+				ErrorData  *edata;
+
+				MemoryContextSwitchTo(round_cxt);
+				edata = CopyErrorData();
+				FlushErrorState();
+				AbortCurrentTransaction();
+				ereport(LOG,
+						(errcode(edata->sqlerrcode),
+						 errmsg("pg_eventlog notifier could not send notifications: %s",
+								edata->message)));
+				FreeErrorData(edata);
+			}
+			PG_END_TRY();
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(round_cxt);
+
+			/* Coalesce: what commits meanwhile goes into the next round. */
+			if (el_notify_interval_ms > 0)
+				(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 el_notify_interval_ms, PG_WAIT_EXTENSION);
+		}
+
+		/*
+		 * Sleep until a producer wakes us.  A partition whose committed
+		 * records wait behind an offset in flight is woken by that
+		 * transaction's end; the timeout only covers a holder that vanished
+		 * without ending normally.
+		 */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 blocked ? 1000L : 10000L, PG_WAIT_EXTENSION);
+	}
+}
