@@ -47,3 +47,7 @@ endif
 
 $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 	cp $< $@
+
+# PGXS does not track header dependencies without --enable-depend: every
+# object depends on every header (a rebuild costs seconds).
+$(OBJS): $(wildcard src/*.h)
