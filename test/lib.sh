@@ -13,8 +13,8 @@ export PATH="$PG_BINDIR:$PATH"
 
 # Packages each command needs (Debian 12 names).
 EL_BUILD_PKGS="make gcc libc6-dev postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR"
-EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl procps"
-EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox"
+EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl procps libpq-dev python3-psycopg"
+EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox python3-psycopg"
 
 el_log() { printf '==> %s\n' "$*"; }
 el_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
