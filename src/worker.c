@@ -812,6 +812,7 @@ el_maintenance_main(Datum main_arg)
 	{
 		List	   *topics;
 		ListCell   *lc;
+		TimestampTz next_round;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -833,10 +834,28 @@ el_maintenance_main(Datum main_arg)
 		list_free(topics);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 el_maintenance_interval_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		/*
+		 * Sleep until the next round is due, or a reload (which runs one at
+		 * once, so that a new interval applies now).  Other wake-ups do
+		 * not start a round: the latch is also set by interrupts unrelated
+		 * to us, such as the shared invalidation queue asking an idle
+		 * backend to catch up after much DDL.
+		 */
+		next_round = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												 el_maintenance_interval_ms);
+		for (;;)
+		{
+			long		remaining;
+
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next_round);
+			if (remaining <= 0 || ConfigReloadPending)
+				break;
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 remaining, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
 }
 

@@ -148,5 +148,22 @@ ok($node->poll_query_until('with_ext', qq{
     SELECT rounds > $before + 2 FROM eventlog.maintenance WHERE database = 'with_ext'}),
    'and keeps running rounds');
 
+# Only a due round or a reload starts a round: a latch set for another
+# reason (here SIGUSR1, as PostgreSQL's own interrupts send, e.g. the
+# shared invalidation queue asking an idle backend to catch up) does not.
+$node->safe_psql('postgres', q{ALTER SYSTEM SET eventlog.maintenance_interval = '1h'; SELECT pg_reload_conf()});
+ok($node->poll_query_until('with_ext', q{SELECT current_setting('eventlog.maintenance_interval') = '1h'}),
+   'a long interval');
+sleep 1;	# let the round the reload starts finish
+$before = $node->safe_psql('with_ext', q{SELECT rounds FROM eventlog.maintenance WHERE database = 'with_ext'});
+kill 'USR1', $wpid for 1 .. 5;
+sleep 1;
+is($node->safe_psql('with_ext', q{SELECT rounds FROM eventlog.maintenance WHERE database = 'with_ext'}),
+   $before, 'a stray wake-up of the worker does not start a round');
+$node->safe_psql('postgres', q{ALTER SYSTEM RESET eventlog.maintenance_interval; SELECT pg_reload_conf()});
+ok($node->poll_query_until('with_ext', qq{
+    SELECT rounds > $before FROM eventlog.maintenance WHERE database = 'with_ext'}),
+   'a reload does');
+
 $node->stop;
 done_testing();
