@@ -143,3 +143,13 @@ SELECT e.* FROM (VALUES
     ($$SELECT * FROM eventlog.commit('work', 'crew', 'm4', partition => 0, next_offset => -1)$$),
     ($$SELECT eventlog.leave('work', 'crew', 'nobody')$$)
   ) AS v(sql), LATERAL expect_error(v.sql) e;
+-- A group polled without create_group has no positions yet (it starts from
+-- the earliest offset): an empty partition it looks at first is left free,
+-- never taken in place of the one that has records.
+SELECT eventlog.create_topic('sparse', 3);
+SELECT * FROM eventlog.produce('sparse', NULL, '"only"', partition => 1);
+SELECT count(*) FILTER (WHERE got = 1) AS polls_that_found_it, count(*) AS polls
+  FROM generate_series(1, 12) g,
+       LATERAL (SELECT count(*) AS got FROM eventlog.poll('sparse', 'fresh-' || g)) p;
+SELECT count(*) AS positions_kept FROM eventlog.group_offsets o
+  JOIN eventlog.topic_catalog t USING (topic_id) WHERE t.name = 'sparse';

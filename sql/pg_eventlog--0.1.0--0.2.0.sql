@@ -40,12 +40,13 @@ DECLARE
     got integer;
     last_offset bigint;
     taken integer := 0;
+    held integer[] := '{}';
     has_row boolean;
     r @extschema@.record;
     deadline timestamptz;
     await_p integer[];
     await_pos bigint[];
-    held boolean;
+    others_hold boolean;
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     IF max_records IS NULL OR max_records < 1 THEN
@@ -104,18 +105,24 @@ BEGIN
         -- stable offset seen when another transaction held it.
         await_p := '{}';
         await_pos := '{}';
-        held := false;
+        others_hold := false;
         -- Start somewhere else each time, so that consumers spread.
         first_p := (pg_catalog.random() * n)::integer % n;
         FOR i IN 0 .. n - 1 LOOP
-            EXIT WHEN taken >= partitions OR remaining <= 0;
+            EXIT WHEN remaining <= 0;
             p := (first_p + i) % n;
+            -- Partitions this call took in an earlier pass stay its own;
+            -- it takes at most "partitions" of them.
+            CONTINUE WHEN taken >= partitions AND NOT p = ANY (held);
             has_row := EXISTS (SELECT FROM @extschema@.group_offsets o
                                 WHERE o.topic_id = tid AND o.group_name = poll.group_name
                                   AND o.partition = p);
             stable := @extschema@.last_stable_offset(topic, p);
-            -- Nothing to read (and a position to keep): leave the partition free.
-            IF has_row THEN
+            -- Nothing to read: leave the partition free.  Unless the group
+            -- has no position there yet and starts from the latest offset:
+            -- then it takes the partition to record where "latest" was, so
+            -- that nothing produced from now on is skipped.
+            IF has_row OR g.start_from IS DISTINCT FROM 'latest' THEN
                 pos := @extschema@._group_position(tid, topic, group_name, p, g.start_from);
                 IF pos >= stable THEN
                     await_p := await_p || p;
@@ -123,15 +130,18 @@ BEGIN
                     CONTINUE;
                 END IF;
             END IF;
-            -- Taken by another transaction of this group: skip it, never wait.
-            IF NOT pg_catalog.pg_try_advisory_xact_lock(
-                       @extschema@._group_lock_key(tid, group_name, p)) THEN
-                await_p := await_p || p;
-                await_pos := await_pos || stable;
-                held := true;
-                CONTINUE;
+            IF NOT p = ANY (held) THEN
+                -- Taken by another transaction of this group: skip it, never wait.
+                IF NOT pg_catalog.pg_try_advisory_xact_lock(
+                           @extschema@._group_lock_key(tid, group_name, p)) THEN
+                    await_p := await_p || p;
+                    await_pos := await_pos || stable;
+                    others_hold := true;
+                    CONTINUE;
+                END IF;
+                held := held || p;
+                taken := taken + 1;
             END IF;
-            taken := taken + 1;
             -- Ours now: read the position again (it may have moved before we
             -- took the partition).
             pos := @extschema@._checked_position(topic, group_name, p,
@@ -164,10 +174,10 @@ BEGIN
                OR pg_catalog.cardinality(await_p) = 0;
         IF NOT @extschema@._await_records(topic, await_p, await_pos,
                    greatest(interval '0',
-                            CASE WHEN held
+                            CASE WHEN others_hold
                                  THEN least(deadline - pg_catalog.clock_timestamp(), interval '1 second')
                                  ELSE deadline - pg_catalog.clock_timestamp() END))
-           AND NOT held THEN
+           AND NOT others_hold THEN
             EXIT;
         END IF;
     END LOOP;
