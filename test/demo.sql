@@ -70,7 +70,14 @@ SELECT partition, owner_member, generation FROM eventlog.consumer_groups
  WHERE group_name = 'mailer' ORDER BY 1;
 SELECT * FROM eventlog.commit('orders', 'mailer', 'worker-2');
 
-\echo '12. A maintenance worker runs in this database: it rolls segments and applies retention:'
+\echo '12. Waking consumers: a long poll sleeps until a record commits (another session produces in 1 s);'
+\echo '    LISTENers of the topic''s channel hear of it from the notifier, not from the producer:'
+SELECT format('LISTEN %I', eventlog.channel('orders')) \gexec
+\! (sleep 1; psql -X -q -c "SELECT eventlog.produce('orders', 'k-1', '{\"woke\": true}', partition => 2)" >/dev/null) &
+SELECT partition, offset_id, value FROM eventlog.poll('orders', 'billing', 10, partitions => 3, wait => '10 seconds');
+SELECT pg_sleep(0.2) \gset
+
+\echo '13. A maintenance worker runs in this database: it rolls segments and applies retention:'
 SELECT database, pid IS NOT NULL AS worker_running, segments_rolled, segments_removed
   FROM eventlog.maintenance WHERE database = current_database();
 
