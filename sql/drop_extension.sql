@@ -14,6 +14,16 @@ DROP EXTENSION pg_eventlog;
 ROLLBACK;
 SELECT count(*) FROM eventlog.read('survivor', 1, 0);
 
+-- A captured table's triggers depend on the extension: DROP EXTENSION is
+-- refused and keeps everything (CASCADE would drop the triggers, never the
+-- table).
+CREATE TABLE captured (id integer PRIMARY KEY);
+SELECT eventlog.capture('captured', 'captured');
+SELECT e.code, e.message, e.hint FROM expect_error($$DROP EXTENSION pg_eventlog$$) e;
+SELECT topic FROM eventlog.topics WHERE topic IN ('captured', 'survivor') ORDER BY 1;
+SELECT eventlog.uncapture('captured');
+DROP TABLE captured;
+
 DROP EXTENSION pg_eventlog;
 SELECT count(*) AS relations_left FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'eventlog';

@@ -215,6 +215,28 @@ el_produce(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(el_position_datum(tupdesc, partition, offset));
 }
 
+/*
+ * Produce one record from C (the change capture trigger): the key picks the
+ * partition, as in eventlog.produce.  Returns the offset; the partition in
+ * *partition.
+ */
+int64
+el_produce_record(text *name, text *key, Jsonb *value, Jsonb *headers,
+				  int32 *partition)
+{
+	ElTopic    *topic = el_topic_lookup(name);
+	ElRecordIn	rec;
+
+	el_check_writable();
+	memset(&rec, 0, sizeof(rec));
+	rec.key = key;
+	rec.value = value;
+	rec.headers = headers;
+	el_check_record_size(&rec);
+	*partition = el_choose_partition(topic, &rec, false, 0);
+	return el_append(&topic, name, *partition, &rec, 1);
+}
+
 /* Deconstruct an optional array argument, checking its length. */
 static void
 el_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname,

@@ -53,4 +53,8 @@ extern void el_check_record_size(const ElRecordIn *rec);
 
 extern int	el_max_record_bytes;
 
+/* produce.c */
+extern int64 el_produce_record(text *name, text *key, Jsonb *value,
+							   Jsonb *headers, int32 *partition);
+
 #endif							/* PG_EVENTLOG_SEGMENT_H */
