@@ -11,10 +11,10 @@
  *	 "source": {"version", "connector", "name", "ts_ms", "snapshot", "db",
  *				"schema", "table", "txId", "lsn"},
  *	 "op": "c" | "u" | "d" | "r", "ts_ms": ...}
- * where a row image is row_to_json() of the row (so the envelope follows
+ * where a row image is to_jsonb() of the row (so the envelope follows
  * ALTER TABLE: it is always the row's current shape).  The record's key is
- * the compact JSON object of the key columns, e.g. {"id":1}, as Debezium's
- * key payload, and is hashed like any key: all changes of one row go to one
+ * the compact JSON object of the key columns (to_jsonb() of each value),
+ * e.g. {"id":1}, as Debezium's key payload, and is hashed like any key: all changes of one row go to one
  * partition, in order.  An UPDATE that changes the key produces a delete
  * under the old key and a create under the new one, as Debezium does.
  *
@@ -43,7 +43,10 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "utils/array.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
@@ -56,25 +59,91 @@
 PG_FUNCTION_INFO_V1(el_capture_trigger);
 PG_FUNCTION_INFO_V1(el_capture_snapshot);
 
-/* What one change needs to be described. */
+/*
+ * What describing a change of one table needs, built once per statement
+ * (cached in the trigger's fn_extra) or per snapshot.  Rows and key values
+ * become jsonb through to_jsonb(), called with an expression that tells it
+ * the argument's type: no JSON text is printed or parsed per row.
+ */
 typedef struct ElCapture
 {
-	Relation	rel;
+	Oid			relid;
+	TupleDesc	tupdesc;
 	text	   *topic;
 	int			nkeys;
 	char	  **key_names;
+	AttrNumber *key_attnums;
+	FmgrInfo   *key_to_jsonb;	/* [nkeys] */
+	FmgrInfo	row_to_jsonb;
 	char	   *dbname;
 	char	   *schema;
 	char	   *table;
 } ElCapture;
 
-/* row_to_json() of a row of the captured table, as text. */
-static char *
-el_row_json(ElCapture *cap, HeapTuple tuple)
+/* An FmgrInfo of to_jsonb(anyelement) for arguments of type "argtype". */
+static void
+el_to_jsonb_info(FmgrInfo *finfo, Oid argtype, MemoryContext cxt)
 {
-	Datum		row = heap_copy_tuple_as_datum(tuple, RelationGetDescr(cap->rel));
+	MemoryContext old = MemoryContextSwitchTo(cxt);
 
-	return text_to_cstring(DatumGetTextPP(DirectFunctionCall1(row_to_json, row)));
+	fmgr_info_cxt(F_TO_JSONB, finfo, cxt);
+	finfo->fn_expr = (Node *) makeFuncExpr(F_TO_JSONB, JSONBOID,
+										   list_make1(makeNullConst(argtype, -1, InvalidOid)),
+										   InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+el_capture_init(ElCapture *cap, Relation rel, const char *topic, int nkeys,
+				char **key_names, MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int			i;
+
+	cap->relid = RelationGetRelid(rel);
+	cap->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+	cap->topic = cstring_to_text(topic);
+	cap->nkeys = nkeys;
+	cap->key_names = palloc(sizeof(char *) * Max(nkeys, 1));
+	cap->key_attnums = palloc(sizeof(AttrNumber) * Max(nkeys, 1));
+	cap->key_to_jsonb = palloc0(sizeof(FmgrInfo) * Max(nkeys, 1));
+	for (i = 0; i < nkeys; i++)
+	{
+		AttrNumber	attnum = InvalidAttrNumber;
+		int			a;
+
+		cap->key_names[i] = pstrdup(key_names[i]);
+		for (a = 0; a < cap->tupdesc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(cap->tupdesc, a);
+
+			if (!att->attisdropped && strcmp(NameStr(att->attname), key_names[i]) == 0)
+				attnum = att->attnum;
+		}
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("key column \"%s\" of captured table \"%s\" does not exist",
+							key_names[i], RelationGetRelationName(rel)),
+					 errhint("Run eventlog.uncapture() and eventlog.capture() again with the table's current key.")));
+		cap->key_attnums[i] = attnum;
+		el_to_jsonb_info(&cap->key_to_jsonb[i],
+						 TupleDescAttr(cap->tupdesc, attnum - 1)->atttypid, cxt);
+	}
+	el_to_jsonb_info(&cap->row_to_jsonb, cap->tupdesc->tdtypeid, cxt);
+	cap->dbname = get_database_name(MyDatabaseId);
+	cap->schema = get_namespace_name(RelationGetNamespace(rel));
+	cap->table = pstrdup(RelationGetRelationName(rel));
+	MemoryContextSwitchTo(old);
+}
+
+/* to_jsonb() of a row of the captured table. */
+static Jsonb *
+el_row_jsonb(ElCapture *cap, HeapTuple tuple)
+{
+	Datum		row = heap_copy_tuple_as_datum(tuple, cap->tupdesc);
+
+	return DatumGetJsonbP(FunctionCall1(&cap->row_to_jsonb, row));
 }
 
 static int64
@@ -84,100 +153,142 @@ el_epoch_ms(TimestampTz ts)
 		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
 }
 
-/*
- * The compact JSON key of a row image in "env" ("before" or "after"):
- * {"col":value,...} in the key columns' order.
- */
+/* The compact JSON key of a row: {"col":value,...} in key column order. */
 static text *
-el_envelope_key(ElCapture *cap, Jsonb *env, const char *image)
+el_row_key(ElCapture *cap, HeapTuple tuple)
 {
-	JsonbValue	k;
-	JsonbValue *row;
 	StringInfoData buf;
 	int			i;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) image;
-	k.val.string.len = strlen(image);
-	row = findJsonbValueFromContainer(&env->root, JB_FOBJECT, &k);
-	if (row == NULL || row->type != jbvBinary)
-		elog(ERROR, "change envelope has no \"%s\" row", image);
 
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
 	for (i = 0; i < cap->nkeys; i++)
 	{
-		JsonbValue *v;
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, cap->key_attnums[i], cap->tupdesc, &isnull);
 
-		k.val.string.val = cap->key_names[i];
-		k.val.string.len = strlen(cap->key_names[i]);
-		v = findJsonbValueFromContainer(row->val.binary.data, JB_FOBJECT, &k);
 		if (i > 0)
 			appendStringInfoChar(&buf, ',');
 		escape_json(&buf, cap->key_names[i]);
 		appendStringInfoChar(&buf, ':');
-		if (v == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("key column \"%s\" of captured table \"%s.%s\" does not exist",
-							cap->key_names[i], cap->schema, cap->table),
-					 errhint("Run eventlog.uncapture() and eventlog.capture() again with the table's current key.")));
-		if (v->type == jbvBinary)
-			(void) JsonbToCString(&buf, v->val.binary.data, v->val.binary.len);
+		if (isnull)
+			appendStringInfoString(&buf, "null");
 		else
 		{
-			Jsonb	   *scalar = JsonbValueToJsonb(v);
+			Jsonb	   *jb = DatumGetJsonbP(FunctionCall1(&cap->key_to_jsonb[i], d));
 
-			(void) JsonbToCString(&buf, &scalar->root, VARSIZE(scalar));
+			(void) JsonbToCString(&buf, &jb->root, VARSIZE(jb));
 		}
 	}
 	appendStringInfoChar(&buf, '}');
 	return cstring_to_text_with_len(buf.data, buf.len);
 }
 
-/* Produce one change envelope; "before"/"after" are row JSON or NULL. */
-static void
-el_capture_emit(ElCapture *cap, char op, const char *before, const char *after,
-				const char *snapshot)
+/* Whether two row versions have the same key (by the stored image). */
+static bool
+el_same_key(ElCapture *cap, HeapTuple a, HeapTuple b)
 {
-	StringInfoData buf;
-	int64		now_ms = el_epoch_ms(GetCurrentTimestamp());
-	TransactionId xid = GetTopTransactionIdIfAny();
-	Jsonb	   *env;
-	text	   *key;
-	int32		partition;
+	int			i;
 
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"before\": %s, \"after\": %s, \"source\": {\"version\": \"%s\", "
-					 "\"connector\": \"pg_eventlog\", \"name\": ",
-					 before ? before : "null", after ? after : "null", EL_VERSION);
-	escape_json(&buf, cap->dbname);
-	appendStringInfo(&buf, ", \"ts_ms\": " INT64_FORMAT ", \"snapshot\": \"%s\", \"db\": ",
-					 now_ms, snapshot);
-	escape_json(&buf, cap->dbname);
-	appendStringInfoString(&buf, ", \"schema\": ");
-	escape_json(&buf, cap->schema);
-	appendStringInfoString(&buf, ", \"table\": ");
-	escape_json(&buf, cap->table);
-	appendStringInfo(&buf, ", \"txId\": %u, \"lsn\": " UINT64_FORMAT "}, \"op\": \"%c\", "
-					 "\"ts_ms\": " INT64_FORMAT "}",
-					 xid, (uint64) GetXLogInsertRecPtr(), op, now_ms);
-	env = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
-	key = el_envelope_key(cap, env, op == 'd' ? "before" : "after");
-	(void) el_produce_record(cap->topic, key, env, NULL, &partition);
+	for (i = 0; i < cap->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(cap->tupdesc, cap->key_attnums[i] - 1);
+		bool		null_a;
+		bool		null_b;
+		Datum		da = heap_getattr(a, cap->key_attnums[i], cap->tupdesc, &null_a);
+		Datum		db = heap_getattr(b, cap->key_attnums[i], cap->tupdesc, &null_b);
+
+		if (null_a != null_b)
+			return false;
+		if (!null_a && !datum_image_eq(da, db, att->attbyval, att->attlen))
+			return false;
+	}
+	return true;
 }
 
 static void
-el_capture_describe(ElCapture *cap, Relation rel, const char *topic,
-					int nkeys, char **key_names)
+el_push_key(JsonbParseState **st, const char *key)
 {
-	cap->rel = rel;
-	cap->topic = cstring_to_text(topic);
-	cap->nkeys = nkeys;
-	cap->key_names = key_names;
-	cap->dbname = get_database_name(MyDatabaseId);
-	cap->schema = get_namespace_name(RelationGetNamespace(rel));
-	cap->table = RelationGetRelationName(rel);
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = (char *) key;
+	v.val.string.len = strlen(key);
+	(void) pushJsonbValue(st, WJB_KEY, &v);
+}
+
+static void
+el_push_string(JsonbParseState **st, const char *key, const char *value)
+{
+	JsonbValue	v;
+
+	el_push_key(st, key);
+	v.type = jbvString;
+	v.val.string.val = (char *) value;
+	v.val.string.len = strlen(value);
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+static void
+el_push_int8(JsonbParseState **st, const char *key, int64 value)
+{
+	JsonbValue	v;
+
+	el_push_key(st, key);
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int8_numeric, Int64GetDatum(value)));
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+static void
+el_push_row(JsonbParseState **st, const char *key, Jsonb *row)
+{
+	JsonbValue	v;
+
+	el_push_key(st, key);
+	if (row == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvBinary;
+		v.val.binary.data = &row->root;
+		v.val.binary.len = VARSIZE(row) - VARHDRSZ;
+	}
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/* Produce one change envelope under "key". */
+static void
+el_capture_emit(ElCapture *cap, char op, Jsonb *before, Jsonb *after,
+				text *key, const char *snapshot)
+{
+	JsonbParseState *st = NULL;
+	JsonbValue *res;
+	int64		now_ms = el_epoch_ms(GetCurrentTimestamp());
+	char		opstr[2] = {op, '\0'};
+	int32		partition;
+
+	(void) pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	el_push_row(&st, "before", before);
+	el_push_row(&st, "after", after);
+	el_push_key(&st, "source");
+	(void) pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	el_push_string(&st, "version", EL_VERSION);
+	el_push_string(&st, "connector", "pg_eventlog");
+	el_push_string(&st, "name", cap->dbname);
+	el_push_int8(&st, "ts_ms", now_ms);
+	el_push_string(&st, "snapshot", snapshot);
+	el_push_string(&st, "db", cap->dbname);
+	el_push_string(&st, "schema", cap->schema);
+	el_push_string(&st, "table", cap->table);
+	el_push_int8(&st, "txId", (int64) GetTopTransactionIdIfAny());
+	el_push_int8(&st, "lsn", (int64) GetXLogInsertRecPtr());
+	(void) pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+	el_push_string(&st, "op", opstr);
+	el_push_int8(&st, "ts_ms", now_ms);
+	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+
+	(void) el_produce_record(cap->topic, key, JsonbValueToJsonb(res), NULL, &partition);
 }
 
 /*
@@ -189,7 +300,7 @@ el_capture_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = (TriggerData *) fcinfo->context;
 	Trigger    *tg;
-	ElCapture	cap;
+	ElCapture  *cap;
 	TriggerEvent ev;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -204,34 +315,37 @@ el_capture_trigger(PG_FUNCTION_ARGS)
 				 errmsg("eventlog._capture_trigger() must fire AFTER each row, with a topic and key columns as arguments"),
 				 errhint("Use eventlog.capture() to capture a table.")));
 
-	el_capture_describe(&cap, td->tg_relation, tg->tgargs[0], tg->tgnargs - 1, &tg->tgargs[1]);
+	/*
+	 * The table's description, built once per statement: its shape cannot
+	 * change within one (ALTER TABLE waits for the statement's lock).
+	 */
+	cap = (ElCapture *) fcinfo->flinfo->fn_extra;
+	if (cap == NULL || cap->relid != RelationGetRelid(td->tg_relation) ||
+		cap->tupdesc->natts != RelationGetDescr(td->tg_relation)->natts)
+	{
+		cap = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ElCapture));
+		el_capture_init(cap, td->tg_relation, tg->tgargs[0], tg->tgnargs - 1,
+						&tg->tgargs[1], fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = cap;
+	}
 
 	if (TRIGGER_FIRED_BY_INSERT(ev))
-		el_capture_emit(&cap, 'c', NULL, el_row_json(&cap, td->tg_trigtuple), "false");
+		el_capture_emit(cap, 'c', NULL, el_row_jsonb(cap, td->tg_trigtuple),
+						el_row_key(cap, td->tg_trigtuple), "false");
 	else if (TRIGGER_FIRED_BY_DELETE(ev))
-		el_capture_emit(&cap, 'd', el_row_json(&cap, td->tg_trigtuple), NULL, "false");
+		el_capture_emit(cap, 'd', el_row_jsonb(cap, td->tg_trigtuple), NULL,
+						el_row_key(cap, td->tg_trigtuple), "false");
 	else if (TRIGGER_FIRED_BY_UPDATE(ev))
 	{
-		char	   *before = el_row_json(&cap, td->tg_trigtuple);
-		char	   *after = el_row_json(&cap, td->tg_newtuple);
-		StringInfoData both;
-		Jsonb	   *env;
-		text	   *old_key;
-		text	   *new_key;
+		Jsonb	   *before = el_row_jsonb(cap, td->tg_trigtuple);
+		Jsonb	   *after = el_row_jsonb(cap, td->tg_newtuple);
 
-		/* Compare the keys of both images (one parse for both). */
-		initStringInfo(&both);
-		appendStringInfo(&both, "{\"before\": %s, \"after\": %s}", before, after);
-		env = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(both.data)));
-		old_key = el_envelope_key(&cap, env, "before");
-		new_key = el_envelope_key(&cap, env, "after");
-		if (VARSIZE_ANY_EXHDR(old_key) == VARSIZE_ANY_EXHDR(new_key) &&
-			memcmp(VARDATA_ANY(old_key), VARDATA_ANY(new_key), VARSIZE_ANY_EXHDR(old_key)) == 0)
-			el_capture_emit(&cap, 'u', before, after, "false");
+		if (el_same_key(cap, td->tg_trigtuple, td->tg_newtuple))
+			el_capture_emit(cap, 'u', before, after, el_row_key(cap, td->tg_newtuple), "false");
 		else
 		{
-			el_capture_emit(&cap, 'd', before, NULL, "false");
-			el_capture_emit(&cap, 'c', NULL, after, "false");
+			el_capture_emit(cap, 'd', before, NULL, el_row_key(cap, td->tg_trigtuple), "false");
+			el_capture_emit(cap, 'c', NULL, after, el_row_key(cap, td->tg_newtuple), "false");
 		}
 	}
 	return PointerGetDatum(NULL);
@@ -273,7 +387,7 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(rel))));
-	el_capture_describe(&cap, rel, topic, nkeys, key_names);
+	el_capture_init(&cap, rel, topic, nkeys, key_names, CurrentMemoryContext);
 	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_eventlog capture snapshot row",
 									ALLOCSET_DEFAULT_SIZES);
 	slot = table_slot_create(rel, NULL);
@@ -286,7 +400,7 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		old = MemoryContextSwitchTo(row_cxt);
 		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
-		el_capture_emit(&cap, 'r', NULL, el_row_json(&cap, tuple), "true");
+		el_capture_emit(&cap, 'r', NULL, el_row_jsonb(&cap, tuple), el_row_key(&cap, tuple), "true");
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(row_cxt);
 		n++;
