@@ -136,5 +136,42 @@ is($node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', 'SELECT count(*) FROM mirror'), $node->safe_psql('postgres', 'SELECT count(*) FROM src'),
    'row for row');
 
+# Export for a warehouse (docs/examples/export.sql): runs that die before
+# their commit are rerun; every record ends up in exactly one file.
+use FindBin;
+my $examples = $ENV{EL_EXAMPLES_DIR} // "$FindBin::Bin/../../docs/examples";
+my $dir = $node->basedir . '/export';
+mkdir $dir;
+my ($exported, $crashed) = (0, 0);
+for (my $i = 0; $i < 1000; $i++)
+{
+    my $crash = rand() < 0.4;
+    my @cmd = ('psql', '-X', '-d', $node->connstr('postgres'), '-v', 'topic=src.changes',
+               '-v', 'group=warehouse', '-v', "dir=$dir", '-v', 'batch=40', '-f', "$examples/export.sql");
+    push @cmd, '-v', 'crash_before_commit=1' if $crash;
+    my ($out, $err) = ('', '');
+    IPC::Run::run(\@cmd, '>', \$out, '2>', \$err);
+    last if $out =~ /nothing to export/;
+    $crashed++ if $out =~ /simulated crash/;
+    $exported++ if $out =~ /^exported /m;
+}
+ok($crashed > 0 && $exported > 0, "export: $exported batches exported, $crashed runs died before their commit");
+my %seen;
+my $dups = 0;
+foreach my $f (glob("$dir/src.changes/*.jsonl"))
+{
+    my ($p, $first, $last) = $f =~ m{/(\d+)-(\d+)-(\d+)\.jsonl$} or next;
+    foreach my $line (split /\n/, slurp_file($f))
+    {
+        my ($part, $off) = $line =~ /"partition":(\d+),"offset_id":(\d+)/ or next;
+        $dups++ if $seen{"$part/$off"}++;
+    }
+}
+is($dups, 0, 'no record is in two files');
+is(scalar(keys %seen), $node->safe_psql('postgres', q{
+    SELECT count(*) FROM generate_series(0, 3) p, LATERAL eventlog.read('src.changes', p, 0, 1000000) r}),
+   'and every record is in one');
+is(scalar(grep { /\.tmp$/ } glob("$dir/src.changes/*")), 0, 'no temporary file is left');
+
 $node->stop;
 done_testing();
