@@ -77,7 +77,21 @@ SELECT format('LISTEN %I', eventlog.channel('orders')) \gexec
 SELECT partition, offset_id, value FROM eventlog.poll('orders', 'billing', 10, partitions => 3, wait => '10 seconds');
 SELECT pg_sleep(0.2) \gset
 
-\echo '13. A maintenance worker runs in this database: it rolls segments and applies retention:'
+\echo '13. Change capture: every change of a table becomes a record, in the writing transaction;'
+\echo '    apply_changes keeps a mirror in step as a consumer group:'
+CREATE TABLE shop (id integer PRIMARY KEY, price numeric(10,2), name text);
+INSERT INTO shop VALUES (1, 9.99, 'tea'), (2, 4.50, 'cake');
+SELECT eventlog.capture('shop', 'shop.changes', snapshot => true) AS snapshot_rows;
+UPDATE shop SET price = 10.49 WHERE id = 1;
+DELETE FROM shop WHERE id = 2;
+INSERT INTO shop VALUES (3, 2.00, 'biscuit');
+SELECT offset_id, key, value ->> 'op' AS op, value -> 'after' AS after
+  FROM eventlog.read('shop.changes', 0, 0);
+CREATE TABLE shop_mirror (LIKE shop INCLUDING ALL);
+SELECT eventlog.apply_changes('shop.changes', 'mirror', 'shop_mirror') AS applied;
+SELECT * FROM shop_mirror ORDER BY id;
+
+\echo '14. A maintenance worker runs in this database: it rolls segments and applies retention:'
 SELECT database, pid IS NOT NULL AS worker_running, segments_rolled, segments_removed
   FROM eventlog.maintenance WHERE database = current_database();
 
