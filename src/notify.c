@@ -235,6 +235,7 @@ el_notifier_main(Datum main_arg)
 	if (!el_notifier_attach(dbid))
 		proc_exit(0);
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	el_pin_search_path_for_process();
 
 	/* A notification is a hint: never wait for a WAL flush to send one. */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);

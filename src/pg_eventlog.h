@@ -31,6 +31,11 @@ extern void el_notify_init(void);
 extern bool el_shmem_attached(void);
 extern void el_require_shmem(void);
 
+/* search_path.c */
+extern int	el_pin_search_path(void);
+extern void el_unpin_search_path(int level);
+extern void el_pin_search_path_for_process(void);
+
 /* srf.c */
 struct Tuplestorestate;
 extern struct Tuplestorestate *el_materialized_srf(FunctionCallInfo fcinfo,

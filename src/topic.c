@@ -156,6 +156,7 @@ el_topic_load(ElTopic *entry, const char *name)
 	MemoryContext old;
 	bool		found = false;
 	int			ret;
+	int			pin;
 	uint64		i;
 
 	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
@@ -164,6 +165,7 @@ el_topic_load(ElTopic *entry, const char *name)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
 	PushActiveSnapshot(GetLatestSnapshot());
 
 	args[0] = CStringGetTextDatum(name);
@@ -242,6 +244,7 @@ el_topic_load(ElTopic *entry, const char *name)
 	}
 
 	PopActiveSnapshot();
+	el_unpin_search_path(pin);
 	SPI_finish();
 	return found;
 }
@@ -377,11 +380,13 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 	int64	   *bases = NULL;
 	int			i;
 	int			ret;
+	int			pin;
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
 	PushActiveSnapshot(snapshot);
 	args[0] = Int32GetDatum(topic->topic_id);
 	args[1] = Int32GetDatum(partition);
@@ -434,6 +439,7 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 			bases[i] = EL_BASE_UNKNOWN;
 	}
 	PopActiveSnapshot();
+	el_unpin_search_path(pin);
 	SPI_finish();
 
 	/*

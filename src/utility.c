@@ -53,12 +53,14 @@ static void
 el_drop_all_segments(void)
 {
 	int			ret;
+	int			pin;
 	uint64		i;
 	uint64		nsegments;
 	SPITupleTable *segments;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
 	ret = SPI_execute("SELECT table_name FROM " EL_SCHEMA_NAME ".segment_catalog"
 					  " ORDER BY 1", false, 0);
 	if (ret != SPI_OK_SELECT)
@@ -80,6 +82,7 @@ el_drop_all_segments(void)
 			elog(ERROR, "could not drop segment \"%s\": %s", relname,
 				 SPI_result_code_string(ret));
 	}
+	el_unpin_search_path(pin);
 	SPI_finish();
 }
 
@@ -92,10 +95,12 @@ static void
 el_drop_empty_schema(void)
 {
 	int			ret;
+	int			pin;
 
 	CommandCounterIncrement();	/* see the extension's objects gone */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
 	ret = SPI_execute("SELECT FROM pg_catalog.pg_namespace n"
 					  " WHERE n.nspname = '" EL_SCHEMA_NAME "'"
 					  "   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d"
@@ -104,6 +109,7 @@ el_drop_empty_schema(void)
 					  false, 1);
 	if (ret == SPI_OK_SELECT && SPI_processed == 1)
 		SPI_execute("DROP SCHEMA " EL_SCHEMA_NAME, false, 0);
+	el_unpin_search_path(pin);
 	SPI_finish();
 }
 

@@ -804,6 +804,7 @@ el_maintenance_main(Datum main_arg)
 	on_shmem_exit(el_maintenance_shutdown, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	el_pin_search_path_for_process();
 
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_eventlog maintenance round",
 									  ALLOCSET_DEFAULT_SIZES);
