@@ -424,6 +424,9 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = '22004';
+    END IF;
     IF NOT EXISTS (SELECT FROM @extschema@.outboxes o WHERE o.source = unroute_outbox.source) THEN
         RAISE EXCEPTION 'table % is not an outbox', source USING ERRCODE = '42704';
     END IF;
@@ -495,3 +498,83 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.apply_changes(text, text, regclass, integer) IS
 'applies up to max_records changes of a change topic to a mirror table as consumer group group_name: upserts by key for c, r and u, deletes for d, in offset order per partition, in the caller''s transaction together with the group''s positions; returns how many (0: caught up)';
+
+-- commit: a member no longer in the group is refused (55000), not silently ignored.
+CREATE OR REPLACE FUNCTION @extschema@.commit(topic text, group_name text, member text,
+                                   partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
+                                   generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._topic_id(topic);
+    o record;
+    pos bigint;
+    res @extschema@.position;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF member IS NULL OR member = '' THEN
+        RAISE EXCEPTION 'member must be given' USING ERRCODE = '22023',
+            HINT = 'Transactional consumers commit with their transaction; members commit with their name.';
+    END IF;
+    IF next_offset IS NOT NULL AND partition IS NULL THEN
+        RAISE EXCEPTION 'next_offset needs a partition' USING ERRCODE = '22023';
+    END IF;
+    IF next_offset < 0 THEN
+        RAISE EXCEPTION 'next_offset must not be negative' USING ERRCODE = '22023';
+    END IF;
+    IF partition IS NOT NULL THEN
+        SELECT go.partition, go.owner_member, go.generation, go.fetch_offset, go.next_offset INTO o
+          FROM @extschema@.group_offsets go
+         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition
+           FOR UPDATE;
+        IF NOT FOUND OR o.owner_member IS DISTINCT FROM member
+           OR (generation IS NOT NULL AND o.generation <> generation) THEN
+            RAISE EXCEPTION 'member "%" does not own partition % of topic "%" in group "%"',
+                            member, partition, topic, group_name
+                USING ERRCODE = '55000',
+                      DETAIL = format('The partition is assigned to %s in generation %s.',
+                                      coalesce(quote_literal(o.owner_member), 'no member'),
+                                      coalesce(o.generation::text, '0')),
+                      HINT = 'The member lost the partition (it left, or missed its session timeout); poll again to get an assignment.';
+        END IF;
+        pos := coalesce(next_offset, o.fetch_offset, o.next_offset);
+        IF pos > @extschema@.high_watermark(topic, partition) THEN
+            RAISE EXCEPTION 'offset % is beyond the high watermark of partition % of topic "%"', pos, partition, topic
+                USING ERRCODE = '22003';
+        END IF;
+        UPDATE @extschema@.group_offsets go
+           SET next_offset = pos, committed_at = pg_catalog.now(),
+               metadata = coalesce(commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition;
+        res.partition := partition;
+        res.offset_id := pos;
+        RETURN NEXT res;
+        RETURN;
+    END IF;
+    -- A member that is no longer in the group owns nothing: say so, rather
+    -- than commit nothing in silence (the same fencing as for one partition).
+    IF NOT EXISTS (SELECT FROM @extschema@.group_members gm
+                    WHERE gm.topic_id = tid AND gm.group_name = commit.group_name
+                      AND gm.member = commit.member) THEN
+        RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
+            USING ERRCODE = '55000',
+                  HINT = 'The member left, or missed its session timeout; poll again to rejoin the group.';
+    END IF;
+    -- Everything the member's last polls returned, in the partitions it owns.
+    FOR o IN SELECT go.partition, go.fetch_offset FROM @extschema@.group_offsets go
+              WHERE go.topic_id = tid AND go.group_name = commit.group_name
+                AND go.owner_member = member AND go.fetch_offset IS NOT NULL
+              ORDER BY go.partition FOR UPDATE
+    LOOP
+        UPDATE @extschema@.group_offsets go
+           SET next_offset = o.fetch_offset, committed_at = pg_catalog.now(),
+               metadata = coalesce(commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = o.partition;
+        res.partition := o.partition;
+        res.offset_id := o.fetch_offset;
+        RETURN NEXT res;
+    END LOOP;
+END
+$$;

@@ -1457,6 +1457,15 @@ BEGIN
         RETURN NEXT res;
         RETURN;
     END IF;
+    -- A member that is no longer in the group owns nothing: say so, rather
+    -- than commit nothing in silence (the same fencing as for one partition).
+    IF NOT EXISTS (SELECT FROM @extschema@.group_members gm
+                    WHERE gm.topic_id = tid AND gm.group_name = commit.group_name
+                      AND gm.member = commit.member) THEN
+        RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
+            USING ERRCODE = '55000',
+                  HINT = 'The member left, or missed its session timeout; poll again to rejoin the group.';
+    END IF;
     -- Everything the member's last polls returned, in the partitions it owns.
     FOR o IN SELECT go.partition, go.fetch_offset FROM @extschema@.group_offsets go
               WHERE go.topic_id = tid AND go.group_name = commit.group_name
@@ -1898,6 +1907,9 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = '22004';
+    END IF;
     IF NOT EXISTS (SELECT FROM @extschema@.outboxes o WHERE o.source = unroute_outbox.source) THEN
         RAISE EXCEPTION 'table % is not an outbox', source USING ERRCODE = '42704';
     END IF;
