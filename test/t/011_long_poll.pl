@@ -131,6 +131,11 @@ $pid = waiting_pid('%eventlog.poll(%wait%');
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 $h->finish;
 like($$err, qr/canceling statement due to user request/, 'query cancel ends a waiting poll');
+($h, $out, $err) = background(q{SELECT count(*) FROM eventlog.poll('gp', 'g', 10, partitions => 2, wait => '1 hour')});
+$pid = waiting_pid('%eventlog.poll(%wait%');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+$h->finish;
+like($$err, qr/terminating connection due to administrator command/, 'pg_terminate_backend ends it too');
 is($node->safe_psql('postgres', q{
     BEGIN;
     SELECT eventlog.produce('gp', NULL, '"own"', partition => 0) \gset
