@@ -51,6 +51,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -153,6 +154,64 @@ el_payload_begin(StringInfo buf, const char *topic)
 }
 
 /*
+ * Topic names by ID, so that a round reads no catalog: rebuilt when the
+ * catalog tables change (el_cache_generation, bumped by their relcache
+ * invalidations, which StartTransactionCommand processes).
+ */
+typedef struct ElTopicName
+{
+	int32		topic_id;		/* hash key */
+	char		name[EL_TOPIC_NAME_MAX + 1];
+} ElTopicName;
+
+static HTAB *el_topic_names = NULL;
+static uint64 el_topic_names_generation = 0;
+
+/* The name of topic "topic_id", or NULL if it does not exist (any more). */
+static const char *
+el_topic_name(int32 topic_id, bool *spi_connected)
+{
+	ElTopicName *entry;
+	bool		found;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(topic_id)};
+
+	if (el_topic_names == NULL || el_topic_names_generation != el_cache_generation)
+	{
+		HASHCTL		ctl;
+
+		if (el_topic_names)
+			hash_destroy(el_topic_names);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(ElTopicName);
+		el_topic_names = hash_create("pg_eventlog notifier topic names", 64, &ctl,
+									 HASH_ELEM | HASH_BLOBS);
+		el_watch_catalog();
+		el_topic_names_generation = el_cache_generation;
+	}
+	entry = hash_search(el_topic_names, &topic_id, HASH_FIND, NULL);
+	if (entry)
+		return entry->name;
+
+	if (!*spi_connected)
+	{
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		*spi_connected = true;
+	}
+	if (SPI_execute_with_args("SELECT name FROM " EL_SCHEMA_NAME ".topic_catalog WHERE topic_id = $1",
+							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eventlog.topic_catalog");
+	if (SPI_processed == 0)
+		return NULL;
+	entry = hash_search(el_topic_names, &topic_id, HASH_ENTER, &found);
+	strlcpy(entry->name, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+			sizeof(entry->name));
+	return entry->name;
+}
+
+/*
  * Send one notification per topic for items[0..n), in one transaction.
  * A topic dropped meanwhile is skipped.
  */
@@ -160,7 +219,7 @@ static void
 el_send_notifications(ElNotifyItem *items, int n)
 {
 	StringInfoData payload;
-	Oid			argtypes[1] = {INT4OID};
+	bool		spi_connected = false;
 	int			i = 0;
 
 	qsort(items, n, sizeof(ElNotifyItem), el_item_cmp);
@@ -169,28 +228,21 @@ el_send_notifications(ElNotifyItem *items, int n)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "eventlog notifier round");
 
 	while (i < n)
 	{
 		int32		topic_id = items[i].topic_id;
-		Datum		args[1] = {Int32GetDatum(topic_id)};
 		char		channel[NAMEDATALEN];
-		char	   *topic;
+		const char *topic = el_topic_name(topic_id, &spi_connected);
 		bool		first = true;
 
-		if (SPI_execute_with_args("SELECT name FROM " EL_SCHEMA_NAME ".topic_catalog WHERE topic_id = $1",
-								  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read eventlog.topic_catalog");
-		if (SPI_processed == 0)
+		if (topic == NULL)
 		{
 			while (i < n && items[i].topic_id == topic_id)
 				i++;
 			continue;
 		}
-		topic = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		el_channel_name(topic, channel);
 		el_payload_begin(&payload, topic);
 		for (; i < n && items[i].topic_id == topic_id; i++)
@@ -210,8 +262,11 @@ el_send_notifications(ElNotifyItem *items, int n)
 		Async_Notify(channel, payload.data);
 	}
 
-	SPI_finish();
-	PopActiveSnapshot();
+	if (spi_connected)
+	{
+		SPI_finish();
+		PopActiveSnapshot();
+	}
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
 }

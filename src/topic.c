@@ -51,6 +51,8 @@ static uint64 el_cache_loaded_generation = 0;
 /* OIDs of the catalog tables, known once the cache has been loaded. */
 static Oid	el_catalog_relids[3];
 
+static Oid	el_schema_oid(void);
+
 static void
 el_relcache_callback(Datum arg, Oid relid)
 {
@@ -65,6 +67,21 @@ void
 el_topic_cache_init(void)
 {
 	CacheRegisterRelcacheCallback(el_relcache_callback, (Datum) 0);
+}
+
+/*
+ * Watch the catalog tables for changes (el_cache_generation) without
+ * loading a topic: for the notifier, which caches topic names.  In a
+ * transaction.
+ */
+void
+el_watch_catalog(void)
+{
+	Oid			nsp = el_schema_oid();
+
+	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
+	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
+	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
 }
 
 /* Make the next lookup read the catalog again. */
