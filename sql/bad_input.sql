@@ -79,6 +79,21 @@ SELECT v.sql, e.code, e.message FROM (VALUES
     ($$SELECT eventlog.drop_topic('nope')$$)
   ) AS v(sql), LATERAL expect_error(v.sql) e;
 
+-- Internal functions are callable too (poll and capture call them as the
+-- caller): they refuse NULLs, and a snapshot needs SELECT on the table.
+CREATE ROLE bad_input_reader;
+GRANT USAGE ON SCHEMA eventlog TO bad_input_reader;
+SELECT v.sql, e.code, e.message FROM (VALUES
+    ($$SELECT eventlog._await_records(NULL, '{0}', '{0}', '1 ms')$$),
+    ($$SELECT eventlog._await_records('bad', '{0}', NULL, '1 ms')$$),
+    ($$SELECT eventlog._await_records('bad', '{0,1}', '{0}', '1 ms')$$),
+    ($$SELECT eventlog._capture_snapshot('bad_table', 'bad', ARRAY[NULL]::text[])$$),
+    ($$SET ROLE bad_input_reader; SELECT eventlog._capture_snapshot('bad_table', 'bad', ARRAY['id'])$$)
+  ) AS v(sql), LATERAL expect_error(v.sql) e;
+RESET ROLE;
+DROP OWNED BY bad_input_reader;
+DROP ROLE bad_input_reader;
+
 -- 3. Hostile group and member names are data, never identifiers: they work,
 -- and nothing else happens.
 SELECT count(*) AS got FROM eventlog.poll('bad', $$g"; DROP TABLE bad_table; --$$, partitions => 2);

@@ -44,6 +44,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -380,9 +381,25 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 	deconstruct_array(keys_arr, TEXTOID, -1, false, TYPALIGN_INT, &key_datums, &key_nulls, &nkeys);
 	key_names = palloc(sizeof(char *) * Max(nkeys, 1));
 	for (i = 0; i < nkeys; i++)
+	{
+		if (key_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key_columns must not contain nulls")));
 		key_names[i] = TextDatumGetCString(key_datums[i]);
+	}
+	/* A snapshot taken before the caller locked the table could miss commits. */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("capture with snapshot needs READ COMMITTED")));
 
 	rel = table_open(relid, AccessShareLock);
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read table \"%s\"", RelationGetRelationName(rel)),
+				 errdetail("A snapshot of a captured table produces all its rows.")));
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -181,7 +181,10 @@ el_topic_name(int32 topic_id, bool *spi_connected)
 		HASHCTL		ctl;
 
 		if (el_topic_names)
+		{
 			hash_destroy(el_topic_names);
+			el_topic_names = NULL;
+		}
 		memset(&ctl, 0, sizeof(ctl));
 		ctl.keysize = sizeof(int32);
 		ctl.entrysize = sizeof(ElTopicName);
@@ -304,6 +307,11 @@ el_notifier_main(Datum main_arg)
 		bool		blocked = false;
 		int			n;
 
+		/*
+		 * Reset the latch first, then look at interrupts, the settings and
+		 * the wake-up flag: whatever arrives after this sets it again.
+		 */
+		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -313,11 +321,7 @@ el_notifier_main(Datum main_arg)
 		if (!el_notifier_wanted())
 			proc_exit(0);
 
-		/*
-		 * Clear the wake-up flag before looking: a producer that commits
-		 * after this sets it (and the latch) again.
-		 */
-		ResetLatch(MyLatch);
+		/* A producer that commits after this sets the flag (and the latch) again. */
 		el_notifier_begin_round();
 		n = el_collect_notifications(items, EL_NOTIFY_BATCH, &blocked);
 		if (n > 0)
@@ -346,10 +350,26 @@ el_notifier_main(Datum main_arg)
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(round_cxt);
 
-			/* Coalesce: what commits meanwhile goes into the next round. */
+			/*
+			 * Coalesce: what commits meanwhile goes into the next round,
+			 * which follows at once.  Producers' wake-ups are reset here (the
+			 * next round looks anyway); SIGTERM ends the sleep at once.
+			 */
 			if (el_notify_interval_ms > 0)
-				(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 el_notify_interval_ms, PG_WAIT_EXTENSION);
+			{
+				TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																el_notify_interval_ms);
+				long		remaining;
+
+				while ((remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+				{
+					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									 remaining, PG_WAIT_EXTENSION);
+					ResetLatch(MyLatch);
+					CHECK_FOR_INTERRUPTS();
+				}
+			}
+			continue;
 		}
 
 		/*

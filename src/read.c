@@ -364,18 +364,31 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 					long wait_ms)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	ElPartitionMeta *meta = &point->topic->parts[point->partition];
-	ConditionVariable *cv = &meta->ref.slot->cv;
+	ConditionVariable *cv = &point->topic->parts[point->partition].ref.slot->cv;
 
 	for (;;)
 	{
 		long		remaining;
+		ConditionVariable *now_cv;
 
 		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
 		ConditionVariablePrepareToSleep(cv);
 		el_read_point(fcinfo, point);
 		if (point->stable > from)
 			break;
+
+		/*
+		 * The partition's shared slot may have been recycled and the
+		 * partition given another one meanwhile (more partitions in use than
+		 * eventlog.max_partitions): sleep on the one its producers broadcast
+		 * now, after checking again.
+		 */
+		now_cv = &point->topic->parts[point->partition].ref.slot->cv;
+		if (now_cv != cv)
+		{
+			cv = now_cv;
+			continue;
+		}
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
 			break;
@@ -398,7 +411,7 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 Datum
 el_await_records(PG_FUNCTION_ARGS)
 {
-	text	   *name = PG_GETARG_TEXT_PP(0);
+	text	   *name;
 	ArrayType  *parts_arr;
 	ArrayType  *pos_arr;
 	Datum	   *parts;
@@ -410,13 +423,15 @@ el_await_records(PG_FUNCTION_ARGS)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 	ElTopic    *topic;
 	ConditionVariable *cv;
+	int32		topic_id;
 	bool		ready = false;
 	int			i;
 
-	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("partitions and positions must not be null")));
+				 errmsg("topic, partitions and positions must not be null")));
+	name = PG_GETARG_TEXT_PP(0);
 	parts_arr = PG_GETARG_ARRAYTYPE_P(1);
 	pos_arr = PG_GETARG_ARRAYTYPE_P(2);
 	deconstruct_array(parts_arr, INT4OID, 4, true, TYPALIGN_INT, &parts, &nulls, &nparts);
@@ -437,9 +452,10 @@ el_await_records(PG_FUNCTION_ARGS)
 					 errmsg("positions must not contain nulls")));
 
 	topic = el_topic_lookup(name);
+	topic_id = topic->topic_id;
 	for (i = 0; i < nparts; i++)
 		el_check_partition(topic, DatumGetInt32(parts[i]));
-	cv = el_topic_wakeup(topic->topic_id);
+	cv = el_topic_wakeup(topic_id);
 
 	for (;;)
 	{
@@ -448,6 +464,10 @@ el_await_records(PG_FUNCTION_ARGS)
 		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
 		ConditionVariablePrepareToSleep(cv);
 		topic = el_topic_lookup(name);
+		if (topic->topic_id != topic_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("topic \"%s\" was dropped while waiting", topic->name)));
 		for (i = 0; i < nparts && !ready; i++)
 		{
 			ElStableOffset so;

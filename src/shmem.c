@@ -316,6 +316,7 @@ el_free_slot(int slotno, bool even_unannounced)
 		hash_search(el_partition_hash, &slot->key, HASH_REMOVE, NULL);
 		slot->incarnation = 0;
 		slot->initialized = false;
+		slot->notify_lo = slot->notify_hi = -1;
 		freed = true;
 	}
 	LWLockRelease(&slot->lock);
@@ -655,6 +656,7 @@ el_release_inflight(bool committed)
 	int			i;
 	bool		announce = false;
 	bool		notify = el_notify_enabled;
+	int32		last_topic_id = 0;
 
 	if (el_nheld == 0)
 		return;
@@ -691,7 +693,10 @@ el_release_inflight(bool committed)
 		entry->part = NULL;
 		/* Wake long-polling readers: the stable offset may have moved. */
 		ConditionVariableBroadcast(&part->cv);
-		ConditionVariableBroadcast(el_topic_wakeup(topic_id));
+		/* Each topic's condition variable once (entries of a topic are usually adjacent). */
+		if (i == 0 || topic_id != last_topic_id)
+			ConditionVariableBroadcast(el_topic_wakeup(topic_id));
+		last_topic_id = topic_id;
 	}
 	el_nheld = 0;
 	if (announce)
@@ -717,18 +722,24 @@ el_topic_wakeup(int32 topic_id)
 int
 el_collect_notifications(ElNotifyItem *items, int max_items, bool *blocked)
 {
+	static int	start = 0;		/* rotates, so that no slot is starved */
 	int			n = 0;
-	int			i;
+	int			k;
 
 	*blocked = false;
-	for (i = 0; i < el_max_partitions && n < max_items; i++)
+	for (k = 0; k < el_max_partitions && n < max_items; k++)
 	{
+		int			i = (start + k) % el_max_partitions;
 		ElPartitionState *part = &el_slots[i];
 		int64		stable;
 		dlist_iter	iter;
 
-		/* An unlocked look first: most slots have nothing to announce. */
-		if (*((volatile int64 *) &part->notify_lo) < 0)
+		/*
+		 * An unlocked look first (a stale value only costs a lock): most
+		 * slots have nothing to announce, or belong to another database.
+		 */
+		if (*((volatile int64 *) &part->notify_lo) < 0 ||
+			*((volatile Oid *) &part->key.dbid) != MyDatabaseId)
 			continue;
 		LWLockAcquire(&part->lock, LW_EXCLUSIVE);
 		if (part->incarnation == 0 || part->key.dbid != MyDatabaseId ||
@@ -764,8 +775,7 @@ el_collect_notifications(ElNotifyItem *items, int max_items, bool *blocked)
 			*blocked = true;
 		LWLockRelease(&part->lock);
 	}
-	if (n == max_items)
-		*blocked = true;		/* more may be left: come back soon */
+	start = (start + k) % el_max_partitions;
 	return n;
 }
 

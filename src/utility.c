@@ -152,10 +152,11 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 			stopped_dbid = dbid;
 	}
 
-	if (OidIsValid(stopped_dbid))
-		el_stop_worker(stopped_dbid);
 	PG_TRY();
 	{
+		/* Inside: a cancel while it waits must ask the workers back too. */
+		if (OidIsValid(stopped_dbid))
+			el_stop_worker(stopped_dbid);
 		if (prev_ProcessUtility)
 			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
