@@ -54,9 +54,12 @@ my $consumer = IPC::Run::start(
     [ 'psql', '-X', '-At', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $primary->connstr('postgres'), '-f', $cscript ],
     '>', $cout, '2>', '/dev/null');
 
-# Mid-load: kill the primary.
+# Mid-load (records produced, and the consumer has committed positions):
+# kill the primary.
 $primary->poll_query_until('postgres', q{
-    SELECT sum(high_watermark) > 300 FROM eventlog.partitions WHERE topic = 'fo'});
+    SELECT (SELECT sum(high_watermark) > 300 FROM eventlog.partitions WHERE topic = 'fo')
+       AND (SELECT coalesce(sum(next_offset), 0) > 100 FROM eventlog.group_offsets WHERE group_name = 'g')})
+  or die 'no load';
 $primary->stop('immediate');
 $_->[0]->finish for @producers;
 $consumer->finish;
