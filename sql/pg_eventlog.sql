@@ -1704,14 +1704,21 @@ $$;
 COMMENT ON FUNCTION @extschema@._capture_truncate() IS
 'internal: refuses TRUNCATE on a captured table';
 
+CREATE FUNCTION @extschema@._trigger_args(tgargs bytea, tgnargs smallint)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT (pg_catalog.string_to_array(pg_catalog.encode(tgargs, 'escape'), '\000'))[1:tgnargs] $$;
+COMMENT ON FUNCTION @extschema@._trigger_args(bytea, smallint) IS
+'internal: a trigger''s arguments (pg_trigger.tgargs) as an array, for the captures and outboxes views';
+
 CREATE VIEW @extschema@.captures AS
 SELECT t.tgrelid::pg_catalog.regclass AS source,
        a.args[1] AS topic,
        a.args[2:] AS key_columns,
        t.tgenabled <> 'D' AS enabled
   FROM pg_catalog.pg_trigger t,
-       LATERAL (SELECT (pg_catalog.string_to_array(pg_catalog.encode(t.tgargs, 'escape'), '\000'))[1:t.tgnargs]
-                       AS args) a
+       LATERAL (SELECT @extschema@._trigger_args(t.tgargs, t.tgnargs) AS args) a
  WHERE t.tgname = 'eventlog_capture' AND NOT t.tgisinternal
    AND t.tgfoid = '@extschema@._capture_trigger()'::pg_catalog.regprocedure;
 COMMENT ON VIEW @extschema@.captures IS
@@ -1853,8 +1860,7 @@ SELECT t.tgrelid::pg_catalog.regclass AS source,
        a.args[1] AS topic_column, a.args[2] AS key_column, a.args[3] AS value_column,
        a.args[4] AS type_column, a.args[5] AS id_column, t.tgtype & 2 = 0 AS keep_rows
   FROM pg_catalog.pg_trigger t,
-       LATERAL (SELECT (pg_catalog.string_to_array(pg_catalog.encode(t.tgargs, 'escape'), '\000'))[1:t.tgnargs]
-                       AS args) a
+       LATERAL (SELECT @extschema@._trigger_args(t.tgargs, t.tgnargs) AS args) a
  WHERE t.tgname = 'eventlog_outbox' AND NOT t.tgisinternal
    AND t.tgfoid = '@extschema@._outbox_trigger()'::pg_catalog.regprocedure;
 COMMENT ON VIEW @extschema@.outboxes IS
@@ -1934,6 +1940,7 @@ DECLARE
     keycols text;
     n bigint := 0;
     nparts integer;
+    target_cols name[];
 BEGIN
     IF target IS NULL THEN
         RAISE EXCEPTION 'target must not be null' USING ERRCODE = '22004';
@@ -1945,6 +1952,10 @@ BEGIN
     IF nparts IS NULL THEN
         PERFORM @extschema@._topic_id(topic);    -- raises the usual error
     END IF;
+    -- The target's writable columns, in order (read once, not per change).
+    SELECT pg_catalog.array_agg(a.attname ORDER BY a.attnum) INTO target_cols
+      FROM pg_attribute a
+     WHERE a.attrelid = target AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '';
     -- One transaction: the group's positions move with the changes applied.
     FOR r IN SELECT * FROM @extschema@.poll(topic, group_name, max_records, partitions => nparts) LOOP
         op := r.value ->> 'op';
@@ -1962,12 +1973,11 @@ BEGIN
         ELSE
             img := r.value -> 'after';
             -- The columns the image and the target share.
-            SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum),
-                   pg_catalog.string_agg('excluded.' || pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum)
+            SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ' ORDER BY i),
+                   pg_catalog.string_agg('excluded.' || pg_catalog.quote_ident(c), ', ' ORDER BY i)
               INTO cols, excl
-              FROM pg_attribute a
-             WHERE a.attrelid = target AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-               AND img ? a.attname;
+              FROM pg_catalog.unnest(target_cols) WITH ORDINALITY AS x(c, i)
+             WHERE img ? c;
             EXECUTE pg_catalog.format(
                 'INSERT INTO %1$s AS t (%2$s) SELECT %2$s FROM pg_catalog.jsonb_populate_record(NULL::%1$s, $1) '
                 'ON CONFLICT (%3$s) DO UPDATE SET (%2$s) = ROW(%4$s)',

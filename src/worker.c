@@ -942,6 +942,7 @@ el_notifier_begin_round(void)
 void
 el_wake_notifier(void)
 {
+	static TimestampTz retry_after = 0;
 	ElDbWorker *db = el_producer_entry;
 	Latch	   *latch;
 
@@ -949,12 +950,24 @@ el_wake_notifier(void)
 		return;
 	if (db == NULL || db->dbid != MyDatabaseId)
 	{
+		/*
+		 * Not cached: look the database up, but not on every commit while
+		 * it has no entry (the registry is full, or the launcher has not
+		 * seen the database yet): at most once a second.
+		 */
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (now < retry_after)
+			return;
 		SpinLockAcquire(&el_registry->mutex);
 		db = el_registry_entry(MyDatabaseId, false);
 		SpinLockRelease(&el_registry->mutex);
 		el_producer_entry = db;
 		if (db == NULL)
+		{
+			retry_after = TimestampTzPlusMilliseconds(now, 1000);
 			return;
+		}
 	}
 	if (pg_atomic_read_u32(&db->notify_pending) != 0 ||
 		pg_atomic_exchange_u32(&db->notify_pending, 1) != 0)
