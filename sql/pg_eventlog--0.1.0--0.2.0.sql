@@ -19,172 +19,6 @@ COMMENT ON FUNCTION @extschema@._await_records(text, integer[], bigint[], interv
 
 -- eventlog.poll gains "wait" (a long poll).
 DROP FUNCTION @extschema@.poll(text, text, integer, integer, text, interval);
-CREATE FUNCTION @extschema@.poll(topic text, group_name text, max_records integer DEFAULT 500,
-                                 partitions integer DEFAULT 1, member text DEFAULT NULL,
-                                 session_timeout interval DEFAULT '30 seconds',
-                                 wait interval DEFAULT NULL)
-RETURNS SETOF @extschema@.record
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    tid integer := @extschema@._topic_id(topic);
-    g record;
-    n integer;
-    first_p integer;
-    i integer;
-    p integer;
-    pos bigint;
-    stable bigint;
-    remaining integer;
-    got integer;
-    last_offset bigint;
-    taken integer := 0;
-    held integer[] := '{}';
-    has_row boolean;
-    r @extschema@.record;
-    deadline timestamptz;
-    await_p integer[];
-    await_pos bigint[];
-    others_hold boolean;
-BEGIN
-    PERFORM @extschema@._check_group_name(group_name);
-    IF max_records IS NULL OR max_records < 1 THEN
-        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = '22023';
-    END IF;
-    IF partitions IS NULL OR partitions < 1 THEN
-        RAISE EXCEPTION 'partitions must be at least 1' USING ERRCODE = '22023',
-            HINT = 'It is how many partitions one poll may take.';
-    END IF;
-    IF wait < interval '0' THEN
-        RAISE EXCEPTION 'wait must not be negative' USING ERRCODE = '22023';
-    ELSIF wait > interval '1 day' THEN
-        RAISE EXCEPTION 'wait must be at most 1 day' USING ERRCODE = '22023';
-    END IF;
-    deadline := pg_catalog.clock_timestamp() + coalesce(wait, interval '0');
-    IF member IS NOT NULL THEN
-        IF wait >= session_timeout THEN
-            RAISE EXCEPTION 'wait must be shorter than session_timeout' USING ERRCODE = '22023',
-                DETAIL = 'A member that waits longer than its session timeout misses its heartbeat and loses its partitions.';
-        END IF;
-        -- Wait before joining: _poll_member holds the group's membership
-        -- lock to the end of the transaction, and other members must not
-        -- wait for it.  A member that owns nothing yet (its first poll)
-        -- does not wait.
-        IF wait > interval '0' THEN
-            SELECT pg_catalog.array_agg(go.partition),
-                   pg_catalog.array_agg(coalesce(go.fetch_offset, go.next_offset))
-              INTO await_p, await_pos
-              FROM @extschema@.group_offsets go
-             WHERE go.topic_id = tid AND go.group_name = poll.group_name
-               AND go.owner_member = poll.member;
-            IF await_p IS NOT NULL THEN
-                PERFORM @extschema@._await_records(topic, await_p, await_pos, wait);
-            END IF;
-        END IF;
-        RETURN QUERY SELECT * FROM @extschema@._poll_member(tid, topic, group_name, member,
-                                                            max_records, session_timeout);
-        RETURN;
-    END IF;
-    -- Shared with other transactional polls, exclusive with members' polls:
-    -- a member cannot join while this transaction consumes the group.
-    PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@._group_lock_key(tid, group_name, -1));
-    IF EXISTS (SELECT FROM @extschema@.group_members gm
-                WHERE gm.topic_id = tid AND gm.group_name = poll.group_name) THEN
-        RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
-            USING ERRCODE = '55000',
-                  HINT = 'A group is consumed either by transactions or by members: pass member => to poll as one.';
-    END IF;
-    SELECT c.start_from, c.auto_reset INTO g FROM @extschema@.group_catalog c
-     WHERE c.topic_id = tid AND c.group_name = poll.group_name;
-    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
-    remaining := max_records;
-    LOOP
-        -- Where each partition looked at must get to for a new poll to
-        -- find something: past the position when it was empty, past the
-        -- stable offset seen when another transaction held it.
-        await_p := '{}';
-        await_pos := '{}';
-        others_hold := false;
-        -- Start somewhere else each time, so that consumers spread.
-        first_p := (pg_catalog.random() * n)::integer % n;
-        FOR i IN 0 .. n - 1 LOOP
-            EXIT WHEN remaining <= 0;
-            p := (first_p + i) % n;
-            -- Partitions this call took in an earlier pass stay its own;
-            -- it takes at most "partitions" of them.
-            CONTINUE WHEN taken >= partitions AND NOT p = ANY (held);
-            has_row := EXISTS (SELECT FROM @extschema@.group_offsets o
-                                WHERE o.topic_id = tid AND o.group_name = poll.group_name
-                                  AND o.partition = p);
-            stable := @extschema@.last_stable_offset(topic, p);
-            -- Nothing to read: leave the partition free.  Unless the group
-            -- has no position there yet and starts from the latest offset:
-            -- then it takes the partition to record where "latest" was, so
-            -- that nothing produced from now on is skipped.
-            IF has_row OR g.start_from IS DISTINCT FROM 'latest' THEN
-                pos := @extschema@._group_position(tid, topic, group_name, p, g.start_from);
-                IF pos >= stable THEN
-                    await_p := await_p || p;
-                    await_pos := await_pos || pos;
-                    CONTINUE;
-                END IF;
-            END IF;
-            IF NOT p = ANY (held) THEN
-                -- Taken by another transaction of this group: skip it, never wait.
-                IF NOT pg_catalog.pg_try_advisory_xact_lock(
-                           @extschema@._group_lock_key(tid, group_name, p)) THEN
-                    await_p := await_p || p;
-                    await_pos := await_pos || stable;
-                    others_hold := true;
-                    CONTINUE;
-                END IF;
-                held := held || p;
-                taken := taken + 1;
-            END IF;
-            -- Ours now: read the position again (it may have moved before we
-            -- took the partition).
-            pos := @extschema@._checked_position(topic, group_name, p,
-                       @extschema@._group_position(tid, topic, group_name, p, g.start_from),
-                       stable, g.auto_reset);
-            got := 0;
-            last_offset := NULL;
-            FOR r IN SELECT * FROM @extschema@.read(topic, p, pos, remaining) LOOP
-                RETURN NEXT r;
-                got := got + 1;
-                last_offset := r.offset_id;
-            END LOOP;
-            -- Advance past what was returned; a partition read to its end
-            -- moves on to the stable offset (past trailing aborted offsets).
-            IF got < remaining THEN
-                pos := greatest(pos, coalesce(last_offset + 1, pos), stable);
-            ELSE
-                pos := last_offset + 1;
-            END IF;
-            PERFORM @extschema@._set_position(tid, group_name, p, pos);
-            remaining := remaining - got;
-            await_p := await_p || p;
-            await_pos := await_pos || pos;
-        END LOOP;
-        -- Long poll: when nothing was found, sleep until a partition looked
-        -- at gets past where it was, then look again.  No commit announces
-        -- that another transaction released a partition: while one is held,
-        -- look again every second.
-        EXIT WHEN remaining < max_records OR pg_catalog.clock_timestamp() >= deadline
-               OR pg_catalog.cardinality(await_p) = 0;
-        IF NOT @extschema@._await_records(topic, await_p, await_pos,
-                   greatest(interval '0',
-                            CASE WHEN others_hold
-                                 THEN least(deadline - pg_catalog.clock_timestamp(), interval '1 second')
-                                 ELSE deadline - pg_catalog.clock_timestamp() END))
-           AND NOT others_hold THEN
-            EXIT;
-        END IF;
-    END LOOP;
-END
-$$;
-COMMENT ON FUNCTION @extschema@.poll(text, text, integer, integer, text, interval, interval) IS
-'without member: returns up to max_records from up to "partitions" partitions that no other open transaction of the group holds, from the group''s positions, and advances them in the caller''s transaction (roll back and the records come again); with member: heartbeats, gets the member''s assigned partitions and returns records from its fetch positions, to be committed with eventlog.commit; with wait, a long poll: when nothing is readable, sleeps until records arrive or the wait ends';
 
 -- Change capture, the outbox router, and apply_changes.
 -- ---------------------------------------------------------------------------
@@ -509,16 +343,686 @@ $$;
 COMMENT ON FUNCTION @extschema@.apply_changes(text, text, regclass, integer) IS
 'applies up to max_records changes of a change topic to a mirror table as consumer group group_name: upserts by key for c, r and u, deletes for d, in offset order per partition, in the caller''s transaction together with the group''s positions; returns how many (0: caught up)';
 
--- commit: a member no longer in the group is refused (55000), not silently ignored.
-CREATE OR REPLACE FUNCTION @extschema@.commit(topic text, group_name text, member text,
+-- Roles (0: PUBLIC) that hold a privilege on every active segment of a
+-- topic, other than their owner; used once, by the migration below.
+CREATE FUNCTION @extschema@._migrated_grantees(tid integer, priv text)
+RETURNS regrole[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(array_agg(DISTINCT a.grantee::regrole), '{}')
+      FROM @extschema@.segment_catalog s
+      JOIN pg_class c ON c.relname = s.table_name
+                     AND c.relnamespace = '@extschema@'::regnamespace,
+           LATERAL aclexplode(c.relacl) a
+     WHERE s.topic_id = tid AND a.privilege_type = priv AND a.grantee <> c.relowner
+       AND s.segment_no = (SELECT max(s2.segment_no) FROM @extschema@.segment_catalog s2
+                            WHERE s2.topic_id = s.topic_id AND s2.partition = s.partition)
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Topic privileges replace privileges on segment tables (docs/security.md).
+-- A topic's owner is the owner of its oldest segment table (its creator);
+-- roles that held INSERT on the topic's newest segments become producers,
+-- those that held SELECT consumers.
+-- ---------------------------------------------------------------------------
+ALTER TABLE @extschema@.topic_catalog
+    ADD COLUMN owner regrole,
+    ADD COLUMN producers regrole[] NOT NULL DEFAULT '{}',
+    ADD COLUMN consumers regrole[] NOT NULL DEFAULT '{}';
+UPDATE @extschema@.topic_catalog t
+   SET owner = coalesce(
+           (SELECT c.relowner::pg_catalog.regrole
+              FROM @extschema@.segment_catalog s
+              JOIN pg_catalog.pg_class c
+                ON c.relname OPERATOR(pg_catalog.=) s.table_name
+               AND c.relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+             WHERE s.topic_id OPERATOR(pg_catalog.=) t.topic_id
+             ORDER BY s.partition, s.segment_no LIMIT 1),
+           (SELECT e.extowner::pg_catalog.regrole FROM pg_catalog.pg_extension e
+             WHERE e.extname OPERATOR(pg_catalog.=) 'pg_eventlog')),
+       producers = @extschema@._migrated_grantees(t.topic_id, 'INSERT'),
+       consumers = @extschema@._migrated_grantees(t.topic_id, 'SELECT');
+ALTER TABLE @extschema@.topic_catalog ALTER COLUMN owner SET NOT NULL;
+DROP FUNCTION @extschema@._migrated_grantees(integer, text);
+
+
+-- ---------------------------------------------------------------------------
+-- Topic privileges (docs/security.md)
+-- ---------------------------------------------------------------------------
+
+/* ------------------------------------------------------------------------
+ * Topic privileges (src/acl.c, docs/security.md).  A topic's owner (its
+ * creator) may alter, drop and grant it; producers may produce, consumers
+ * read and move their groups' positions.  The functions that write the
+ * catalog run as the extension owner through el_gate, which notes their
+ * caller for _caller and _authorize.
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION @extschema@._caller()
+RETURNS regrole
+AS 'MODULE_PATHNAME', 'el_caller_sql'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@._caller() IS
+'internal: the role a gated API function acts for (the current user outside one)';
+
+CREATE FUNCTION @extschema@._authorize(topic text, privilege text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'el_authorize'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@._authorize(text, text) IS
+'internal: the topic''s id if the caller has the privilege (produce, consume or owner); 42501 if not, 42704 if there is no such topic';
+
+CREATE FUNCTION @extschema@.has_topic_privilege(role regrole, topic text, privilege text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_has_topic_privilege'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.has_topic_privilege(regrole, text, text) IS
+'whether a role may produce to, consume from, or (privilege owner) administer a topic';
+
+CREATE FUNCTION @extschema@.has_topic_privilege(topic text, privilege text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_has_topic_privilege'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.has_topic_privilege(text, text) IS
+'whether the current user may produce to, consume from, or (privilege owner) administer a topic';
+
+/* A role name as grant and revoke take it: PUBLIC, or a role (0: PUBLIC). */
+CREATE FUNCTION @extschema@._grantee(role text)
+RETURNS regrole
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
+    END IF;
+    IF lower(role) = 'public' THEN
+        RETURN 0::oid::regrole;
+    END IF;
+    RETURN role::regrole;      -- 42704 for an unknown role
+END
+$$;
+COMMENT ON FUNCTION @extschema@._grantee(text) IS
+'internal: a role name for grant and revoke, PUBLIC being 0';
+
+/* The privileges a grant or revoke names: produce, consume or all. */
+CREATE FUNCTION @extschema@._privileges(privilege text)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF privilege IS NULL THEN
+        RAISE EXCEPTION 'privilege must not be null' USING ERRCODE = '22004';
+    END IF;
+    CASE lower(privilege)
+        WHEN 'produce' THEN RETURN ARRAY['produce'];
+        WHEN 'consume' THEN RETURN ARRAY['consume'];
+        WHEN 'all' THEN RETURN ARRAY['produce', 'consume'];
+        ELSE
+            RAISE EXCEPTION 'unrecognized topic privilege "%"', privilege
+                USING ERRCODE = '22023',
+                      HINT = 'A topic privilege is produce, consume or all.';
+    END CASE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._privileges(text) IS
+'internal: the privileges named by produce, consume or all';
+
+CREATE FUNCTION @extschema@._grant(topic text, privilege text, role text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'owner');
+    privs text[] := @extschema@._privileges(privilege);
+    grantee regrole := @extschema@._grantee(role);
+BEGIN
+    UPDATE @extschema@.topic_catalog t
+       SET producers = CASE WHEN 'produce' = ANY (privs) AND NOT grantee = ANY (t.producers)
+                            THEN t.producers || grantee ELSE t.producers END,
+           consumers = CASE WHEN 'consume' = ANY (privs) AND NOT grantee = ANY (t.consumers)
+                            THEN t.consumers || grantee ELSE t.consumers END
+     WHERE t.topic_id = tid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._grant(text, text, text) IS
+'internal: the body of eventlog.grant, run as the extension owner on behalf of the caller eventlog.grant notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._grant(text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.grant(topic text, privilege text, role text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.grant(text, text, text) IS
+'lets a role (or PUBLIC) produce to (produce), consume from (consume) or both (all) a topic; the topic''s owner grants';
+
+CREATE FUNCTION @extschema@._revoke(topic text, privilege text, role text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'owner');
+    privs text[] := @extschema@._privileges(privilege);
+    grantee regrole := @extschema@._grantee(role);
+BEGIN
+    UPDATE @extschema@.topic_catalog t
+       SET producers = CASE WHEN 'produce' = ANY (privs)
+                            THEN array_remove(t.producers, grantee) ELSE t.producers END,
+           consumers = CASE WHEN 'consume' = ANY (privs)
+                            THEN array_remove(t.consumers, grantee) ELSE t.consumers END
+     WHERE t.topic_id = tid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._revoke(text, text, text) IS
+'internal: the body of eventlog.revoke, run as the extension owner on behalf of the caller eventlog.revoke notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._revoke(text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.revoke(topic text, privilege text, role text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.revoke(text, text, text) IS
+'takes back what eventlog.grant gave (a role keeps what it has through other roles); the topic''s owner revokes';
+
+CREATE FUNCTION @extschema@._set_topic_owner(topic text, new_owner text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'owner');
+    owner_role regrole;
+BEGIN
+    IF new_owner IS NULL THEN
+        RAISE EXCEPTION 'new_owner must not be null' USING ERRCODE = '22004';
+    END IF;
+    owner_role := new_owner::regrole;
+    -- ALTER ... OWNER's rule: one may give an object only to a role one
+    -- belongs to, so that nobody creates objects owned by others.
+    IF NOT pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be able to SET ROLE "%"', new_owner
+            USING ERRCODE = '42501',
+                  DETAIL = 'Only a member of the new owner role, or a superuser, can hand a topic over to it.';
+    END IF;
+    UPDATE @extschema@.topic_catalog t SET owner = owner_role WHERE t.topic_id = tid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._set_topic_owner(text, text) IS
+'internal: the body of eventlog.set_topic_owner, run as the extension owner on behalf of the caller eventlog.set_topic_owner notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._set_topic_owner(text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.set_topic_owner(topic text, new_owner text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.set_topic_owner(text, text) IS
+'hands a topic over to another role (the owner, being a member of the new role, or a superuser)';
+
+CREATE FUNCTION @extschema@._create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_id integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    IF partitions IS NULL OR partitions < 1 THEN
+        RAISE EXCEPTION 'partitions must be at least 1'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The value given was %s.', coalesce(partitions::text, 'NULL'));
+    END IF;
+    PERFORM @extschema@._check_topic_settings(retention, retention_bytes,
+                                              segment_interval, segment_bytes);
+    -- Serialise topic creation, so that two sessions creating the same name
+    -- get a clear error instead of a unique violation.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _create_topic.topic) THEN
+        RAISE EXCEPTION 'topic "%" already exists', topic
+            USING ERRCODE = '42710';
+    END IF;
+    INSERT INTO @extschema@.topic_catalog AS t
+           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner)
+    VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
+            @extschema@._caller())
+    RETURNING t.topic_id INTO new_id;
+    PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint) IS
+'internal: the body of eventlog.create_topic, run as the extension owner on behalf of the caller eventlog.create_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint) IS
+'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition';
+-- Who may create topics: those granted EXECUTE on create_topic.
+REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old_id integer;
+    seg record;
+BEGIN
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT t.topic_id INTO old_id
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic FOR UPDATE;
+    IF NOT FOUND THEN
+        IF coalesce(if_exists, false) THEN
+            RAISE NOTICE 'topic "%" does not exist, skipping', topic;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = '42704';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
+    LOOP
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', seg.table_name);
+    END LOOP;
+    DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
+    PERFORM @extschema@._forget_topic(old_id);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._drop_topic(text, boolean) IS
+'internal: the body of eventlog.drop_topic, run as the extension owner on behalf of the caller eventlog.drop_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._drop_topic(text, boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.drop_topic(topic text, if_exists boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.drop_topic(text, boolean) IS
+'drops a topic with all its records; a topic created again under the same name is a new topic whose offsets start at 0';
+
+CREATE FUNCTION @extschema@._alter_topic(
+    topic text,
+    partitions integer DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT NULL,
+    segment_bytes bigint DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur @extschema@.topic_catalog;
+    new_retention interval;
+    new_retention_bytes bigint;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT * INTO cur FROM @extschema@.topic_catalog t
+     WHERE t.name = _alter_topic.topic FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = '42704';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    -- NULL leaves a setting as it is; a negative retention or
+    -- retention_bytes removes the limit (Kafka's -1).
+    new_retention := CASE WHEN retention IS NULL THEN cur.retention
+                          WHEN retention < interval '0' THEN NULL
+                          ELSE retention END;
+    new_retention_bytes := CASE WHEN retention_bytes IS NULL THEN cur.retention_bytes
+                                WHEN retention_bytes < 0 THEN NULL
+                                ELSE retention_bytes END;
+    IF retention = interval '0' OR retention_bytes = 0 THEN
+        RAISE EXCEPTION 'retention limits must be positive'
+            USING ERRCODE = '22023',
+                  HINT = 'Pass a negative value (for example interval ''-1 second'' or -1) to remove a limit, or NULL to leave it unchanged.';
+    END IF;
+    PERFORM @extschema@._check_topic_settings(new_retention, new_retention_bytes,
+        coalesce(segment_interval, cur.segment_interval),
+        coalesce(segment_bytes, cur.segment_bytes));
+    IF partitions IS NOT NULL AND partitions < cur.partitions THEN
+        RAISE EXCEPTION 'cannot reduce the number of partitions of topic "%"', topic
+            USING ERRCODE = '22023',
+                  DETAIL = format('The topic has %s partitions and %s were asked for; partitions hold records and keys are hashed over their count.',
+                                  cur.partitions, partitions),
+                  HINT = 'Create a new topic with fewer partitions and copy the records into it.';
+    END IF;
+    IF partitions > cur.partitions THEN
+        PERFORM @extschema@._add_partitions(cur.topic_id, cur.partitions, partitions - 1);
+    END IF;
+    UPDATE @extschema@.topic_catalog t
+       SET partitions = greatest(cur.partitions, coalesce(_alter_topic.partitions, cur.partitions)),
+           retention = new_retention,
+           retention_bytes = new_retention_bytes,
+           segment_interval = coalesce(_alter_topic.segment_interval, cur.segment_interval),
+           segment_bytes = coalesce(_alter_topic.segment_bytes, cur.segment_bytes)
+     WHERE t.topic_id = cur.topic_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) IS
+'internal: the body of eventlog.alter_topic, run as the extension owner on behalf of the caller eventlog.alter_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.alter_topic(
+    topic text,
+    partitions integer DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT NULL,
+    segment_bytes bigint DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.alter_topic(text, integer, interval, bigint, interval, bigint) IS
+'changes a topic''s settings: NULL leaves one unchanged, a negative retention or retention_bytes removes that limit; partitions can only grow (keys then hash over the new count, as in Kafka)';
+
+CREATE FUNCTION @extschema@._enforce_retention(topic text DEFAULT NULL)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    IF topic IS NOT NULL THEN
+        PERFORM @extschema@._check_topic_name(topic);
+        SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _enforce_retention.topic;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = '42704';
+        END IF;
+        PERFORM @extschema@._authorize(topic, 'owner');
+        RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
+        RETURN;
+    END IF;
+    -- Without a topic: every topic the caller owns (all, for a superuser).
+    FOR tid IN SELECT c.topic_id FROM @extschema@.topic_catalog c
+                WHERE @extschema@.has_topic_privilege(@extschema@._caller(), c.name, 'owner')
+                ORDER BY c.topic_id LOOP
+        RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._enforce_retention(text) IS
+'internal: the body of eventlog.enforce_retention, run as the extension owner on behalf of the caller eventlog.enforce_retention notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._enforce_retention(text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.enforce_retention(topic text DEFAULT NULL)
+RETURNS SETOF @extschema@.maintenance_action
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.enforce_retention(text) IS
+'runs a maintenance round now (what the background worker does every eventlog.maintenance_interval) and returns what it did: segments removed by retention, and segments rolled (active from commit on; the segments they seal can be removed by the next round)';
+
+CREATE FUNCTION @extschema@._create_group(topic text, group_name text,
+                                         start_from text DEFAULT 'earliest',
+                                         auto_reset text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+    n integer;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF start_from IS NULL OR start_from NOT IN ('earliest', 'latest') THEN
+        RAISE EXCEPTION 'start_from must be ''earliest'' or ''latest''' USING ERRCODE = '22023';
+    END IF;
+    IF auto_reset IS NOT NULL AND auto_reset NOT IN ('earliest', 'latest') THEN
+        RAISE EXCEPTION 'auto_reset must be ''earliest'', ''latest'' or NULL' USING ERRCODE = '22023',
+            HINT = 'NULL makes poll raise an error when retention removed records the group has not read.';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.group_catalog g
+                WHERE g.topic_id = tid AND g.group_name = _create_group.group_name)
+       OR EXISTS (SELECT FROM @extschema@.group_offsets o
+                   WHERE o.topic_id = tid AND o.group_name = _create_group.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" already exists', group_name, topic
+            USING ERRCODE = '42710';
+    END IF;
+    INSERT INTO @extschema@.group_catalog (topic_id, group_name, start_from, auto_reset)
+    VALUES (tid, group_name, start_from, auto_reset);
+    -- Positions up front, so that the group's first polls never race to
+    -- create them.
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    INSERT INTO @extschema@.group_offsets (topic_id, group_name, partition, next_offset)
+    SELECT tid, _create_group.group_name, p,
+           CASE start_from WHEN 'latest' THEN @extschema@.last_stable_offset(topic, p)
+                           ELSE @extschema@.log_start_offset(topic, p) END
+      FROM pg_catalog.generate_series(0, n - 1) p;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._create_group(text, text, text, text) IS
+'internal: the body of eventlog.create_group, run as the extension owner on behalf of the caller eventlog.create_group notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._create_group(text, text, text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.create_group(topic text, group_name text,
+                                         start_from text DEFAULT 'earliest',
+                                         auto_reset text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.create_group(text, text, text, text) IS
+'creates a consumer group with its positions: start_from earliest (the default: nothing is missed) or latest; auto_reset NULL (poll errors when retention removed unread records), earliest or latest';
+
+CREATE FUNCTION @extschema@._poll(topic text, group_name text, max_records integer DEFAULT 500,
+                                 partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                 session_timeout interval DEFAULT '30 seconds',
+                                 wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+    g record;
+    n integer;
+    first_p integer;
+    i integer;
+    p integer;
+    pos bigint;
+    stable bigint;
+    remaining integer;
+    got integer;
+    last_offset bigint;
+    taken integer := 0;
+    held integer[] := '{}';
+    has_row boolean;
+    r @extschema@.record;
+    deadline timestamptz;
+    await_p integer[];
+    await_pos bigint[];
+    others_hold boolean;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    IF partitions IS NULL OR partitions < 1 THEN
+        RAISE EXCEPTION 'partitions must be at least 1' USING ERRCODE = '22023',
+            HINT = 'It is how many partitions one poll may take.';
+    END IF;
+    IF wait < interval '0' THEN
+        RAISE EXCEPTION 'wait must not be negative' USING ERRCODE = '22023';
+    ELSIF wait > interval '1 day' THEN
+        RAISE EXCEPTION 'wait must be at most 1 day' USING ERRCODE = '22023';
+    END IF;
+    deadline := pg_catalog.clock_timestamp() + coalesce(wait, interval '0');
+    IF member IS NOT NULL THEN
+        IF wait >= session_timeout THEN
+            RAISE EXCEPTION 'wait must be shorter than session_timeout' USING ERRCODE = '22023',
+                DETAIL = 'A member that waits longer than its session timeout misses its heartbeat and loses its partitions.';
+        END IF;
+        -- Wait before joining: _poll_member holds the group's membership
+        -- lock to the end of the transaction, and other members must not
+        -- wait for it.  A member that owns nothing yet (its first poll)
+        -- does not wait.
+        IF wait > interval '0' THEN
+            SELECT pg_catalog.array_agg(go.partition),
+                   pg_catalog.array_agg(coalesce(go.fetch_offset, go.next_offset))
+              INTO await_p, await_pos
+              FROM @extschema@.group_offsets go
+             WHERE go.topic_id = tid AND go.group_name = _poll.group_name
+               AND go.owner_member = _poll.member;
+            IF await_p IS NOT NULL THEN
+                PERFORM @extschema@._await_records(topic, await_p, await_pos, wait);
+            END IF;
+        END IF;
+        RETURN QUERY SELECT * FROM @extschema@._poll_member(tid, topic, group_name, member,
+                                                            max_records, session_timeout);
+        RETURN;
+    END IF;
+    -- Shared with other transactional polls, exclusive with members' polls:
+    -- a member cannot join while this transaction consumes the group.
+    PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@._group_lock_key(tid, group_name, -1));
+    IF EXISTS (SELECT FROM @extschema@.group_members gm
+                WHERE gm.topic_id = tid AND gm.group_name = _poll.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
+            USING ERRCODE = '55000',
+                  HINT = 'A group is consumed either by transactions or by members: pass member => to poll as one.';
+    END IF;
+    SELECT c.start_from, c.auto_reset INTO g FROM @extschema@.group_catalog c
+     WHERE c.topic_id = tid AND c.group_name = _poll.group_name;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    remaining := max_records;
+    LOOP
+        -- Where each partition looked at must get to for a new poll to
+        -- find something: past the position when it was empty, past the
+        -- stable offset seen when another transaction held it.
+        await_p := '{}';
+        await_pos := '{}';
+        others_hold := false;
+        -- Start somewhere else each time, so that consumers spread.
+        first_p := (pg_catalog.random() * n)::integer % n;
+        FOR i IN 0 .. n - 1 LOOP
+            EXIT WHEN remaining <= 0;
+            p := (first_p + i) % n;
+            -- Partitions this call took in an earlier pass stay its own;
+            -- it takes at most "partitions" of them.
+            CONTINUE WHEN taken >= partitions AND NOT p = ANY (held);
+            has_row := EXISTS (SELECT FROM @extschema@.group_offsets o
+                                WHERE o.topic_id = tid AND o.group_name = _poll.group_name
+                                  AND o.partition = p);
+            stable := @extschema@.last_stable_offset(topic, p);
+            -- Nothing to read: leave the partition free.  Unless the group
+            -- has no position there yet and starts from the latest offset:
+            -- then it takes the partition to record where "latest" was, so
+            -- that nothing produced from now on is skipped.
+            IF has_row OR g.start_from IS DISTINCT FROM 'latest' THEN
+                pos := @extschema@._group_position(tid, topic, group_name, p, g.start_from);
+                IF pos >= stable THEN
+                    await_p := await_p || p;
+                    await_pos := await_pos || pos;
+                    CONTINUE;
+                END IF;
+            END IF;
+            IF NOT p = ANY (held) THEN
+                -- Taken by another transaction of this group: skip it, never wait.
+                IF NOT pg_catalog.pg_try_advisory_xact_lock(
+                           @extschema@._group_lock_key(tid, group_name, p)) THEN
+                    await_p := await_p || p;
+                    await_pos := await_pos || stable;
+                    others_hold := true;
+                    CONTINUE;
+                END IF;
+                held := held || p;
+                taken := taken + 1;
+            END IF;
+            -- Ours now: read the position again (it may have moved before we
+            -- took the partition).
+            pos := @extschema@._checked_position(topic, group_name, p,
+                       @extschema@._group_position(tid, topic, group_name, p, g.start_from),
+                       stable, g.auto_reset);
+            got := 0;
+            last_offset := NULL;
+            FOR r IN SELECT * FROM @extschema@.read(topic, p, pos, remaining) LOOP
+                RETURN NEXT r;
+                got := got + 1;
+                last_offset := r.offset_id;
+            END LOOP;
+            -- Advance past what was returned; a partition read to its end
+            -- moves on to the stable offset (past trailing aborted offsets).
+            IF got < remaining THEN
+                pos := greatest(pos, coalesce(last_offset + 1, pos), stable);
+            ELSE
+                pos := last_offset + 1;
+            END IF;
+            PERFORM @extschema@._set_position(tid, group_name, p, pos);
+            remaining := remaining - got;
+            await_p := await_p || p;
+            await_pos := await_pos || pos;
+        END LOOP;
+        -- Long poll: when nothing was found, sleep until a partition looked
+        -- at gets past where it was, then look again.  No commit announces
+        -- that another transaction released a partition: while one is held,
+        -- look again every second.
+        EXIT WHEN remaining < max_records OR pg_catalog.clock_timestamp() >= deadline
+               OR pg_catalog.cardinality(await_p) = 0;
+        IF NOT @extschema@._await_records(topic, await_p, await_pos,
+                   greatest(interval '0',
+                            CASE WHEN others_hold
+                                 THEN least(deadline - pg_catalog.clock_timestamp(), interval '1 second')
+                                 ELSE deadline - pg_catalog.clock_timestamp() END))
+           AND NOT others_hold THEN
+            EXIT;
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._poll(text, text, integer, integer, text, interval, interval) IS
+'internal: the body of eventlog.poll, run as the extension owner on behalf of the caller eventlog.poll notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._poll(text, text, integer, integer, text, interval, interval) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.poll(topic text, group_name text, max_records integer DEFAULT 500,
+                                 partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                 session_timeout interval DEFAULT '30 seconds',
+                                 wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.record
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.poll(text, text, integer, integer, text, interval, interval) IS
+'without member: returns up to max_records from up to "partitions" partitions that no other open transaction of the group holds, from the group''s positions, and advances them in the caller''s transaction (roll back and the records come again); with member: heartbeats, gets the member''s assigned partitions and returns records from its fetch positions, to be committed with eventlog.commit; with wait, a long poll: when nothing is readable, sleeps until records arrive or the wait ends';
+
+CREATE FUNCTION @extschema@._commit(topic text, group_name text, member text,
                                    partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
                                    generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
 RETURNS SETOF @extschema@.position
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tid integer := @extschema@._topic_id(topic);
+    tid integer := @extschema@._authorize(topic, 'consume');
     o record;
     pos bigint;
     res @extschema@.position;
@@ -537,7 +1041,7 @@ BEGIN
     IF partition IS NOT NULL THEN
         SELECT go.partition, go.owner_member, go.generation, go.fetch_offset, go.next_offset INTO o
           FROM @extschema@.group_offsets go
-         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = _commit.partition
            FOR UPDATE;
         IF NOT FOUND OR o.owner_member IS DISTINCT FROM member
            OR (generation IS NOT NULL AND o.generation <> generation) THEN
@@ -556,8 +1060,8 @@ BEGIN
         END IF;
         UPDATE @extschema@.group_offsets go
            SET next_offset = pos, committed_at = pg_catalog.now(),
-               metadata = coalesce(commit.metadata, go.metadata)
-         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition;
+               metadata = coalesce(_commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = _commit.partition;
         res.partition := partition;
         res.offset_id := pos;
         RETURN NEXT res;
@@ -566,25 +1070,212 @@ BEGIN
     -- A member that is no longer in the group owns nothing: say so, rather
     -- than commit nothing in silence (the same fencing as for one partition).
     IF NOT EXISTS (SELECT FROM @extschema@.group_members gm
-                    WHERE gm.topic_id = tid AND gm.group_name = commit.group_name
-                      AND gm.member = commit.member) THEN
+                    WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name
+                      AND gm.member = _commit.member) THEN
         RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
             USING ERRCODE = '55000',
                   HINT = 'The member left, or missed its session timeout; poll again to rejoin the group.';
     END IF;
     -- Everything the member's last polls returned, in the partitions it owns.
     FOR o IN SELECT go.partition, go.fetch_offset FROM @extschema@.group_offsets go
-              WHERE go.topic_id = tid AND go.group_name = commit.group_name
+              WHERE go.topic_id = tid AND go.group_name = _commit.group_name
                 AND go.owner_member = member AND go.fetch_offset IS NOT NULL
               ORDER BY go.partition FOR UPDATE
     LOOP
         UPDATE @extschema@.group_offsets go
            SET next_offset = o.fetch_offset, committed_at = pg_catalog.now(),
-               metadata = coalesce(commit.metadata, go.metadata)
-         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = o.partition;
+               metadata = coalesce(_commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = o.partition;
         res.partition := o.partition;
         res.offset_id := o.fetch_offset;
         RETURN NEXT res;
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._commit(text, text, text, integer, bigint, bigint, text) IS
+'internal: the body of eventlog.commit, run as the extension owner on behalf of the caller eventlog.commit notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._commit(text, text, text, integer, bigint, bigint, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.commit(topic text, group_name text, member text,
+                                   partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
+                                   generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.commit(text, text, text, integer, bigint, bigint, text) IS
+'a member commits its position: in one partition (next_offset, or what its polls returned; optionally fenced by generation), or in every partition it owns; refused with SQLSTATE 55000 when it no longer owns the partition';
+
+CREATE FUNCTION @extschema@._seek(topic text, group_name text, target text,
+                                 partition integer DEFAULT NULL, force boolean DEFAULT false)
+RETURNS SETOF @extschema@.position
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.position;
+    tid integer := @extschema@._authorize(topic, 'consume');
+    n integer;
+    p integer;
+    pos bigint;
+    ts timestamptz;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF target IS NULL OR target = '' THEN
+        RAISE EXCEPTION 'target must not be empty' USING ERRCODE = '22023',
+            HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
+    END IF;
+    IF target !~ '^(earliest|latest|[0-9]+)$' THEN
+        BEGIN
+            ts := target::timestamptz;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE EXCEPTION 'invalid seek target "%"', target USING ERRCODE = '22023',
+                HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
+        END;
+    END IF;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    IF _seek.partition IS NOT NULL AND (_seek.partition < 0 OR _seek.partition >= n) THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', _seek.partition, topic
+            USING ERRCODE = '22023', DETAIL = format('The topic has %s partitions, numbered 0 to %s.', n, n - 1);
+    END IF;
+    FOR p IN SELECT pg_catalog.generate_series(coalesce(_seek.partition, 0), coalesce(_seek.partition, n - 1)) LOOP
+        IF force THEN
+            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p));
+        ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p)) THEN
+            RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
+                USING ERRCODE = '55006',
+                      HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
+        ELSIF EXISTS (SELECT FROM @extschema@.group_offsets o
+                       WHERE o.topic_id = tid AND o.group_name = _seek.group_name AND o.partition = p
+                         AND o.owner_member IS NOT NULL) THEN
+            RAISE EXCEPTION 'partition % of topic "%" is assigned to a member of group "%"', p, topic, group_name
+                USING ERRCODE = '55006',
+                      HINT = 'Let the members leave first, or pass force => true (their uncommitted progress is then discarded).';
+        END IF;
+        pos := CASE
+                 WHEN target = 'earliest' THEN @extschema@.log_start_offset(topic, p)
+                 WHEN target = 'latest' THEN @extschema@.last_stable_offset(topic, p)
+                 WHEN ts IS NOT NULL THEN @extschema@.offset_for_time(topic, p, ts)
+                 ELSE target::bigint END;
+        IF pos > @extschema@.high_watermark(topic, p) THEN
+            RAISE EXCEPTION 'offset % is beyond the high watermark of partition % of topic "%"', pos, p, topic
+                USING ERRCODE = '22003';
+        END IF;
+        PERFORM @extschema@._set_position(tid, group_name, p, pos);
+        -- A member's fetch position must not undo the seek at its commit.
+        UPDATE @extschema@.group_offsets o SET fetch_offset = NULL, generation = o.generation + 1
+         WHERE o.topic_id = tid AND o.group_name = _seek.group_name AND o.partition = p
+           AND o.owner_member IS NOT NULL;
+        r.partition := p;
+        r.offset_id := pos;
+        RETURN NEXT r;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._seek(text, text, text, integer, boolean) IS
+'internal: the body of eventlog.seek, run as the extension owner on behalf of the caller eventlog.seek notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._seek(text, text, text, integer, boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.seek(topic text, group_name text, target text,
+                                 partition integer DEFAULT NULL, force boolean DEFAULT false)
+RETURNS SETOF @extschema@.position
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.seek(text, text, text, integer, boolean) IS
+'moves a group''s positions (one partition or all; returns each partition and its new next offset) to earliest, latest (the last stable offset), an offset or the first offset at or after a timestamp; refuses partitions a transaction of the group holds or a member owns, unless force';
+
+CREATE FUNCTION @extschema@._delete_group(topic text, group_name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF NOT EXISTS (SELECT FROM @extschema@.group_offsets o
+                    WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name)
+       AND NOT EXISTS (SELECT FROM @extschema@.group_catalog g
+                        WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" does not exist', group_name, topic
+            USING ERRCODE = '42704';
+    END IF;
+    DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_members m WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._delete_group(text, text) IS
+'internal: the body of eventlog.delete_group, run as the extension owner on behalf of the caller eventlog.delete_group notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._delete_group(text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.delete_group(topic text, group_name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.delete_group(text, text) IS
+'forgets a consumer group of a topic: its settings and positions';
+
+CREATE FUNCTION @extschema@._leave(topic text, group_name text, member text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    DELETE FROM @extschema@.group_members gm
+     WHERE gm.topic_id = tid AND gm.group_name = _leave.group_name AND gm.member = _leave.member;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
+            USING ERRCODE = '42704';
+    END IF;
+    -- Hand its partitions over at once.
+    PERFORM @extschema@._rebalance(tid, topic, group_name);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._leave(text, text, text) IS
+'internal: the body of eventlog.leave, run as the extension owner on behalf of the caller eventlog.leave notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._leave(text, text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.leave(topic text, group_name text, member text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.leave(text, text, text) IS
+'a member leaves its group: its partitions go to the other members at once (uncommitted progress is redelivered)';
+
+CREATE OR REPLACE VIEW @extschema@.topics AS
+    SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
+           t.segment_interval, t.segment_bytes,
+           coalesce(sum(p.records), 0)::bigint AS records,
+           coalesce(sum(p.bytes), 0)::bigint AS bytes,
+           t.created_at, t.owner
+      FROM @extschema@.topic_catalog t
+      LEFT JOIN @extschema@.partitions p ON p.topic = t.name
+     GROUP BY t.topic_id;
+COMMENT ON VIEW @extschema@.topics IS
+'one row per topic: its settings, the records (offsets) and bytes it holds, and its owner';
+
+CREATE VIEW @extschema@.topic_privileges AS
+    SELECT t.name AS topic, g.grantee, g.privilege
+      FROM @extschema@.topic_catalog t,
+           LATERAL (SELECT t.owner, 'owner'
+                    UNION ALL
+                    SELECT r, 'produce' FROM pg_catalog.unnest(t.producers) r
+                    UNION ALL
+                    SELECT r, 'consume' FROM pg_catalog.unnest(t.consumers) r) AS g(grantee, privilege);
+COMMENT ON VIEW @extschema@.topic_privileges IS
+'who owns each topic, and who was granted produce or consume on it (grantee "-" is PUBLIC)';
+
+GRANT SELECT ON @extschema@.topics, @extschema@.partitions, @extschema@.consumer_groups,
+                @extschema@.maintenance, @extschema@.topic_privileges TO PUBLIC;
+
+-- The views over partitions and groups are public metadata, as pg_class is;
+-- the segment tables they look into are not.
+ALTER FUNCTION @extschema@._partition_info() SECURITY DEFINER;
+ALTER FUNCTION @extschema@._consumer_group_info() SECURITY DEFINER;

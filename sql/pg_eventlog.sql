@@ -65,7 +65,12 @@ CREATE TABLE @extschema@.topic_catalog (
     retention_bytes   bigint CHECK (retention_bytes OPERATOR(pg_catalog.>) 0),
     segment_interval  interval NOT NULL,
     segment_bytes     bigint NOT NULL CHECK (segment_bytes OPERATOR(pg_catalog.>) 0),
-    created_at        timestamptz NOT NULL DEFAULT pg_catalog.now()
+    created_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- Privileges (src/acl.c); '-' (InvalidOid) in a list stands for PUBLIC.
+    -- regrole, so that pg_dump writes role names, not OIDs.
+    owner             regrole NOT NULL,
+    producers         regrole[] NOT NULL DEFAULT '{}',
+    consumers         regrole[] NOT NULL DEFAULT '{}'
 );
 COMMENT ON TABLE @extschema@.topic_catalog IS
 'pg_eventlog topics and their settings (use eventlog.create_topic, alter_topic and drop_topic to change them)';
@@ -96,9 +101,10 @@ COMMENT ON TABLE @extschema@.segment_catalog IS
 'pg_eventlog segments: the tables (in schema eventlog) holding each partition''s records, from base_offset on (NULL: a spare not yet active, or just activated and not recorded yet)';
 
 /*
- * Anyone may see which topics exist and use the API; what a role may do
- * with a topic is governed by its privileges on the topic's segment tables
- * (INSERT to produce, SELECT to read), which their owner grants.
+ * Anyone may see which topics exist.  What a role may do with a topic is
+ * governed by the topic's privileges (owner, producers, consumers: see
+ * src/acl.c and docs/security.md); only the extension owner writes these
+ * tables, through the API.
  */
 GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
 GRANT SELECT ON @extschema@.topic_catalog, @extschema@.partition_catalog,
@@ -329,7 +335,181 @@ $$;
 COMMENT ON FUNCTION @extschema@._check_topic_settings(interval, bigint, interval, bigint) IS
 'internal: validates retention and segment settings';
 
-CREATE FUNCTION @extschema@.create_topic(
+/* ------------------------------------------------------------------------
+ * Topic privileges (src/acl.c, docs/security.md).  A topic's owner (its
+ * creator) may alter, drop and grant it; producers may produce, consumers
+ * read and move their groups' positions.  The functions that write the
+ * catalog run as the extension owner through el_gate, which notes their
+ * caller for _caller and _authorize.
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION @extschema@._caller()
+RETURNS regrole
+AS 'MODULE_PATHNAME', 'el_caller_sql'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@._caller() IS
+'internal: the role a gated API function acts for (the current user outside one)';
+
+CREATE FUNCTION @extschema@._authorize(topic text, privilege text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'el_authorize'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@._authorize(text, text) IS
+'internal: the topic''s id if the caller has the privilege (produce, consume or owner); 42501 if not, 42704 if there is no such topic';
+
+CREATE FUNCTION @extschema@.has_topic_privilege(role regrole, topic text, privilege text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_has_topic_privilege'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.has_topic_privilege(regrole, text, text) IS
+'whether a role may produce to, consume from, or (privilege owner) administer a topic';
+
+CREATE FUNCTION @extschema@.has_topic_privilege(topic text, privilege text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_has_topic_privilege'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.has_topic_privilege(text, text) IS
+'whether the current user may produce to, consume from, or (privilege owner) administer a topic';
+
+/* A role name as grant and revoke take it: PUBLIC, or a role (0: PUBLIC). */
+CREATE FUNCTION @extschema@._grantee(role text)
+RETURNS regrole
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
+    END IF;
+    IF lower(role) = 'public' THEN
+        RETURN 0::oid::regrole;
+    END IF;
+    RETURN role::regrole;      -- 42704 for an unknown role
+END
+$$;
+COMMENT ON FUNCTION @extschema@._grantee(text) IS
+'internal: a role name for grant and revoke, PUBLIC being 0';
+
+/* The privileges a grant or revoke names: produce, consume or all. */
+CREATE FUNCTION @extschema@._privileges(privilege text)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF privilege IS NULL THEN
+        RAISE EXCEPTION 'privilege must not be null' USING ERRCODE = '22004';
+    END IF;
+    CASE lower(privilege)
+        WHEN 'produce' THEN RETURN ARRAY['produce'];
+        WHEN 'consume' THEN RETURN ARRAY['consume'];
+        WHEN 'all' THEN RETURN ARRAY['produce', 'consume'];
+        ELSE
+            RAISE EXCEPTION 'unrecognized topic privilege "%"', privilege
+                USING ERRCODE = '22023',
+                      HINT = 'A topic privilege is produce, consume or all.';
+    END CASE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._privileges(text) IS
+'internal: the privileges named by produce, consume or all';
+
+CREATE FUNCTION @extschema@._grant(topic text, privilege text, role text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'owner');
+    privs text[] := @extschema@._privileges(privilege);
+    grantee regrole := @extschema@._grantee(role);
+BEGIN
+    UPDATE @extschema@.topic_catalog t
+       SET producers = CASE WHEN 'produce' = ANY (privs) AND NOT grantee = ANY (t.producers)
+                            THEN t.producers || grantee ELSE t.producers END,
+           consumers = CASE WHEN 'consume' = ANY (privs) AND NOT grantee = ANY (t.consumers)
+                            THEN t.consumers || grantee ELSE t.consumers END
+     WHERE t.topic_id = tid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._grant(text, text, text) IS
+'internal: the body of eventlog.grant, run as the extension owner on behalf of the caller eventlog.grant notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._grant(text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.grant(topic text, privilege text, role text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.grant(text, text, text) IS
+'lets a role (or PUBLIC) produce to (produce), consume from (consume) or both (all) a topic; the topic''s owner grants';
+
+CREATE FUNCTION @extschema@._revoke(topic text, privilege text, role text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'owner');
+    privs text[] := @extschema@._privileges(privilege);
+    grantee regrole := @extschema@._grantee(role);
+BEGIN
+    UPDATE @extschema@.topic_catalog t
+       SET producers = CASE WHEN 'produce' = ANY (privs)
+                            THEN array_remove(t.producers, grantee) ELSE t.producers END,
+           consumers = CASE WHEN 'consume' = ANY (privs)
+                            THEN array_remove(t.consumers, grantee) ELSE t.consumers END
+     WHERE t.topic_id = tid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._revoke(text, text, text) IS
+'internal: the body of eventlog.revoke, run as the extension owner on behalf of the caller eventlog.revoke notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._revoke(text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.revoke(topic text, privilege text, role text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.revoke(text, text, text) IS
+'takes back what eventlog.grant gave (a role keeps what it has through other roles); the topic''s owner revokes';
+
+CREATE FUNCTION @extschema@._set_topic_owner(topic text, new_owner text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'owner');
+    owner_role regrole;
+BEGIN
+    IF new_owner IS NULL THEN
+        RAISE EXCEPTION 'new_owner must not be null' USING ERRCODE = '22004';
+    END IF;
+    owner_role := new_owner::regrole;
+    -- ALTER ... OWNER's rule: one may give an object only to a role one
+    -- belongs to, so that nobody creates objects owned by others.
+    IF NOT pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be able to SET ROLE "%"', new_owner
+            USING ERRCODE = '42501',
+                  DETAIL = 'Only a member of the new owner role, or a superuser, can hand a topic over to it.';
+    END IF;
+    UPDATE @extschema@.topic_catalog t SET owner = owner_role WHERE t.topic_id = tid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._set_topic_owner(text, text) IS
+'internal: the body of eventlog.set_topic_owner, run as the extension owner on behalf of the caller eventlog.set_topic_owner notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._set_topic_owner(text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.set_topic_owner(topic text, new_owner text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.set_topic_owner(text, text) IS
+'hands a topic over to another role (the owner, being a member of the new role, or a superuser)';
+
+CREATE FUNCTION @extschema@._create_topic(
     topic text,
     partitions integer DEFAULT 1,
     retention interval DEFAULT '7 days',
@@ -338,6 +518,7 @@ CREATE FUNCTION @extschema@.create_topic(
     segment_bytes bigint DEFAULT 1073741824)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -355,23 +536,41 @@ BEGIN
     -- Serialise topic creation, so that two sessions creating the same name
     -- get a clear error instead of a unique violation.
     LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
-    IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = create_topic.topic) THEN
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _create_topic.topic) THEN
         RAISE EXCEPTION 'topic "%" already exists', topic
             USING ERRCODE = '42710';
     END IF;
     INSERT INTO @extschema@.topic_catalog AS t
-           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes)
-    VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes)
+           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner)
+    VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
+            @extschema@._caller())
     RETURNING t.topic_id INTO new_id;
     PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
 END
 $$;
+COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint) IS
+'internal: the body of eventlog.create_topic, run as the extension owner on behalf of the caller eventlog.create_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint) IS
 'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition';
+-- Who may create topics: those granted EXECUTE on create_topic.
+REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
 
-CREATE FUNCTION @extschema@.drop_topic(topic text, if_exists boolean DEFAULT false)
+CREATE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -380,7 +579,7 @@ DECLARE
 BEGIN
     PERFORM @extschema@._check_topic_name(topic);
     SELECT t.topic_id INTO old_id
-      FROM @extschema@.topic_catalog t WHERE t.name = drop_topic.topic FOR UPDATE;
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic FOR UPDATE;
     IF NOT FOUND THEN
         IF coalesce(if_exists, false) THEN
             RAISE NOTICE 'topic "%" does not exist, skipping', topic;
@@ -389,6 +588,7 @@ BEGIN
         RAISE EXCEPTION 'topic "%" does not exist', topic
             USING ERRCODE = '42704';
     END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
     FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                 WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
     LOOP
@@ -398,10 +598,18 @@ BEGIN
     PERFORM @extschema@._forget_topic(old_id);
 END
 $$;
+COMMENT ON FUNCTION @extschema@._drop_topic(text, boolean) IS
+'internal: the body of eventlog.drop_topic, run as the extension owner on behalf of the caller eventlog.drop_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._drop_topic(text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.drop_topic(topic text, if_exists boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.drop_topic(text, boolean) IS
 'drops a topic with all its records; a topic created again under the same name is a new topic whose offsets start at 0';
 
-CREATE FUNCTION @extschema@.alter_topic(
+CREATE FUNCTION @extschema@._alter_topic(
     topic text,
     partitions integer DEFAULT NULL,
     retention interval DEFAULT NULL,
@@ -410,6 +618,7 @@ CREATE FUNCTION @extschema@.alter_topic(
     segment_bytes bigint DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -420,11 +629,12 @@ BEGIN
     PERFORM @extschema@._require_shmem();
     PERFORM @extschema@._check_topic_name(topic);
     SELECT * INTO cur FROM @extschema@.topic_catalog t
-     WHERE t.name = alter_topic.topic FOR UPDATE;
+     WHERE t.name = _alter_topic.topic FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'topic "%" does not exist', topic
             USING ERRCODE = '42704';
     END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
     -- NULL leaves a setting as it is; a negative retention or
     -- retention_bytes removes the limit (Kafka's -1).
     new_retention := CASE WHEN retention IS NULL THEN cur.retention
@@ -452,14 +662,28 @@ BEGIN
         PERFORM @extschema@._add_partitions(cur.topic_id, cur.partitions, partitions - 1);
     END IF;
     UPDATE @extschema@.topic_catalog t
-       SET partitions = greatest(cur.partitions, coalesce(alter_topic.partitions, cur.partitions)),
+       SET partitions = greatest(cur.partitions, coalesce(_alter_topic.partitions, cur.partitions)),
            retention = new_retention,
            retention_bytes = new_retention_bytes,
-           segment_interval = coalesce(alter_topic.segment_interval, cur.segment_interval),
-           segment_bytes = coalesce(alter_topic.segment_bytes, cur.segment_bytes)
+           segment_interval = coalesce(_alter_topic.segment_interval, cur.segment_interval),
+           segment_bytes = coalesce(_alter_topic.segment_bytes, cur.segment_bytes)
      WHERE t.topic_id = cur.topic_id;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) IS
+'internal: the body of eventlog.alter_topic, run as the extension owner on behalf of the caller eventlog.alter_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.alter_topic(
+    topic text,
+    partitions integer DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT NULL,
+    segment_bytes bigint DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.alter_topic(text, integer, interval, bigint, interval, bigint) IS
 'changes a topic''s settings: NULL leaves one unchanged, a negative retention or retention_bytes removes that limit; partitions can only grow (keys then hash over the new count, as in Kafka)';
 
@@ -737,9 +961,10 @@ $$;
 COMMENT ON FUNCTION @extschema@._maintain_topic(integer) IS
 'internal: one maintenance round for a topic (record active bases, remove expired segments, roll full ones)';
 
-CREATE FUNCTION @extschema@.enforce_retention(topic text DEFAULT NULL)
+CREATE FUNCTION @extschema@._enforce_retention(topic text DEFAULT NULL)
 RETURNS SETOF @extschema@.maintenance_action
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -748,18 +973,30 @@ BEGIN
     PERFORM @extschema@._require_shmem();
     IF topic IS NOT NULL THEN
         PERFORM @extschema@._check_topic_name(topic);
-        SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = enforce_retention.topic;
+        SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _enforce_retention.topic;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = '42704';
         END IF;
+        PERFORM @extschema@._authorize(topic, 'owner');
         RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
         RETURN;
     END IF;
-    FOR tid IN SELECT c.topic_id FROM @extschema@.topic_catalog c ORDER BY c.topic_id LOOP
+    -- Without a topic: every topic the caller owns (all, for a superuser).
+    FOR tid IN SELECT c.topic_id FROM @extschema@.topic_catalog c
+                WHERE @extschema@.has_topic_privilege(@extschema@._caller(), c.name, 'owner')
+                ORDER BY c.topic_id LOOP
         RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._enforce_retention(text) IS
+'internal: the body of eventlog.enforce_retention, run as the extension owner on behalf of the caller eventlog.enforce_retention notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._enforce_retention(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.enforce_retention(topic text DEFAULT NULL)
+RETURNS SETOF @extschema@.maintenance_action
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.enforce_retention(text) IS
 'runs a maintenance round now (what the background worker does every eventlog.maintenance_interval) and returns what it did: segments removed by retention, and segments rolled (active from commit on; the segments they seal can be removed by the next round)';
 
@@ -849,15 +1086,16 @@ $$;
 COMMENT ON FUNCTION @extschema@._topic_id(text) IS
 'internal: a topic''s id, raising 42704 if there is no such topic';
 
-CREATE FUNCTION @extschema@.create_group(topic text, group_name text,
+CREATE FUNCTION @extschema@._create_group(topic text, group_name text,
                                          start_from text DEFAULT 'earliest',
                                          auto_reset text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tid integer := @extschema@._topic_id(topic);
+    tid integer := @extschema@._authorize(topic, 'consume');
     n integer;
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
@@ -869,9 +1107,9 @@ BEGIN
             HINT = 'NULL makes poll raise an error when retention removed records the group has not read.';
     END IF;
     IF EXISTS (SELECT FROM @extschema@.group_catalog g
-                WHERE g.topic_id = tid AND g.group_name = create_group.group_name)
+                WHERE g.topic_id = tid AND g.group_name = _create_group.group_name)
        OR EXISTS (SELECT FROM @extschema@.group_offsets o
-                   WHERE o.topic_id = tid AND o.group_name = create_group.group_name) THEN
+                   WHERE o.topic_id = tid AND o.group_name = _create_group.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" already exists', group_name, topic
             USING ERRCODE = '42710';
     END IF;
@@ -881,12 +1119,22 @@ BEGIN
     -- create them.
     SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
     INSERT INTO @extschema@.group_offsets (topic_id, group_name, partition, next_offset)
-    SELECT tid, create_group.group_name, p,
+    SELECT tid, _create_group.group_name, p,
            CASE start_from WHEN 'latest' THEN @extschema@.last_stable_offset(topic, p)
                            ELSE @extschema@.log_start_offset(topic, p) END
       FROM pg_catalog.generate_series(0, n - 1) p;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._create_group(text, text, text, text) IS
+'internal: the body of eventlog.create_group, run as the extension owner on behalf of the caller eventlog.create_group notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._create_group(text, text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.create_group(topic text, group_name text,
+                                         start_from text DEFAULT 'earliest',
+                                         auto_reset text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.create_group(text, text, text, text) IS
 'creates a consumer group with its positions: start_from earliest (the default: nothing is missed) or latest; auto_reset NULL (poll errors when retention removed unread records), earliest or latest';
 
@@ -964,16 +1212,17 @@ $$;
 COMMENT ON FUNCTION @extschema@._checked_position(text, text, integer, bigint, bigint, text) IS
 'internal: a group''s read position, reset or refused when retention removed unread records';
 
-CREATE FUNCTION @extschema@.poll(topic text, group_name text, max_records integer DEFAULT 500,
+CREATE FUNCTION @extschema@._poll(topic text, group_name text, max_records integer DEFAULT 500,
                                  partitions integer DEFAULT 1, member text DEFAULT NULL,
                                  session_timeout interval DEFAULT '30 seconds',
                                  wait interval DEFAULT NULL)
 RETURNS SETOF @extschema@.record
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tid integer := @extschema@._topic_id(topic);
+    tid integer := @extschema@._authorize(topic, 'consume');
     g record;
     n integer;
     first_p integer;
@@ -1021,8 +1270,8 @@ BEGIN
                    pg_catalog.array_agg(coalesce(go.fetch_offset, go.next_offset))
               INTO await_p, await_pos
               FROM @extschema@.group_offsets go
-             WHERE go.topic_id = tid AND go.group_name = poll.group_name
-               AND go.owner_member = poll.member;
+             WHERE go.topic_id = tid AND go.group_name = _poll.group_name
+               AND go.owner_member = _poll.member;
             IF await_p IS NOT NULL THEN
                 PERFORM @extschema@._await_records(topic, await_p, await_pos, wait);
             END IF;
@@ -1035,13 +1284,13 @@ BEGIN
     -- a member cannot join while this transaction consumes the group.
     PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@._group_lock_key(tid, group_name, -1));
     IF EXISTS (SELECT FROM @extschema@.group_members gm
-                WHERE gm.topic_id = tid AND gm.group_name = poll.group_name) THEN
+                WHERE gm.topic_id = tid AND gm.group_name = _poll.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
             USING ERRCODE = '55000',
                   HINT = 'A group is consumed either by transactions or by members: pass member => to poll as one.';
     END IF;
     SELECT c.start_from, c.auto_reset INTO g FROM @extschema@.group_catalog c
-     WHERE c.topic_id = tid AND c.group_name = poll.group_name;
+     WHERE c.topic_id = tid AND c.group_name = _poll.group_name;
     SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
     remaining := max_records;
     LOOP
@@ -1060,7 +1309,7 @@ BEGIN
             -- it takes at most "partitions" of them.
             CONTINUE WHEN taken >= partitions AND NOT p = ANY (held);
             has_row := EXISTS (SELECT FROM @extschema@.group_offsets o
-                                WHERE o.topic_id = tid AND o.group_name = poll.group_name
+                                WHERE o.topic_id = tid AND o.group_name = _poll.group_name
                                   AND o.partition = p);
             stable := @extschema@.last_stable_offset(topic, p);
             -- Nothing to read: leave the partition free.  Unless the group
@@ -1128,18 +1377,30 @@ BEGIN
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._poll(text, text, integer, integer, text, interval, interval) IS
+'internal: the body of eventlog.poll, run as the extension owner on behalf of the caller eventlog.poll notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._poll(text, text, integer, integer, text, interval, interval) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.poll(topic text, group_name text, max_records integer DEFAULT 500,
+                                 partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                 session_timeout interval DEFAULT '30 seconds',
+                                 wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.record
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.poll(text, text, integer, integer, text, interval, interval) IS
 'without member: returns up to max_records from up to "partitions" partitions that no other open transaction of the group holds, from the group''s positions, and advances them in the caller''s transaction (roll back and the records come again); with member: heartbeats, gets the member''s assigned partitions and returns records from its fetch positions, to be committed with eventlog.commit; with wait, a long poll: when nothing is readable, sleeps until records arrive or the wait ends';
 
-CREATE FUNCTION @extschema@.seek(topic text, group_name text, target text,
+CREATE FUNCTION @extschema@._seek(topic text, group_name text, target text,
                                  partition integer DEFAULT NULL, force boolean DEFAULT false)
 RETURNS SETOF @extschema@.position
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     r @extschema@.position;
-    tid integer := @extschema@._topic_id(topic);
+    tid integer := @extschema@._authorize(topic, 'consume');
     n integer;
     p integer;
     pos bigint;
@@ -1159,11 +1420,11 @@ BEGIN
         END;
     END IF;
     SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
-    IF seek.partition IS NOT NULL AND (seek.partition < 0 OR seek.partition >= n) THEN
-        RAISE EXCEPTION 'partition % of topic "%" does not exist', seek.partition, topic
+    IF _seek.partition IS NOT NULL AND (_seek.partition < 0 OR _seek.partition >= n) THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', _seek.partition, topic
             USING ERRCODE = '22023', DETAIL = format('The topic has %s partitions, numbered 0 to %s.', n, n - 1);
     END IF;
-    FOR p IN SELECT pg_catalog.generate_series(coalesce(seek.partition, 0), coalesce(seek.partition, n - 1)) LOOP
+    FOR p IN SELECT pg_catalog.generate_series(coalesce(_seek.partition, 0), coalesce(_seek.partition, n - 1)) LOOP
         IF force THEN
             PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p));
         ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p)) THEN
@@ -1171,7 +1432,7 @@ BEGIN
                 USING ERRCODE = '55006',
                       HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
         ELSIF EXISTS (SELECT FROM @extschema@.group_offsets o
-                       WHERE o.topic_id = tid AND o.group_name = seek.group_name AND o.partition = p
+                       WHERE o.topic_id = tid AND o.group_name = _seek.group_name AND o.partition = p
                          AND o.owner_member IS NOT NULL) THEN
             RAISE EXCEPTION 'partition % of topic "%" is assigned to a member of group "%"', p, topic, group_name
                 USING ERRCODE = '55006',
@@ -1189,7 +1450,7 @@ BEGIN
         PERFORM @extschema@._set_position(tid, group_name, p, pos);
         -- A member's fetch position must not undo the seek at its commit.
         UPDATE @extschema@.group_offsets o SET fetch_offset = NULL, generation = o.generation + 1
-         WHERE o.topic_id = tid AND o.group_name = seek.group_name AND o.partition = p
+         WHERE o.topic_id = tid AND o.group_name = _seek.group_name AND o.partition = p
            AND o.owner_member IS NOT NULL;
         r.partition := p;
         r.offset_id := pos;
@@ -1197,30 +1458,48 @@ BEGIN
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._seek(text, text, text, integer, boolean) IS
+'internal: the body of eventlog.seek, run as the extension owner on behalf of the caller eventlog.seek notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._seek(text, text, text, integer, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.seek(topic text, group_name text, target text,
+                                 partition integer DEFAULT NULL, force boolean DEFAULT false)
+RETURNS SETOF @extschema@.position
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.seek(text, text, text, integer, boolean) IS
 'moves a group''s positions (one partition or all; returns each partition and its new next offset) to earliest, latest (the last stable offset), an offset or the first offset at or after a timestamp; refuses partitions a transaction of the group holds or a member owns, unless force';
 
-CREATE FUNCTION @extschema@.delete_group(topic text, group_name text)
+CREATE FUNCTION @extschema@._delete_group(topic text, group_name text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tid integer := @extschema@._topic_id(topic);
+    tid integer := @extschema@._authorize(topic, 'consume');
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     IF NOT EXISTS (SELECT FROM @extschema@.group_offsets o
-                    WHERE o.topic_id = tid AND o.group_name = delete_group.group_name)
+                    WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name)
        AND NOT EXISTS (SELECT FROM @extschema@.group_catalog g
-                        WHERE g.topic_id = tid AND g.group_name = delete_group.group_name) THEN
+                        WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" does not exist', group_name, topic
             USING ERRCODE = '42704';
     END IF;
-    DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = delete_group.group_name;
-    DELETE FROM @extschema@.group_members m WHERE m.topic_id = tid AND m.group_name = delete_group.group_name;
-    DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = delete_group.group_name;
+    DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_members m WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._delete_group(text, text) IS
+'internal: the body of eventlog.delete_group, run as the extension owner on behalf of the caller eventlog.delete_group notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._delete_group(text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.delete_group(topic text, group_name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.delete_group(text, text) IS
 'forgets a consumer group of a topic: its settings and positions';
 
@@ -1404,15 +1683,16 @@ $$;
 COMMENT ON FUNCTION @extschema@._poll_member(integer, text, text, text, integer, interval) IS
 'internal: a member''s poll: heartbeat, rebalance, and records from the partitions it owns, from its fetch positions';
 
-CREATE FUNCTION @extschema@.commit(topic text, group_name text, member text,
+CREATE FUNCTION @extschema@._commit(topic text, group_name text, member text,
                                    partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
                                    generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
 RETURNS SETOF @extschema@.position
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tid integer := @extschema@._topic_id(topic);
+    tid integer := @extschema@._authorize(topic, 'consume');
     o record;
     pos bigint;
     res @extschema@.position;
@@ -1431,7 +1711,7 @@ BEGIN
     IF partition IS NOT NULL THEN
         SELECT go.partition, go.owner_member, go.generation, go.fetch_offset, go.next_offset INTO o
           FROM @extschema@.group_offsets go
-         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = _commit.partition
            FOR UPDATE;
         IF NOT FOUND OR o.owner_member IS DISTINCT FROM member
            OR (generation IS NOT NULL AND o.generation <> generation) THEN
@@ -1450,8 +1730,8 @@ BEGIN
         END IF;
         UPDATE @extschema@.group_offsets go
            SET next_offset = pos, committed_at = pg_catalog.now(),
-               metadata = coalesce(commit.metadata, go.metadata)
-         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = commit.partition;
+               metadata = coalesce(_commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = _commit.partition;
         res.partition := partition;
         res.offset_id := pos;
         RETURN NEXT res;
@@ -1460,43 +1740,54 @@ BEGIN
     -- A member that is no longer in the group owns nothing: say so, rather
     -- than commit nothing in silence (the same fencing as for one partition).
     IF NOT EXISTS (SELECT FROM @extschema@.group_members gm
-                    WHERE gm.topic_id = tid AND gm.group_name = commit.group_name
-                      AND gm.member = commit.member) THEN
+                    WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name
+                      AND gm.member = _commit.member) THEN
         RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
             USING ERRCODE = '55000',
                   HINT = 'The member left, or missed its session timeout; poll again to rejoin the group.';
     END IF;
     -- Everything the member's last polls returned, in the partitions it owns.
     FOR o IN SELECT go.partition, go.fetch_offset FROM @extschema@.group_offsets go
-              WHERE go.topic_id = tid AND go.group_name = commit.group_name
+              WHERE go.topic_id = tid AND go.group_name = _commit.group_name
                 AND go.owner_member = member AND go.fetch_offset IS NOT NULL
               ORDER BY go.partition FOR UPDATE
     LOOP
         UPDATE @extschema@.group_offsets go
            SET next_offset = o.fetch_offset, committed_at = pg_catalog.now(),
-               metadata = coalesce(commit.metadata, go.metadata)
-         WHERE go.topic_id = tid AND go.group_name = commit.group_name AND go.partition = o.partition;
+               metadata = coalesce(_commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = o.partition;
         res.partition := o.partition;
         res.offset_id := o.fetch_offset;
         RETURN NEXT res;
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._commit(text, text, text, integer, bigint, bigint, text) IS
+'internal: the body of eventlog.commit, run as the extension owner on behalf of the caller eventlog.commit notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._commit(text, text, text, integer, bigint, bigint, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.commit(topic text, group_name text, member text,
+                                   partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
+                                   generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.commit(text, text, text, integer, bigint, bigint, text) IS
 'a member commits its position: in one partition (next_offset, or what its polls returned; optionally fenced by generation), or in every partition it owns; refused with SQLSTATE 55000 when it no longer owns the partition';
 
-CREATE FUNCTION @extschema@.leave(topic text, group_name text, member text)
+CREATE FUNCTION @extschema@._leave(topic text, group_name text, member text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tid integer := @extschema@._topic_id(topic);
+    tid integer := @extschema@._authorize(topic, 'consume');
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
     DELETE FROM @extschema@.group_members gm
-     WHERE gm.topic_id = tid AND gm.group_name = leave.group_name AND gm.member = leave.member;
+     WHERE gm.topic_id = tid AND gm.group_name = _leave.group_name AND gm.member = _leave.member;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
             USING ERRCODE = '42704';
@@ -1505,6 +1796,14 @@ BEGIN
     PERFORM @extschema@._rebalance(tid, topic, group_name);
 END
 $$;
+COMMENT ON FUNCTION @extschema@._leave(text, text, text) IS
+'internal: the body of eventlog.leave, run as the extension owner on behalf of the caller eventlog.leave notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._leave(text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.leave(topic text, group_name text, member text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.leave(text, text, text) IS
 'a member leaves its group: its partitions go to the other members at once (uncommitted progress is redelivered)';
 
@@ -1520,6 +1819,8 @@ CREATE FUNCTION @extschema@._partition_info(
     OUT oldest_append_time timestamptz, OUT newest_append_time timestamptz)
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+-- The views are public metadata, as pg_class is; segment tables are not.
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -1608,6 +1909,8 @@ CREATE FUNCTION @extschema@._consumer_group_info(
     OUT owner_member text, OUT generation bigint)
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+-- The views are public metadata, as pg_class is; segment tables are not.
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -1663,12 +1966,26 @@ CREATE VIEW @extschema@.topics AS
            t.segment_interval, t.segment_bytes,
            coalesce(sum(p.records), 0)::bigint AS records,
            coalesce(sum(p.bytes), 0)::bigint AS bytes,
-           t.created_at
+           t.created_at, t.owner
       FROM @extschema@.topic_catalog t
       LEFT JOIN @extschema@.partitions p ON p.topic = t.name
      GROUP BY t.topic_id;
 COMMENT ON VIEW @extschema@.topics IS
-'one row per topic: its settings, and the records (offsets) and bytes it holds';
+'one row per topic: its settings, the records (offsets) and bytes it holds, and its owner';
+
+CREATE VIEW @extschema@.topic_privileges AS
+    SELECT t.name AS topic, g.grantee, g.privilege
+      FROM @extschema@.topic_catalog t,
+           LATERAL (SELECT t.owner, 'owner'
+                    UNION ALL
+                    SELECT r, 'produce' FROM pg_catalog.unnest(t.producers) r
+                    UNION ALL
+                    SELECT r, 'consume' FROM pg_catalog.unnest(t.consumers) r) AS g(grantee, privilege);
+COMMENT ON VIEW @extschema@.topic_privileges IS
+'who owns each topic, and who was granted produce or consume on it (grantee "-" is PUBLIC)';
+
+GRANT SELECT ON @extschema@.topics, @extschema@.partitions, @extschema@.consumer_groups,
+                @extschema@.maintenance, @extschema@.topic_privileges TO PUBLIC;
 
 -- ---------------------------------------------------------------------------
 -- Change capture, the outbox router, and applying a change topic

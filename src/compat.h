@@ -40,6 +40,17 @@
 #endif
 
 /*
+ * PostgreSQL 16 replaced the per-class ownership checks with
+ * object_ownercheck (acl.c).
+ */
+#if PG_VERSION_NUM >= 160000
+#define el_relation_ownercheck(relid, role) \
+	object_ownercheck(RelationRelationId, (relid), (role))
+#else
+#define el_relation_ownercheck(relid, role) pg_class_ownercheck((relid), (role))
+#endif
+
+/*
  * PostgreSQL 17 added custom wait events for extensions
  * (WaitEventExtensionNew); earlier versions only have the generic
  * PG_WAIT_EXTENSION.

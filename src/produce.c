@@ -26,7 +26,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -35,6 +34,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "acl.h"
 #include "hash.h"
 #include "segment.h"
 #include "topic.h"
@@ -78,26 +78,11 @@ el_check_writable(void)
 				 errmsg("cannot produce to an event log in a read-only transaction")));
 }
 
-/*
- * Refuse to produce without the INSERT privilege on the partition's
- * segments, before any offset is taken.
- */
+/* Refuse to produce without the produce privilege, before any offset is taken. */
 static void
 el_check_produce_privilege(ElTopic *topic, int32 partition)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	Oid			relid;
-
-	if (meta->nsegments == 0)
-		return;					/* el_open_segment reports it */
-	relid = meta->segments[meta->nsegments - 1].relid;
-	if (OidIsValid(relid) &&
-		pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to produce to topic \"%s\"",
-						topic->name),
-				 errdetail("Producing needs the INSERT privilege on the topic's segment tables.")));
+	el_require_topic_privilege(topic, GetUserId(), EL_PRIV_PRODUCE);
 }
 
 /*

@@ -29,7 +29,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "catalog/pg_type.h"
 #include "pgstat.h"
@@ -44,6 +43,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "acl.h"
 #include "segment.h"
 #include "topic.h"
 
@@ -247,13 +247,6 @@ el_scan_open_segment(ElScan *s)
 				 errdetail("Retention removed the segment holding it while it was being read."),
 				 errhint("Read from the partition's log start offset (eventlog.log_start_offset).")));
 
-	if (pg_class_aclcheck(RelationGetRelid(s->rel), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read topic \"%s\"",
-						s->point->topic->name),
-				 errdetail("Reading needs the SELECT privilege on the topic's segment tables.")));
-
 	pk = el_primary_key_index(s->rel);
 	if (!OidIsValid(pk))
 		elog(ERROR, "segment \"%s\" has no primary key",
@@ -452,6 +445,7 @@ el_await_records(PG_FUNCTION_ARGS)
 					 errmsg("positions must not contain nulls")));
 
 	topic = el_topic_lookup(name);
+	el_require_topic_privilege(topic, GetUserId(), EL_PRIV_CONSUME);
 	topic_id = topic->topic_id;
 	for (i = 0; i < nparts; i++)
 		el_check_partition(topic, DatumGetInt32(parts[i]));
@@ -524,6 +518,7 @@ el_read(PG_FUNCTION_ARGS)
 	wait_ms = el_wait_arg(fcinfo, 4);
 
 	el_read_point(fcinfo, &point);
+	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
 	if (from < point.log_start || from > point.high_watermark)
 		el_offset_out_of_range(&point, from);
 	if (wait_ms > 0 && point.stable <= from)
@@ -604,6 +599,7 @@ el_offset_for_time(PG_FUNCTION_ARGS)
 				 errmsg("ts must not be null")));
 	ts = PG_GETARG_TIMESTAMPTZ(2);
 	el_read_point(fcinfo, &point);
+	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	lo = point.log_start;

@@ -27,9 +27,11 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -163,6 +165,32 @@ el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
+/*
+ * Copy the oid[] in column "col" of "tup" into *roles (palloc'd in the
+ * current context), *nroles elements; NULL elements are skipped.
+ */
+static void
+el_load_roles(HeapTuple tup, TupleDesc desc, int col, int *nroles, Oid **roles)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			i;
+
+	*nroles = 0;
+	*roles = NULL;
+	if (isnull)
+		return;
+	deconstruct_array(DatumGetArrayTypeP(d), OIDOID, sizeof(Oid), true,
+					  TYPALIGN_INT, &elems, &nulls, &n);
+	*roles = palloc(sizeof(Oid) * Max(n, 1));
+	for (i = 0; i < n; i++)
+		if (!nulls[i])
+			(*roles)[(*nroles)++] = DatumGetObjectId(elems[i]);
+}
+
 /* Load one topic from the catalog into "entry"; false if there is none. */
 static bool
 el_topic_load(ElTopic *entry, const char *name)
@@ -186,8 +214,21 @@ el_topic_load(ElTopic *entry, const char *name)
 	PushActiveSnapshot(GetLatestSnapshot());
 
 	args[0] = CStringGetTextDatum(name);
+
+	/*
+	 * A database still at version 0.1.0 (this library installed, ALTER
+	 * EXTENSION UPDATE not run yet) has no privilege columns: load it as
+	 * 0.1.0 did, with privileges on the segment tables (acl.c).
+	 */
+	entry->legacy_acl = (get_attnum(el_catalog_relids[0], "owner") == InvalidAttrNumber);
 	ret = SPI_execute_with_args(
-		"SELECT t.topic_id, t.partitions FROM " EL_SCHEMA_NAME ".topic_catalog t"
+		entry->legacy_acl ?
+		"SELECT t.topic_id, t.partitions, 0::oid, NULL::oid[], NULL::oid[]"
+		"  FROM " EL_SCHEMA_NAME ".topic_catalog t"
+		" WHERE t.name = $1" :
+		"SELECT t.topic_id, t.partitions, t.owner::oid,"
+		"       t.producers::oid[], t.consumers::oid[]"
+		"  FROM " EL_SCHEMA_NAME ".topic_catalog t"
 		" WHERE t.name = $1",
 		1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -206,9 +247,15 @@ el_topic_load(ElTopic *entry, const char *name)
 													  SPI_tuptable->tupdesc, 1, &isnull));
 		npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 												  SPI_tuptable->tupdesc, 2, &isnull));
+		entry->owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+													  SPI_tuptable->tupdesc, 3, &isnull));
 
 		old = MemoryContextSwitchTo(el_cache_cxt);
 		entry->parts = palloc0(sizeof(ElPartitionMeta) * npartitions);
+		el_load_roles(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4,
+					  &entry->nproducers, &entry->producers);
+		el_load_roles(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5,
+					  &entry->nconsumers, &entry->consumers);
 		MemoryContextSwitchTo(old);
 		entry->npartitions = npartitions;
 
@@ -307,6 +354,12 @@ el_topic_lookup(text *name_text)
 		entry->topic_id = loaded.topic_id;
 		entry->npartitions = loaded.npartitions;
 		entry->parts = loaded.parts;
+		entry->legacy_acl = loaded.legacy_acl;
+		entry->owner = loaded.owner;
+		entry->nproducers = loaded.nproducers;
+		entry->producers = loaded.producers;
+		entry->nconsumers = loaded.nconsumers;
+		entry->consumers = loaded.consumers;
 	}
 	return entry;
 }

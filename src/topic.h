@@ -43,6 +43,12 @@ typedef struct ElTopic
 	int32		topic_id;
 	int32		npartitions;
 	ElPartitionMeta *parts;
+	bool		legacy_acl;		/* a 0.1.0 catalog, not updated yet: no owner */
+	Oid			owner;			/* topic_catalog.owner */
+	int			nproducers;		/* roles granted produce (InvalidOid: PUBLIC) */
+	Oid		   *producers;
+	int			nconsumers;		/* roles granted consume (InvalidOid: PUBLIC) */
+	Oid		   *consumers;
 } ElTopic;
 
 /* Bumped whenever the catalog changes; cached pointers die with it. */

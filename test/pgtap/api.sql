@@ -2,7 +2,7 @@
 -- contract's functions, pinned search_path on every PL/pgSQL function, and
 -- the column lists of the types and views users code against.
 BEGIN;
-SELECT plan(27);
+SELECT plan(28);
 
 SELECT has_schema('eventlog');
 SELECT has_function('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone']);
@@ -33,9 +33,23 @@ SELECT is(
       WHERE p.pronamespace = 'eventlog'::regnamespace AND l.lanname = 'plpgsql'
         AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)),
     NULL, 'every PL/pgSQL function sets search_path = pg_catalog, pg_temp');
+-- SECURITY DEFINER only on the internal bodies behind el_gate: named "_" +
+-- a public function's name, that PUBLIC cannot execute (src/acl.c); and on
+-- the two argumentless functions behind the metadata views.
+SELECT is(
+    (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
+      WHERE p.pronamespace = 'eventlog'::regnamespace AND p.prosecdef
+        AND NOT (p.proname IN ('_partition_info', '_consumer_group_info') AND p.pronargs = 0)
+        AND (has_function_privilege('public', p.oid, 'EXECUTE')
+             OR NOT EXISTS (SELECT FROM pg_proc g
+                             WHERE g.pronamespace = p.pronamespace
+                               AND '_' || g.proname = p.proname
+                               AND g.proargtypes = p.proargtypes
+                               AND g.prosrc = 'el_gate'))),
+    NULL, 'every SECURITY DEFINER function is a gated body PUBLIC cannot call');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    0, 'no SECURITY DEFINER functions yet');
+    15, 'thirteen gated bodies and two metadata functions');
 
 -- Types and views users code against.
 SELECT has_composite('eventlog', 'record', 'eventlog.record exists');
@@ -52,7 +66,7 @@ SELECT has_view('eventlog', 'topics', 'view eventlog.topics');
 SELECT has_view('eventlog', 'partitions', 'view eventlog.partitions');
 SELECT columns_are('eventlog', 'topics',
     ARRAY['topic', 'partitions', 'retention', 'retention_bytes', 'segment_interval',
-          'segment_bytes', 'records', 'bytes', 'created_at']);
+          'segment_bytes', 'records', 'bytes', 'created_at', 'owner']);
 SELECT columns_are('eventlog', 'partitions',
     ARRAY['topic', 'partition', 'log_start_offset', 'high_watermark', 'last_stable_offset',
           'stable_offset_holder_pid', 'records', 'bytes', 'segments',

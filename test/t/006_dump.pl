@@ -30,7 +30,15 @@ $node->safe_psql('src', q{
     ROLLBACK;
     SELECT eventlog.create_group('kept', 'readers', auto_reset => 'earliest');
     SELECT count(*) FROM eventlog.poll('kept', 'readers', 10, partitions => 2);
+    CREATE ROLE dump_owner;
+    CREATE ROLE dump_app;
+    SELECT eventlog.set_topic_owner('kept', 'dump_owner');
+    SELECT eventlog.grant('kept', 'produce', 'dump_app');
+    SELECT eventlog.grant('kept', 'consume', 'public');
 });
+my $privileges = q{SELECT string_agg(format('%s %s', grantee, privilege), ', ' ORDER BY privilege, grantee::text)
+                     FROM eventlog.topic_privileges};
+my $privileges_before = $node->safe_psql('src', $privileges);
 my $positions = q{SELECT string_agg(format('%s/%s/%s', group_name, partition, next_offset), ',' ORDER BY partition)
                     FROM eventlog.group_offsets};
 my $positions_before = $node->safe_psql('src', $positions);
@@ -45,6 +53,10 @@ $node->command_ok([ 'pg_restore', '-d', $node->connstr('dst'), $dump ], 'pg_rest
 is($node->safe_psql('dst', $all), $before, 'the restored database has the same records at the same offsets');
 is($node->safe_psql('dst', q{SELECT name FROM eventlog.topic_catalog}), 'kept', 'and the same topics');
 is($node->safe_psql('dst', $positions), $positions_before, 'and the same group positions');
+is($node->safe_psql('dst', $privileges), $privileges_before,
+   "and the same topic owner and grants ($privileges_before)");
+is($node->psql('dst', q{SET ROLE dump_app; SELECT eventlog.produce('kept', 'p', '"granted"', partition => 0)}),
+   0, 'a granted producer produces in the restored database');
 is($node->safe_psql('dst', q{SELECT auto_reset FROM eventlog.group_catalog WHERE group_name = 'readers'}),
    'earliest', 'and group settings');
 my $next = $node->safe_psql('dst', q{

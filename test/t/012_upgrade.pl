@@ -90,6 +90,7 @@ my $state = q{
     SELECT string_agg(format('%s/%s/%s', group_name, partition, next_offset), ',' ORDER BY 1, 2)
       FROM eventlog.group_offsets};
 
+$node->safe_psql('postgres', 'CREATE ROLE upg_producer; CREATE ROLE upg_consumer');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION pg_eventlog');
 my $fresh = $node->safe_psql('fresh', $fingerprint);
@@ -111,8 +112,35 @@ foreach my $from (@released)
         SELECT eventlog.create_group('kept', 'readers');
         SELECT count(*) FROM eventlog.poll('kept', 'readers', 7, partitions => 2);
     });
+    if ($from eq '0.1.0')
+    {
+        # 0.1.0 governed access by privileges on the segment tables.  This
+        # library keeps that rule for a database not updated yet, and the
+        # update turns those grants into topic privileges.
+        $node->safe_psql($db, q{
+            SELECT format('GRANT INSERT ON eventlog.%I TO upg_producer', table_name)
+              FROM eventlog.segment_catalog \gexec
+            SELECT format('GRANT SELECT ON eventlog.%I TO upg_consumer', table_name)
+              FROM eventlog.segment_catalog \gexec
+        });
+        is($node->psql($db, q{SET ROLE upg_producer; SELECT eventlog.produce('kept', 'p', '"legacy"', partition => 0)}),
+           0, '0.1.0 catalog, this library: a role with INSERT on the segments produces');
+        my ($rc, $out, $err) = $node->psql($db,
+            q{SET ROLE upg_consumer; SELECT eventlog.produce('kept', 'p', '"no"', partition => 0)});
+        like($err, qr/permission denied to produce/, '... one without it is refused');
+        is($node->safe_psql($db, q{SET ROLE upg_consumer; SELECT count(*) > 0 FROM eventlog.read('kept', 0, 0)}),
+           't', '... a role with SELECT on the segments reads');
+    }
     my $before = $node->safe_psql($db, $state);
     $node->safe_psql($db, 'ALTER EXTENSION pg_eventlog UPDATE');
+    if ($from eq '0.1.0')
+    {
+        is($node->safe_psql($db, q{
+            SELECT string_agg(format('%s %s', grantee, privilege), ', ' ORDER BY privilege, grantee::text)
+              FROM eventlog.topic_privileges WHERE topic = 'kept'}),
+           'upg_consumer consume, postgres owner, upg_producer produce',
+           '0.1.0: segment grants become topic privileges, the segments\' owner the topic\'s');
+    }
     is($node->safe_psql($db, q{SELECT extversion FROM pg_extension WHERE extname = 'pg_eventlog'}),
        $current, "$from updates to $current");
     my $updated = $node->safe_psql($db, $fingerprint);
@@ -129,6 +157,11 @@ foreach my $from (@released)
         fail("$from updated equals a fresh $current install");
     }
     is($node->safe_psql($db, $state), $before, "$from: records and positions survive the update");
+    if ($from eq '0.1.0')
+    {
+        is($node->psql($db, q{SET ROLE upg_producer; SELECT eventlog.produce('kept', 'p', '"updated"', partition => 0)}),
+           0, '0.1.0: the producer still produces after the update');
+    }
     my $next = $node->safe_psql($db, q{
         SELECT bool_and(n.offset_id > m.maxo)
           FROM generate_series(0, 1) p,
