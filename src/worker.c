@@ -362,10 +362,22 @@ el_start_worker(int i, Oid dbid, bool notifier)
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 	{
-		ereport(LOG,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("could not start a pg_eventlog %s worker for database %u", kind, dbid),
-				 errhint("Raise max_worker_processes: pg_eventlog needs two workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
+		/*
+		 * The launcher retries every second; say so once a minute, not
+		 * every second, so the log stays readable.
+		 */
+		static TimestampTz last_report = 0;
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (last_report == 0 || TimestampDifferenceExceeds(last_report, now, 60 * 1000))
+		{
+			last_report = now;
+			ereport(LOG,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("could not start a pg_eventlog %s worker for database %u", kind, dbid),
+					 errdetail("No background worker slot is free; the launcher retries every second and reports this at most once a minute."),
+					 errhint("Raise max_worker_processes: pg_eventlog needs two workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
+		}
 		return false;
 	}
 	if (notifier)
