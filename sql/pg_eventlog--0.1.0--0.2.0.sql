@@ -399,6 +399,13 @@ DROP FUNCTION @extschema@._migrated_grantees(integer, text);
  * caller for _caller and _authorize.
  * ------------------------------------------------------------------------ */
 
+CREATE FUNCTION @extschema@._session_id()
+RETURNS text
+AS 'MODULE_PATHNAME', 'el_session_id'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@._session_id() IS
+'internal: this server session (backend PID and start time), to tell a restarted member consumer from the one before';
+
 CREATE FUNCTION @extschema@._caller()
 RETURNS regrole
 AS 'MODULE_PATHNAME', 'el_caller_sql'
@@ -1279,3 +1286,88 @@ GRANT SELECT ON @extschema@.topics, @extschema@.partitions, @extschema@.consumer
 -- the segment tables they look into are not.
 ALTER FUNCTION @extschema@._partition_info() SECURITY DEFINER;
 ALTER FUNCTION @extschema@._consumer_group_info() SECURITY DEFINER;
+
+-- A member consumer restarted under the same name (a new session) gets
+-- again what the old session polled but did not commit (before, it went on
+-- from the old session's fetch position and skipped those records).
+ALTER TABLE @extschema@.group_members ADD COLUMN session text;
+CREATE OR REPLACE FUNCTION @extschema@._poll_member(tid integer, topic text, group_name text, member text,
+                                         max_records integer, session_timeout interval)
+RETURNS SETOF @extschema@.record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    o record;
+    pos bigint;
+    stable bigint;
+    remaining integer := max_records;
+    got integer;
+    last_offset bigint;
+    g record;
+    r @extschema@.record;
+    this_session text := @extschema@._session_id();
+    old_session text;
+    known boolean;
+BEGIN
+    IF member = '' OR length(member) > 200 THEN
+        RAISE EXCEPTION 'invalid member name "%"', left(member, 210)
+            USING ERRCODE = '22023', DETAIL = 'A member name is 1 to 200 characters.';
+    END IF;
+    IF session_timeout IS NULL OR session_timeout <= interval '0' THEN
+        RAISE EXCEPTION 'session_timeout must be a positive interval' USING ERRCODE = '22023';
+    END IF;
+    -- Membership changes of a group are serialised (briefly).
+    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    SELECT gm.session INTO old_session FROM @extschema@.group_members gm
+     WHERE gm.topic_id = tid AND gm.group_name = _poll_member.group_name
+       AND gm.member = _poll_member.member;
+    known := FOUND;
+    INSERT INTO @extschema@.group_members AS gm (topic_id, group_name, member, session_timeout, session)
+    VALUES (tid, group_name, member, session_timeout, this_session)
+    ON CONFLICT ON CONSTRAINT group_members_pkey DO UPDATE
+       SET last_heartbeat = pg_catalog.now(), session_timeout = excluded.session_timeout,
+           session = excluded.session;
+    -- A known member polling from another session is a restarted consumer
+    -- (or a pooled connection): what it polled before and did not commit
+    -- comes again, from the committed position.  Else those records would
+    -- be skipped, breaking at least once.
+    IF known AND old_session IS DISTINCT FROM this_session THEN
+        UPDATE @extschema@.group_offsets go SET fetch_offset = NULL
+         WHERE go.topic_id = tid AND go.group_name = _poll_member.group_name
+           AND go.owner_member = _poll_member.member AND go.fetch_offset IS NOT NULL;
+    END IF;
+    PERFORM @extschema@._rebalance(tid, topic, group_name);
+    SELECT c.auto_reset INTO g FROM @extschema@.group_catalog c
+     WHERE c.topic_id = tid AND c.group_name = _poll_member.group_name;
+
+    FOR o IN SELECT go.partition, coalesce(go.fetch_offset, go.next_offset) AS pos
+               FROM @extschema@.group_offsets go
+              WHERE go.topic_id = tid AND go.group_name = _poll_member.group_name
+                AND go.owner_member = _poll_member.member
+              ORDER BY go.partition
+    LOOP
+        EXIT WHEN remaining <= 0;
+        stable := @extschema@.last_stable_offset(topic, o.partition);
+        pos := @extschema@._checked_position(topic, group_name, o.partition, o.pos,
+                                             stable, g.auto_reset);
+        got := 0;
+        last_offset := NULL;
+        FOR r IN SELECT * FROM @extschema@.read(topic, o.partition, pos, remaining) LOOP
+            RETURN NEXT r;
+            got := got + 1;
+            last_offset := r.offset_id;
+        END LOOP;
+        IF got < remaining THEN
+            pos := greatest(pos, coalesce(last_offset + 1, pos), stable);
+        ELSE
+            pos := last_offset + 1;
+        END IF;
+        UPDATE @extschema@.group_offsets go SET fetch_offset = pos
+         WHERE go.topic_id = tid AND go.group_name = _poll_member.group_name
+           AND go.partition = o.partition;
+        remaining := remaining - got;
+    END LOOP;
+END
+$$;
+

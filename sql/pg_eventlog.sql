@@ -343,6 +343,13 @@ COMMENT ON FUNCTION @extschema@._check_topic_settings(interval, bigint, interval
  * caller for _caller and _authorize.
  * ------------------------------------------------------------------------ */
 
+CREATE FUNCTION @extschema@._session_id()
+RETURNS text
+AS 'MODULE_PATHNAME', 'el_session_id'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@._session_id() IS
+'internal: this server session (backend PID and start time), to tell a restarted member consumer from the one before';
+
 CREATE FUNCTION @extschema@._caller()
 RETURNS regrole
 AS 'MODULE_PATHNAME', 'el_caller_sql'
@@ -1518,6 +1525,10 @@ CREATE TABLE @extschema@.group_members (
     joined_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
     last_heartbeat   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     session_timeout  interval NOT NULL,
+    -- The server session that last polled as this member (_session_id): a
+    -- new session means a restarted consumer, which must get again what
+    -- the old one polled but did not commit.
+    session          text,
     PRIMARY KEY (topic_id, group_name, member)
 );
 COMMENT ON TABLE @extschema@.group_members IS
@@ -1633,6 +1644,9 @@ DECLARE
     last_offset bigint;
     g record;
     r @extschema@.record;
+    this_session text := @extschema@._session_id();
+    old_session text;
+    known boolean;
 BEGIN
     IF member = '' OR length(member) > 200 THEN
         RAISE EXCEPTION 'invalid member name "%"', left(member, 210)
@@ -1643,10 +1657,24 @@ BEGIN
     END IF;
     -- Membership changes of a group are serialised (briefly).
     PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
-    INSERT INTO @extschema@.group_members AS gm (topic_id, group_name, member, session_timeout)
-    VALUES (tid, group_name, member, session_timeout)
+    SELECT gm.session INTO old_session FROM @extschema@.group_members gm
+     WHERE gm.topic_id = tid AND gm.group_name = _poll_member.group_name
+       AND gm.member = _poll_member.member;
+    known := FOUND;
+    INSERT INTO @extschema@.group_members AS gm (topic_id, group_name, member, session_timeout, session)
+    VALUES (tid, group_name, member, session_timeout, this_session)
     ON CONFLICT ON CONSTRAINT group_members_pkey DO UPDATE
-       SET last_heartbeat = pg_catalog.now(), session_timeout = excluded.session_timeout;
+       SET last_heartbeat = pg_catalog.now(), session_timeout = excluded.session_timeout,
+           session = excluded.session;
+    -- A known member polling from another session is a restarted consumer
+    -- (or a pooled connection): what it polled before and did not commit
+    -- comes again, from the committed position.  Else those records would
+    -- be skipped, breaking at least once.
+    IF known AND old_session IS DISTINCT FROM this_session THEN
+        UPDATE @extschema@.group_offsets go SET fetch_offset = NULL
+         WHERE go.topic_id = tid AND go.group_name = _poll_member.group_name
+           AND go.owner_member = _poll_member.member AND go.fetch_offset IS NOT NULL;
+    END IF;
     PERFORM @extschema@._rebalance(tid, topic, group_name);
     SELECT c.auto_reset INTO g FROM @extschema@.group_catalog c
      WHERE c.topic_id = tid AND c.group_name = _poll_member.group_name;

@@ -10,11 +10,14 @@
 #include "access/htup_details.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(el_version_info);
+PG_FUNCTION_INFO_V1(el_session_id);
 
 /*
  * eventlog.version_info() -> (version text, shared_memory boolean,
@@ -40,4 +43,16 @@ el_version_info(PG_FUNCTION_ARGS)
 		nulls[2] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * eventlog._session_id() -> text: this server session, as "pid.start" (the
+ * backend's PID and start time), unique across the server's sessions.  A
+ * member consumer's fetch position belongs to the session that polled.
+ */
+Datum
+el_session_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%d." INT64_FORMAT, MyProcPid,
+											  (int64) MyStartTimestamp)));
 }
