@@ -385,6 +385,33 @@ UPDATE @extschema@.topic_catalog t
        consumers = @extschema@._migrated_grantees(t.topic_id, 'SELECT');
 ALTER TABLE @extschema@.topic_catalog ALTER COLUMN owner SET NOT NULL;
 DROP FUNCTION @extschema@._migrated_grantees(integer, text);
+-- The segment tables become the extension owner's, without grants: topic
+-- privileges now govern access, and a grant left on a segment would let a
+-- role read what eventlog.revoke took from it.
+DO $migrate$
+DECLARE
+    seg record;
+    g record;
+    extowner name := (SELECT r.rolname FROM pg_catalog.pg_extension e
+                        JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) e.extowner
+                       WHERE e.extname OPERATOR(pg_catalog.=) 'pg_eventlog');
+BEGIN
+    FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                WHERE pg_catalog.to_regclass(pg_catalog.format('@extschema@.%I', s.table_name)) IS NOT NULL
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE @extschema@.%I OWNER TO %I', seg.table_name, extowner);
+        FOR g IN SELECT DISTINCT a.grantee
+                   FROM pg_catalog.pg_class c, LATERAL pg_catalog.aclexplode(c.relacl) a
+                  WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.format('@extschema@.%I', seg.table_name)::pg_catalog.regclass
+                    AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+        LOOP
+            EXECUTE pg_catalog.format('REVOKE ALL ON @extschema@.%I FROM %s', seg.table_name,
+                CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END);
+        END LOOP;
+    END LOOP;
+END
+$migrate$;
 
 
 -- ---------------------------------------------------------------------------
@@ -440,6 +467,8 @@ RETURNS regrole
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    r regrole;
 BEGIN
     IF role IS NULL THEN
         RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
@@ -447,7 +476,12 @@ BEGIN
     IF lower(role) = 'public' THEN
         RETURN 0::oid::regrole;
     END IF;
-    RETURN role::regrole;      -- 42704 for an unknown role
+    r := role::regrole;        -- 42704 for an unknown name
+    -- regrole also reads '-' (PUBLIC) and bare OIDs: accept roles only.
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid = r) THEN
+        RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = '42704';
+    END IF;
+    RETURN r;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._grantee(text) IS
@@ -546,15 +580,23 @@ AS $$
 DECLARE
     tid integer := @extschema@._authorize(topic, 'owner');
     owner_role regrole;
+    may_set boolean;
 BEGIN
     IF new_owner IS NULL THEN
         RAISE EXCEPTION 'new_owner must not be null' USING ERRCODE = '22004';
     END IF;
-    owner_role := new_owner::regrole;
+    owner_role := @extschema@._grantee(new_owner);
+    IF owner_role = 0 THEN
+        RAISE EXCEPTION 'a topic''s owner must be a role, not PUBLIC' USING ERRCODE = '22023';
+    END IF;
     -- ALTER ... OWNER's rule: one may give an object only to a role one
-    -- belongs to, so that nobody creates objects owned by others.
-    IF NOT pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') THEN
-        RAISE EXCEPTION 'must be able to SET ROLE "%"', new_owner
+    -- could SET ROLE to (PostgreSQL 16 made that the SET option of the
+    -- membership), so that nobody creates objects owned by others.
+    may_set := CASE WHEN current_setting('server_version_num')::integer >= 160000
+                    THEN pg_has_role(@extschema@._caller(), owner_role, 'SET')
+                    ELSE pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') END;
+    IF NOT may_set THEN
+        RAISE EXCEPTION 'must be able to SET ROLE "%"', owner_role::text
             USING ERRCODE = '42501',
                   DETAIL = 'Only a member of the new owner role, or a superuser, can hand a topic over to it.';
     END IF;
@@ -642,7 +684,7 @@ DECLARE
 BEGIN
     PERFORM @extschema@._check_topic_name(topic);
     SELECT t.topic_id INTO old_id
-      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic FOR UPDATE;
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic;
     IF NOT FOUND THEN
         IF coalesce(if_exists, false) THEN
             RAISE NOTICE 'topic "%" does not exist, skipping', topic;
@@ -652,10 +694,13 @@ BEGIN
             USING ERRCODE = '42704';
     END IF;
     PERFORM @extschema@._authorize(topic, 'owner');
+    PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
     FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                 WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
     LOOP
-        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', seg.table_name);
+        -- CASCADE: any role may create a view or type over a segment table
+        -- (it needs no privilege on it) and would otherwise block the drop.
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I CASCADE', seg.table_name);
     END LOOP;
     DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
     PERFORM @extschema@._forget_topic(old_id);
@@ -911,7 +956,7 @@ BEGIN
     END IF;
     -- Shared with other transactional polls, exclusive with members' polls:
     -- a member cannot join while this transaction consumes the group.
-    PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
     IF EXISTS (SELECT FROM @extschema@.group_members gm
                 WHERE gm.topic_id = tid AND gm.group_name = _poll.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
@@ -955,8 +1000,7 @@ BEGIN
             END IF;
             IF NOT p = ANY (held) THEN
                 -- Taken by another transaction of this group: skip it, never wait.
-                IF NOT pg_catalog.pg_try_advisory_xact_lock(
-                           @extschema@._group_lock_key(tid, group_name, p)) THEN
+                IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
                     await_p := await_p || p;
                     await_pos := await_pos || stable;
                     others_hold := true;
@@ -1033,6 +1077,7 @@ DECLARE
     o record;
     pos bigint;
     res @extschema@.position;
+    msession text;
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     IF member IS NULL OR member = '' THEN
@@ -1044,6 +1089,21 @@ BEGIN
     END IF;
     IF next_offset < 0 THEN
         RAISE EXCEPTION 'next_offset must not be negative' USING ERRCODE = '22023';
+    END IF;
+    -- Committing "what the polls returned" is only safe in the session that
+    -- polled: a member restarted in another session got those records again
+    -- (_poll_member), and the fetch positions are now its.  Wait for member
+    -- polls in progress (they hold this lock exclusively), then compare.
+    IF next_offset IS NULL THEN
+        PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
+        SELECT gm.session INTO msession FROM @extschema@.group_members gm
+         WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name AND gm.member = _commit.member;
+        IF FOUND AND msession IS DISTINCT FROM @extschema@._session_id() THEN
+            RAISE EXCEPTION 'member "%" of group "%" of topic "%" last polled from another session', member, group_name, topic
+                USING ERRCODE = '55000',
+                      DETAIL = 'That session was given again what this one polled and did not commit; committing the fetch positions could skip records it has not processed.',
+                      HINT = 'Poll again from this session, or commit explicit offsets with partition and next_offset.';
+        END IF;
     END IF;
     IF partition IS NOT NULL THEN
         SELECT go.partition, go.owner_member, go.generation, go.fetch_offset, go.next_offset INTO o
@@ -1147,8 +1207,8 @@ BEGIN
     END IF;
     FOR p IN SELECT pg_catalog.generate_series(coalesce(_seek.partition, 0), coalesce(_seek.partition, n - 1)) LOOP
         IF force THEN
-            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p));
-        ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p)) THEN
+            PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, p));
+        ELSIF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
             RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
                 USING ERRCODE = '55006',
                       HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
@@ -1234,7 +1294,7 @@ DECLARE
     tid integer := @extschema@._authorize(topic, 'consume');
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
-    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1));
     DELETE FROM @extschema@.group_members gm
      WHERE gm.topic_id = tid AND gm.group_name = _leave.group_name AND gm.member = _leave.member;
     IF NOT FOUND THEN
@@ -1318,7 +1378,7 @@ BEGIN
         RAISE EXCEPTION 'session_timeout must be a positive interval' USING ERRCODE = '22023';
     END IF;
     -- Membership changes of a group are serialised (briefly).
-    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1));
     SELECT gm.session INTO old_session FROM @extschema@.group_members gm
      WHERE gm.topic_id = tid AND gm.group_name = _poll_member.group_name
        AND gm.member = _poll_member.member;
@@ -1371,3 +1431,293 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION @extschema@._xact_lock(kind integer, key bigint, shared boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_xact_lock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._xact_lock(integer, bigint, boolean) IS
+'internal: waits for one of pg_eventlog''s own locks, held to the end of the transaction';
+
+CREATE FUNCTION @extschema@._try_xact_lock(kind integer, key bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_xact_lock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_xact_lock(integer, bigint) IS
+'internal: takes one of pg_eventlog''s own locks if it is free, held to the end of the transaction';
+
+CREATE OR REPLACE FUNCTION @extschema@._maintain_topic(topic_id integer)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    t @extschema@.topic_catalog;
+    p integer;
+    rt record;
+    seg record;
+    nxt bigint;
+    part_bytes bigint;
+    seg_bytes bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    stable bigint;
+    spare name;
+BEGIN
+    SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _maintain_topic.topic_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    -- One round per topic at a time (the worker and enforce_retention may
+    -- meet): a round that finds another in progress leaves it the work.
+    IF NOT @extschema@._try_xact_lock(2, t.topic_id) THEN
+        RETURN;
+    END IF;
+    r.topic := t.name;
+    FOR p IN 0 .. t.partitions - 1 LOOP
+        r.partition := p;
+        -- Ordered with counter recovery (el_recover_next_offset): from the
+        -- routing read until the base offset is recorded and committed.
+        PERFORM @extschema@._xact_lock(1, (t.topic_id::bigint << 32) | p);
+        SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+
+        -- 1. The active segment's base offset, once known, is recorded.
+        UPDATE @extschema@.segment_catalog s SET base_offset = rt.active_base
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NULL;
+        IF FOUND THEN
+            UPDATE @extschema@.partition_catalog pc
+               SET offset_floor = greatest(pc.offset_floor, rt.active_base)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+        END IF;
+
+        -- 2. Retention, oldest sealed segment first.
+        SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
+                   pg_catalog.to_regclass(format('@extschema@.%I', s.table_name)))), 0)
+          INTO part_bytes
+          FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p;
+        stable := @extschema@.last_stable_offset(t.name, p);
+        FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name
+                     FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = t.topic_id AND s.partition = p
+                      AND s.segment_no < rt.active_segment
+                    ORDER BY s.segment_no
+        LOOP
+            SELECT s.base_offset INTO nxt FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no > seg.segment_no
+             ORDER BY s.segment_no LIMIT 1;
+            -- Every offset of the segment must be stable: none in flight.
+            EXIT WHEN nxt IS NULL OR nxt > stable;
+            EXECUTE format('SELECT append_time FROM @extschema@.%I ORDER BY offset_id DESC LIMIT 1',
+                           seg.table_name) INTO newest;
+            EXIT WHEN NOT (
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
+                OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
+            -- Never queue behind a reader or a writer: skip till next round.
+            BEGIN
+                EXECUTE format('LOCK TABLE @extschema@.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                               seg.table_name);
+            EXCEPTION WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            END;
+            seg_bytes := pg_catalog.pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
+            -- CASCADE: see _drop_topic.
+            EXECUTE format('DROP TABLE @extschema@.%I CASCADE', seg.table_name);
+            DELETE FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
+            UPDATE @extschema@.partition_catalog pc
+               SET log_start_offset = greatest(pc.log_start_offset, nxt),
+                   offset_floor = greatest(pc.offset_floor, nxt)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+            part_bytes := part_bytes - seg_bytes;
+            r.action := 'removed';
+            r.segment := seg.table_name;
+            r.first_offset := seg.base_offset;
+            r.next_offset := nxt;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END LOOP;
+
+        -- 3. Roll the active segment when due (never an empty one, and only
+        --    once its base offset is recorded).
+        SELECT s.table_name INTO seg FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
+        CONTINUE WHEN NOT FOUND;
+        EXECUTE format('SELECT a.append_time, b.append_time FROM '
+                       '(SELECT append_time FROM @extschema@.%1$I ORDER BY offset_id LIMIT 1) a, '
+                       '(SELECT append_time FROM @extschema@.%1$I ORDER BY offset_id DESC LIMIT 1) b',
+                       seg.table_name) INTO oldest, newest;
+        CONTINUE WHEN oldest IS NULL;
+        seg_bytes := pg_catalog.pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
+        IF oldest < pg_catalog.now() - t.segment_interval
+           OR seg_bytes >= t.segment_bytes
+           OR (t.retention IS NOT NULL AND newest < pg_catalog.now() - t.retention) THEN
+            SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p
+               AND s.segment_no = rt.active_segment + 1;
+            IF NOT FOUND THEN
+                spare := @extschema@._create_segment(t.topic_id, p, rt.active_segment + 1, NULL);
+            END IF;
+            PERFORM @extschema@._activate_segment_at_commit(t.topic_id, p, rt.active_segment + 1);
+            r.action := 'rolled';
+            r.segment := spare;
+            r.first_offset := NULL;
+            r.next_offset := NULL;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END IF;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._partition_info(
+    OUT topic text, OUT partition integer,
+    OUT log_start_offset bigint, OUT high_watermark bigint,
+    OUT last_stable_offset bigint, OUT stable_offset_holder_pid integer,
+    OUT records bigint, OUT bytes bigint, OUT segments integer,
+    OUT oldest_append_time timestamptz, OUT newest_append_time timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+-- The views are public metadata, as pg_class is; segment tables are not.
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p record;
+    seg record;
+BEGIN
+    FOR p IN SELECT t.name, t.topic_id, pc.partition, pc.log_start_offset AS start
+               FROM @extschema@.topic_catalog t
+               JOIN @extschema@.partition_catalog pc USING (topic_id)
+              ORDER BY t.name, pc.partition
+    LOOP
+        topic := p.name;
+        partition := p.partition;
+        log_start_offset := p.start;
+        SELECT s.high_watermark, s.last_stable_offset, s.stable_offset_holder_pid
+          INTO high_watermark, last_stable_offset, stable_offset_holder_pid
+          FROM @extschema@._partition_state(p.name, p.partition) s;
+        records := greatest(last_stable_offset - log_start_offset, 0);
+        bytes := 0;
+        segments := 0;
+        oldest_append_time := NULL;
+        newest_append_time := NULL;
+        -- Retention may drop a segment while we look: skip it then.
+        FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = p.topic_id AND s.partition = p.partition
+                    ORDER BY s.segment_no
+        LOOP
+            BEGIN
+                bytes := bytes + coalesce(pg_total_relation_size(
+                    format('@extschema@.%I', seg.table_name)::regclass), 0);
+                segments := segments + 1;
+                IF oldest_append_time IS NULL THEN
+                    EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id >= $1 AND offset_id < $2 ORDER BY offset_id LIMIT 1',
+                                   seg.table_name)
+                       INTO oldest_append_time USING log_start_offset, last_stable_offset;
+                END IF;
+            EXCEPTION WHEN undefined_table THEN
+                NULL;
+            END;
+        END LOOP;
+        FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = p.topic_id AND s.partition = p.partition
+                    ORDER BY s.segment_no DESC
+        LOOP
+            BEGIN
+                EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id < $1 ORDER BY offset_id DESC LIMIT 1',
+                               seg.table_name)
+                   INTO newest_append_time USING last_stable_offset;
+            EXCEPTION WHEN undefined_table THEN
+                NULL;
+            END;
+            EXIT WHEN newest_append_time IS NOT NULL;
+        END LOOP;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._consumer_group_info(
+    OUT group_name text, OUT topic text, OUT partition integer,
+    OUT committed_offset bigint, OUT high_watermark bigint, OUT last_stable_offset bigint,
+    OUT lag bigint, OUT lag_time interval, OUT last_commit timestamptz, OUT lost_records boolean,
+    OUT owner_member text, OUT generation bigint)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+-- The views are public metadata, as pg_class is; segment tables are not.
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    o record;
+    oldest timestamptz;
+    start_offset bigint;
+BEGIN
+    FOR o IN SELECT go.group_name, t.name, go.partition, go.next_offset, go.committed_at,
+                    go.owner_member, go.generation
+               FROM @extschema@.group_offsets go
+               JOIN @extschema@.topic_catalog t USING (topic_id)
+              ORDER BY 1, 2, 3
+    LOOP
+        group_name := o.group_name;
+        topic := o.name;
+        partition := o.partition;
+        committed_offset := o.next_offset;
+        last_commit := o.committed_at;
+        owner_member := o.owner_member;
+        generation := o.generation;
+        SELECT s.high_watermark, s.last_stable_offset INTO high_watermark, last_stable_offset
+          FROM @extschema@._partition_state(o.name, o.partition) s;
+        start_offset := @extschema@.log_start_offset(o.name, o.partition);
+        lost_records := o.next_offset < start_offset;
+        -- Lag counts offsets the group has not consumed below the stable
+        -- offset (aborted gaps included); lag_time is the age of the
+        -- oldest unread record.
+        lag := greatest(last_stable_offset - greatest(o.next_offset, start_offset), 0);
+        oldest := NULL;
+        IF lag > 0 THEN
+            BEGIN
+                SELECT r.append_time INTO oldest
+                  FROM @extschema@.read(o.name, o.partition, greatest(o.next_offset, start_offset), 1) r;
+            EXCEPTION WHEN numeric_value_out_of_range OR insufficient_privilege THEN
+                oldest := NULL;
+            END;
+        END IF;
+        lag_time := CASE WHEN oldest IS NULL THEN interval '0' ELSE pg_catalog.now() - oldest END;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+/* ------------------------------------------------------------------------
+ * Internal functions that change state, or take pg_eventlog's locks, run
+ * only inside the SECURITY DEFINER bodies and the background workers:
+ * PUBLIC may not call them (a role could otherwise point a partition at a
+ * missing segment, free a topic's shared memory, or hold a group's lock).
+ * test/pgtap/api.sql pins the internal functions PUBLIC may call.
+ * ------------------------------------------------------------------------ */
+REVOKE ALL ON FUNCTION
+    @extschema@._activate_segment_at_commit(integer, integer, integer),
+    @extschema@._add_partitions(integer, integer, integer),
+    @extschema@._checked_position(text, text, integer, bigint, bigint, text),
+    @extschema@._create_segment(integer, integer, integer, bigint),
+    @extschema@._forget_topic(integer),
+    @extschema@._group_lock_key(integer, text, integer),
+    @extschema@._group_position(integer, text, text, integer, text),
+    @extschema@._maintain_topic(integer),
+    @extschema@._partition_routing(text, integer),
+    @extschema@._poll_member(integer, text, text, text, integer, interval),
+    @extschema@._rebalance(integer, text, text),
+    @extschema@._set_position(integer, text, integer, bigint, text),
+    @extschema@._try_xact_lock(integer, bigint),
+    @extschema@._xact_lock(integer, bigint, boolean)
+  FROM PUBLIC;

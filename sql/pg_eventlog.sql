@@ -194,6 +194,28 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@._require_shmem() IS
 'internal: raises SQLSTATE 55000 unless pg_eventlog is in shared_preload_libraries';
 
+/*
+ * pg_eventlog's own locks (src/locks.c): advisory locks in a key space the
+ * pg_advisory_* functions cannot reach, so that no role can stall
+ * producers, retention or a group by taking the same keys.  kind: 1 a
+ * partition's routing (key topic_id << 32 | partition), 2 a topic's
+ * maintenance round (key topic_id), 3 a group's partition or membership
+ * (key _group_lock_key).  Only the extension's owner may call them.
+ */
+CREATE FUNCTION @extschema@._xact_lock(kind integer, key bigint, shared boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_xact_lock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._xact_lock(integer, bigint, boolean) IS
+'internal: waits for one of pg_eventlog''s own locks, held to the end of the transaction';
+
+CREATE FUNCTION @extschema@._try_xact_lock(kind integer, key bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_xact_lock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_xact_lock(integer, bigint) IS
+'internal: takes one of pg_eventlog''s own locks if it is free, held to the end of the transaction';
+
 CREATE FUNCTION @extschema@._forget_topic(topic_id integer)
 RETURNS void
 AS 'MODULE_PATHNAME', 'el_forget_topic'
@@ -384,6 +406,8 @@ RETURNS regrole
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    r regrole;
 BEGIN
     IF role IS NULL THEN
         RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
@@ -391,7 +415,12 @@ BEGIN
     IF lower(role) = 'public' THEN
         RETURN 0::oid::regrole;
     END IF;
-    RETURN role::regrole;      -- 42704 for an unknown role
+    r := role::regrole;        -- 42704 for an unknown name
+    -- regrole also reads '-' (PUBLIC) and bare OIDs: accept roles only.
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid = r) THEN
+        RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = '42704';
+    END IF;
+    RETURN r;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._grantee(text) IS
@@ -490,15 +519,23 @@ AS $$
 DECLARE
     tid integer := @extschema@._authorize(topic, 'owner');
     owner_role regrole;
+    may_set boolean;
 BEGIN
     IF new_owner IS NULL THEN
         RAISE EXCEPTION 'new_owner must not be null' USING ERRCODE = '22004';
     END IF;
-    owner_role := new_owner::regrole;
+    owner_role := @extschema@._grantee(new_owner);
+    IF owner_role = 0 THEN
+        RAISE EXCEPTION 'a topic''s owner must be a role, not PUBLIC' USING ERRCODE = '22023';
+    END IF;
     -- ALTER ... OWNER's rule: one may give an object only to a role one
-    -- belongs to, so that nobody creates objects owned by others.
-    IF NOT pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') THEN
-        RAISE EXCEPTION 'must be able to SET ROLE "%"', new_owner
+    -- could SET ROLE to (PostgreSQL 16 made that the SET option of the
+    -- membership), so that nobody creates objects owned by others.
+    may_set := CASE WHEN current_setting('server_version_num')::integer >= 160000
+                    THEN pg_has_role(@extschema@._caller(), owner_role, 'SET')
+                    ELSE pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') END;
+    IF NOT may_set THEN
+        RAISE EXCEPTION 'must be able to SET ROLE "%"', owner_role::text
             USING ERRCODE = '42501',
                   DETAIL = 'Only a member of the new owner role, or a superuser, can hand a topic over to it.';
     END IF;
@@ -586,7 +623,7 @@ DECLARE
 BEGIN
     PERFORM @extschema@._check_topic_name(topic);
     SELECT t.topic_id INTO old_id
-      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic FOR UPDATE;
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic;
     IF NOT FOUND THEN
         IF coalesce(if_exists, false) THEN
             RAISE NOTICE 'topic "%" does not exist, skipping', topic;
@@ -596,10 +633,13 @@ BEGIN
             USING ERRCODE = '42704';
     END IF;
     PERFORM @extschema@._authorize(topic, 'owner');
+    PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
     FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                 WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
     LOOP
-        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', seg.table_name);
+        -- CASCADE: any role may create a view or type over a segment table
+        -- (it needs no privilege on it) and would otherwise block the drop.
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I CASCADE', seg.table_name);
     END LOOP;
     DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
     PERFORM @extschema@._forget_topic(old_id);
@@ -858,8 +898,7 @@ BEGIN
     END IF;
     -- One round per topic at a time (the worker and enforce_retention may
     -- meet): a round that finds another in progress leaves it the work.
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('pg_eventlog maintenance'),
-                                                t.topic_id) THEN
+    IF NOT @extschema@._try_xact_lock(2, t.topic_id) THEN
         RETURN;
     END IF;
     r.topic := t.name;
@@ -867,7 +906,7 @@ BEGIN
         r.partition := p;
         -- Ordered with counter recovery (el_recover_next_offset): from the
         -- routing read until the base offset is recorded and committed.
-        PERFORM pg_catalog.pg_advisory_xact_lock(t.topic_id, -1 - p);
+        PERFORM @extschema@._xact_lock(1, (t.topic_id::bigint << 32) | p);
         SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
 
         -- 1. The active segment's base offset, once known, is recorded.
@@ -917,7 +956,8 @@ BEGIN
                 EXIT;
             END;
             seg_bytes := pg_catalog.pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
-            EXECUTE format('DROP TABLE @extschema@.%I', seg.table_name);
+            -- CASCADE: see _drop_topic.
+            EXECUTE format('DROP TABLE @extschema@.%I CASCADE', seg.table_name);
             DELETE FROM @extschema@.segment_catalog s
              WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
             UPDATE @extschema@.partition_catalog pc
@@ -1289,7 +1329,7 @@ BEGIN
     END IF;
     -- Shared with other transactional polls, exclusive with members' polls:
     -- a member cannot join while this transaction consumes the group.
-    PERFORM pg_catalog.pg_advisory_xact_lock_shared(@extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
     IF EXISTS (SELECT FROM @extschema@.group_members gm
                 WHERE gm.topic_id = tid AND gm.group_name = _poll.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
@@ -1333,8 +1373,7 @@ BEGIN
             END IF;
             IF NOT p = ANY (held) THEN
                 -- Taken by another transaction of this group: skip it, never wait.
-                IF NOT pg_catalog.pg_try_advisory_xact_lock(
-                           @extschema@._group_lock_key(tid, group_name, p)) THEN
+                IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
                     await_p := await_p || p;
                     await_pos := await_pos || stable;
                     others_hold := true;
@@ -1433,8 +1472,8 @@ BEGIN
     END IF;
     FOR p IN SELECT pg_catalog.generate_series(coalesce(_seek.partition, 0), coalesce(_seek.partition, n - 1)) LOOP
         IF force THEN
-            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p));
-        ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, p)) THEN
+            PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, p));
+        ELSIF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
             RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
                 USING ERRCODE = '55006',
                       HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
@@ -1656,7 +1695,7 @@ BEGIN
         RAISE EXCEPTION 'session_timeout must be a positive interval' USING ERRCODE = '22023';
     END IF;
     -- Membership changes of a group are serialised (briefly).
-    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1));
     SELECT gm.session INTO old_session FROM @extschema@.group_members gm
      WHERE gm.topic_id = tid AND gm.group_name = _poll_member.group_name
        AND gm.member = _poll_member.member;
@@ -1724,6 +1763,7 @@ DECLARE
     o record;
     pos bigint;
     res @extschema@.position;
+    msession text;
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     IF member IS NULL OR member = '' THEN
@@ -1735,6 +1775,21 @@ BEGIN
     END IF;
     IF next_offset < 0 THEN
         RAISE EXCEPTION 'next_offset must not be negative' USING ERRCODE = '22023';
+    END IF;
+    -- Committing "what the polls returned" is only safe in the session that
+    -- polled: a member restarted in another session got those records again
+    -- (_poll_member), and the fetch positions are now its.  Wait for member
+    -- polls in progress (they hold this lock exclusively), then compare.
+    IF next_offset IS NULL THEN
+        PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
+        SELECT gm.session INTO msession FROM @extschema@.group_members gm
+         WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name AND gm.member = _commit.member;
+        IF FOUND AND msession IS DISTINCT FROM @extschema@._session_id() THEN
+            RAISE EXCEPTION 'member "%" of group "%" of topic "%" last polled from another session', member, group_name, topic
+                USING ERRCODE = '55000',
+                      DETAIL = 'That session was given again what this one polled and did not commit; committing the fetch positions could skip records it has not processed.',
+                      HINT = 'Poll again from this session, or commit explicit offsets with partition and next_offset.';
+        END IF;
     END IF;
     IF partition IS NOT NULL THEN
         SELECT go.partition, go.owner_member, go.generation, go.fetch_offset, go.next_offset INTO o
@@ -1813,7 +1868,7 @@ DECLARE
     tid integer := @extschema@._authorize(topic, 'consume');
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
-    PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1));
     DELETE FROM @extschema@.group_members gm
      WHERE gm.topic_id = tid AND gm.group_name = _leave.group_name AND gm.member = _leave.member;
     IF NOT FOUND THEN
@@ -2336,3 +2391,27 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.apply_changes(text, text, regclass, integer) IS
 'applies up to max_records changes of a change topic to a mirror table as consumer group group_name: upserts by key for c, r and u, deletes for d, in offset order per partition, in the caller''s transaction together with the group''s positions; returns how many (0: caught up)';
+
+/* ------------------------------------------------------------------------
+ * Internal functions that change state, or take pg_eventlog's locks, run
+ * only inside the SECURITY DEFINER bodies and the background workers:
+ * PUBLIC may not call them (a role could otherwise point a partition at a
+ * missing segment, free a topic's shared memory, or hold a group's lock).
+ * test/pgtap/api.sql pins the internal functions PUBLIC may call.
+ * ------------------------------------------------------------------------ */
+REVOKE ALL ON FUNCTION
+    @extschema@._activate_segment_at_commit(integer, integer, integer),
+    @extschema@._add_partitions(integer, integer, integer),
+    @extschema@._checked_position(text, text, integer, bigint, bigint, text),
+    @extschema@._create_segment(integer, integer, integer, bigint),
+    @extschema@._forget_topic(integer),
+    @extschema@._group_lock_key(integer, text, integer),
+    @extschema@._group_position(integer, text, text, integer, text),
+    @extschema@._maintain_topic(integer),
+    @extschema@._partition_routing(text, integer),
+    @extschema@._poll_member(integer, text, text, text, integer, interval),
+    @extschema@._rebalance(integer, text, text),
+    @extschema@._set_position(integer, text, integer, bigint, text),
+    @extschema@._try_xact_lock(integer, bigint),
+    @extschema@._xact_lock(integer, bigint, boolean)
+  FROM PUBLIC;

@@ -75,6 +75,18 @@ SELECT * FROM expect_error($$SELECT * FROM eventlog._seek('priv.orders', 'billin
 SELECT * FROM expect_error($$SELECT eventlog._grant('priv.orders', 'all', 'regress_app')$$);
 SELECT * FROM expect_error($$SELECT eventlog._create_topic('priv.x', 1, NULL, NULL, '1 day', 1024)$$);
 SELECT * FROM expect_error($$SELECT eventlog._set_position(1, 'billing', 0, 100)$$);
+-- Internal functions that change state or take pg_eventlog's locks.
+SELECT code, message FROM expect_error($$SELECT eventlog._forget_topic(1)$$);
+SELECT code, message FROM expect_error($$SELECT eventlog._activate_segment_at_commit(1, 0, 1000)$$);
+SELECT code, message FROM expect_error($$SELECT eventlog._xact_lock(3, 0)$$);
+SELECT code, message FROM expect_error($$SELECT * FROM eventlog._maintain_topic(1)$$);
+-- A view over a segment needs no privilege on it; it must not block
+-- retention or drop_topic (they drop such objects with the segment).
+SELECT set_config('regress.seg', :'seg', false) IS NOT NULL AS seg_noted;
+DO $$ BEGIN
+    EXECUTE format('CREATE TEMP VIEW regress_seg_view AS SELECT offset_id FROM eventlog.%I',
+                   current_setting('regress.seg'));
+END $$;
 SELECT code, regexp_replace(message, 'seg_\d+', 'seg_N') AS message FROM expect_error(format('INSERT INTO eventlog.%I VALUES (1000, ''k'', ''{}'', NULL, now(), now())', :'seg'));
 SELECT code, regexp_replace(message, 'seg_\d+', 'seg_N') AS message FROM expect_error(format('SELECT * FROM eventlog.%I', :'seg'));
 RESET ROLE;
@@ -150,6 +162,9 @@ SELECT * FROM expect_error($$SELECT eventlog.grant('priv.orders', NULL, 'regress
 SELECT * FROM expect_error($$SELECT eventlog.grant('priv.orders', 'produce', NULL)$$);
 SELECT * FROM expect_error($$SELECT eventlog.grant(NULL, 'produce', 'regress_app')$$);
 SELECT * FROM expect_error($$SELECT eventlog.grant('priv.nope', 'produce', 'regress_app')$$);
+-- regrole would also read '-' and bare OIDs: only roles, and PUBLIC by name.
+SELECT * FROM expect_error($$SELECT eventlog.grant('priv.orders', 'produce', '-')$$);
+SELECT * FROM expect_error($$SELECT eventlog.grant('priv.orders', 'produce', '999999')$$);
 RESET ROLE;
 SELECT * FROM eventlog.topic_privileges WHERE topic = 'priv.orders' ORDER BY privilege, grantee::text;
 
@@ -166,6 +181,23 @@ SET ROLE regress_app;
 INSERT INTO public.priv_items VALUES (1, 'a');
 RESET ROLE;
 SELECT offset_id, key, value->>'op' AS op FROM eventlog.read('priv.items', 0, 0);
+-- A snapshot scans the table's heap: refused where row security would
+-- hide rows from the caller.
+CREATE TABLE public.priv_secret_rows (id int PRIMARY KEY, owner name);
+INSERT INTO public.priv_secret_rows VALUES (1, 'regress_app'), (2, 'someone else');
+ALTER TABLE public.priv_secret_rows ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own ON public.priv_secret_rows USING (owner = current_user);
+-- Its owner, subject to its policies (FORCE), may not snapshot it.
+ALTER TABLE public.priv_secret_rows OWNER TO regress_app;
+ALTER TABLE public.priv_secret_rows FORCE ROW LEVEL SECURITY;
+SELECT eventlog.create_topic('priv.rls');
+SELECT eventlog.grant('priv.rls', 'produce', 'regress_app');
+SET ROLE regress_app;
+SELECT * FROM expect_error($$SELECT eventlog.capture('public.priv_secret_rows', 'priv.rls', snapshot => true)$$);
+RESET ROLE;
+SELECT eventlog.high_watermark('priv.rls', 0) AS rls_records;
+SELECT eventlog.drop_topic('priv.rls');
+DROP TABLE public.priv_secret_rows;
 -- apply_changes consumes, and writes the mirror as its caller.
 CREATE TABLE public.priv_mirror (id int PRIMARY KEY, name text);
 GRANT INSERT, UPDATE, DELETE, SELECT ON public.priv_mirror TO regress_other;
@@ -200,6 +232,7 @@ DROP TABLE public.priv_items, public.priv_mirror, public.priv_outbox;
 SET ROLE regress_admin;
 SELECT * FROM expect_error($$SELECT eventlog.set_topic_owner('priv.orders', 'regress_app')$$);
 RESET ROLE;
+SELECT * FROM expect_error($$SELECT eventlog.set_topic_owner('priv.orders', 'public')$$);
 SELECT eventlog.set_topic_owner('priv.orders', 'regress_app');
 SET ROLE regress_admin;
 SELECT * FROM expect_error($$SELECT eventlog.drop_topic('priv.orders')$$);
@@ -207,6 +240,8 @@ RESET ROLE;
 SET ROLE regress_app;
 SELECT eventlog.drop_topic('priv.orders');
 RESET ROLE;
+SELECT count(*) AS dependent_view_dropped_with_segment
+  FROM pg_class WHERE relname = 'regress_seg_view';
 SELECT count(*) AS topics_left FROM eventlog.topics WHERE topic LIKE 'priv.%';
 SELECT eventlog.drop_topic('priv.items');
 

@@ -113,21 +113,6 @@ el_topic_allows(ElTopic *topic, Oid role, ElPrivilege priv)
 	return false;
 }
 
-static const char *
-el_privilege_name(ElPrivilege priv)
-{
-	switch (priv)
-	{
-		case EL_PRIV_PRODUCE:
-			return "produce";
-		case EL_PRIV_CONSUME:
-			return "consume";
-		case EL_PRIV_OWNER:
-			return "owner";
-	}
-	return "?";
-}
-
 void
 el_require_topic_privilege(ElTopic *topic, Oid role, ElPrivilege priv)
 {
@@ -141,16 +126,21 @@ el_require_topic_privilege(ElTopic *topic, Oid role, ElPrivilege priv)
 						   GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?",
 						   GetUserNameFromId(topic->owner, true) ? GetUserNameFromId(topic->owner, true) : "?"),
 				 errhint("A superuser can hand the topic over with eventlog.set_topic_owner().")));
+	if (priv == EL_PRIV_PRODUCE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to produce to topic \"%s\"", topic->name),
+				 errdetail("Role \"%s\" does not have the produce privilege on the topic.",
+						   GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?"),
+				 errhint("The topic's owner can grant it with eventlog.grant('%s', 'produce', role).",
+						 topic->name)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to %s %s topic \"%s\"",
-					el_privilege_name(priv),
-					priv == EL_PRIV_PRODUCE ? "to" : "from", topic->name),
-			 errdetail("Role \"%s\" does not have the %s privilege on the topic.",
-					   GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?",
-					   el_privilege_name(priv)),
-			 errhint("The topic's owner can grant it with eventlog.grant('%s', '%s', role).",
-					 topic->name, el_privilege_name(priv))));
+			 errmsg("permission denied to consume from topic \"%s\"", topic->name),
+			 errdetail("Role \"%s\" does not have the consume privilege on the topic.",
+					   GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?"),
+			 errhint("The topic's owner can grant it with eventlog.grant('%s', 'consume', role).",
+					 topic->name)));
 }
 
 /* Parse a privilege name: produce, consume or owner, in any case. */
@@ -168,8 +158,9 @@ el_parse_privilege(text *t, bool allow_owner)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unrecognized topic privilege \"%s\"", s),
-			 errhint("A topic privilege is produce or consume%s.",
-					 allow_owner ? " (or owner, to test ownership)" : "")));
+			 allow_owner ?
+			 errhint("A topic privilege is produce or consume; owner tests ownership.") :
+			 errhint("A topic privilege is produce or consume.")));
 	return EL_PRIV_OWNER;		/* keep the compiler quiet */
 }
 
@@ -207,7 +198,9 @@ el_authorize(PG_FUNCTION_ARGS)
 	ElPrivilege priv;
 
 	if (PG_ARGISNULL(1))
-		elog(ERROR, "privilege must not be null");
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("privilege must not be null")));
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -53,6 +53,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
 #include "segment.h"
@@ -400,6 +401,14 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to read table \"%s\"", RelationGetRelationName(rel)),
 				 errdetail("A snapshot of a captured table produces all its rows.")));
+	/* The snapshot scans the heap: it would not apply row security. */
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot snapshot table \"%s\", which has row-level security for this role",
+						RelationGetRelationName(rel)),
+				 errdetail("A snapshot produces every row of the table, including rows the role's policies hide."),
+				 errhint("Take the snapshot as a role that bypasses row-level security (BYPASSRLS), or capture without a snapshot.")));
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -40,6 +40,7 @@
 #include "utils/snapmgr.h"
 #include "storage/lock.h"
 
+#include "locks.h"
 #include "segment.h"
 
 #include "topic.h"
@@ -401,8 +402,8 @@ el_refuse_in_recovery(const char *what)
  */
 /*
  * The lock that orders a partition's counter recovery with maintenance
- * rounds: a round holds it (pg_advisory_xact_lock(topic_id, -1 - partition)
- * in eventlog._maintain_topic) from reading the routing until it has
+ * rounds: a round holds it (eventlog._xact_lock(1, ...) in
+ * eventlog._maintain_topic; locks.c) from reading the routing until it has
  * recorded the active segment's base offset and committed; recovery takes
  * it for the time it reads the catalog.  So recovery never routes offsets
  * below a base a round is about to record.
@@ -410,8 +411,7 @@ el_refuse_in_recovery(const char *what)
 static void
 el_routing_locktag(LOCKTAG *tag, ElTopic *topic, int32 partition)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) topic->topic_id,
-						 (uint32) (-1 - partition), 2);
+	el_locktag(tag, EL_LOCK_ROUTING, el_routing_lock_key(topic->topic_id, partition));
 }
 
 static int64 el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing);

@@ -2,7 +2,7 @@
 -- contract's functions, pinned search_path on every PL/pgSQL function, and
 -- the column lists of the types and views users code against.
 BEGIN;
-SELECT plan(28);
+SELECT plan(29);
 
 SELECT has_schema('eventlog');
 SELECT has_function('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone']);
@@ -47,6 +47,19 @@ SELECT is(
                                AND g.proargtypes = p.proargtypes
                                AND g.prosrc = 'el_gate'))),
     NULL, 'every SECURITY DEFINER function is a gated body PUBLIC cannot call');
+-- The internal functions PUBLIC may call: validation, triggers, metadata,
+-- and the gate's helpers.  A new internal function must be added here or
+-- revoked from PUBLIC (the end of sql/pg_eventlog.sql).
+SELECT is(
+    (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
+      WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
+        AND has_function_privilege('public', p.oid, 'EXECUTE')),
+    ARRAY['_authorize', '_await_records', '_caller', '_capture_snapshot', '_capture_trigger',
+          '_capture_truncate', '_catalog_changed', '_check_group_name', '_check_topic_name',
+          '_check_topic_settings', '_consumer_group_info', '_grantee', '_maintenance_status',
+          '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
+          '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
+    'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
     15, 'thirteen gated bodies and two metadata functions');

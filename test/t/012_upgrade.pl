@@ -161,6 +161,15 @@ foreach my $from (@released)
     {
         is($node->psql($db, q{SET ROLE upg_producer; SELECT eventlog.produce('kept', 'p', '"updated"', partition => 0)}),
            0, '0.1.0: the producer still produces after the update');
+        is($node->safe_psql($db, q{
+            SELECT count(*) FILTER (WHERE c.relowner <> e.extowner) || ' ' ||
+                   count(*) FILTER (WHERE EXISTS (SELECT FROM aclexplode(c.relacl) a WHERE a.grantee <> c.relowner))
+              FROM eventlog.segment_catalog s
+              JOIN pg_class c ON c.relname = s.table_name AND c.relnamespace = 'eventlog'::regnamespace,
+                   pg_extension e WHERE e.extname = 'pg_eventlog'}),
+           '0 0', '0.1.0: the update leaves the segments to the extension owner, without grants');
+        my ($rc, $out, $err) = $node->psql($db, q{SET ROLE upg_consumer; SELECT count(*) FROM eventlog.seg_1_0_0});
+        like($err, qr/permission denied for table seg_1_0_0/, '... so a former reader cannot read the segments directly');
     }
     my $next = $node->safe_psql($db, q{
         SELECT bool_and(n.offset_id > m.maxo)
