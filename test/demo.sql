@@ -91,7 +91,19 @@ CREATE TABLE shop_mirror (LIKE shop INCLUDING ALL);
 SELECT eventlog.apply_changes('shop.changes', 'mirror', 'shop_mirror') AS applied;
 SELECT * FROM shop_mirror ORDER BY id;
 
-\echo '14. A maintenance worker runs in this database: it rolls segments and applies retention:'
+\echo '14. Privileges per topic: its owner grants produce and consume (docs/security.md);'
+\echo '    a role without them is refused (42501) and nothing happens:'
+CREATE ROLE demo_web;
+SELECT eventlog.grant('orders', 'produce', 'demo_web');
+SELECT * FROM eventlog.topic_privileges WHERE topic = 'orders';
+SET ROLE demo_web;
+SELECT * FROM eventlog.produce('orders', 'o-9', '{"by": "demo_web"}');
+\set ON_ERROR_STOP off
+SELECT count(*) FROM eventlog.read('orders', 0, 0);
+\set ON_ERROR_STOP on
+RESET ROLE;
+
+\echo '15. A maintenance worker runs in this database: it rolls segments and applies retention:'
 SELECT database, pid IS NOT NULL AS worker_running, segments_rolled, segments_removed
   FROM eventlog.maintenance WHERE database = current_database();
 
