@@ -11,9 +11,10 @@
 -- where it was, so the next run starts at the same FIRST offset of that
 -- partition and replaces the file (any DIR/TOPIC/PARTITION-FIRST-*.jsonl,
 -- whatever LAST it had): files never overlap, and every record ends up in
--- exactly one.  It prints "exported FILE" or "nothing to export"; run it
--- until the latter.  (A directory per topic, because topic names may
--- contain "-".)
+-- exactly one.  It prints "exported FILE", "busy" (the partitions that
+-- have records are held by another run, or by one that is still ending)
+-- or "nothing to export" (the group has no lag); run it until the last.
+-- (A directory per topic, because topic names may contain "-".)
 \set ON_ERROR_STOP 1
 \set QUIET 1
 \if :{?batch}
@@ -49,5 +50,12 @@ SELECT count(*) > 0 AS found, min(partition) AS partition,
     \echo exported :file
 \else
     ROLLBACK;
-    \echo nothing to export
+    -- An empty poll may only mean that the partitions with records are held.
+    SELECT coalesce(sum(lag), 0) = 0 AS caught_up FROM eventlog.consumer_groups
+     WHERE topic = :'topic' AND group_name = :'group' \gset
+    \if :caught_up
+        \echo nothing to export
+    \else
+        \echo busy
+    \endif
 \endif
