@@ -1342,10 +1342,6 @@ COMMENT ON VIEW @extschema@.topic_privileges IS
 GRANT SELECT ON @extschema@.topics, @extschema@.partitions, @extschema@.consumer_groups,
                 @extschema@.maintenance, @extschema@.topic_privileges TO PUBLIC;
 
--- The views over partitions and groups are public metadata, as pg_class is;
--- the segment tables they look into are not.
-ALTER FUNCTION @extschema@._partition_info() SECURITY DEFINER;
-ALTER FUNCTION @extschema@._consumer_group_info() SECURITY DEFINER;
 
 -- A member consumer restarted under the same name (a new session) gets
 -- again what the old session polled but did not commit (before, it went on

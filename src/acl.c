@@ -113,6 +113,15 @@ el_topic_allows(ElTopic *topic, Oid role, ElPrivilege priv)
 	return false;
 }
 
+/* A role's name for a message, or its OID if it no longer exists. */
+static const char *
+el_role_name(Oid role)
+{
+	const char *name = GetUserNameFromId(role, true);
+
+	return name ? name : psprintf("%u", role);
+}
+
 void
 el_require_topic_privilege(ElTopic *topic, Oid role, ElPrivilege priv)
 {
@@ -123,29 +132,28 @@ el_require_topic_privilege(ElTopic *topic, Oid role, ElPrivilege priv)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of topic \"%s\"", topic->name),
 				 errdetail("Role \"%s\" is not the topic's owner \"%s\", nor a member of it.",
-						   GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?",
-						   GetUserNameFromId(topic->owner, true) ? GetUserNameFromId(topic->owner, true) : "?"),
+						   el_role_name(role), el_role_name(topic->owner)),
 				 errhint("A superuser can hand the topic over with eventlog.set_topic_owner().")));
 	if (priv == EL_PRIV_PRODUCE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to produce to topic \"%s\"", topic->name),
 				 errdetail("Role \"%s\" does not have the produce privilege on the topic.",
-						   GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?"),
+						   el_role_name(role)),
 				 errhint("The topic's owner can grant it with eventlog.grant('%s', 'produce', role).",
 						 topic->name)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to consume from topic \"%s\"", topic->name),
 			 errdetail("Role \"%s\" does not have the consume privilege on the topic.",
-					   GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?"),
+					   el_role_name(role)),
 			 errhint("The topic's owner can grant it with eventlog.grant('%s', 'consume', role).",
 					 topic->name)));
 }
 
 /* Parse a privilege name: produce, consume or owner, in any case. */
 static ElPrivilege
-el_parse_privilege(text *t, bool allow_owner)
+el_parse_privilege(text *t)
 {
 	char	   *s = text_to_cstring(t);
 
@@ -153,14 +161,12 @@ el_parse_privilege(text *t, bool allow_owner)
 		return EL_PRIV_PRODUCE;
 	if (pg_strcasecmp(s, "consume") == 0)
 		return EL_PRIV_CONSUME;
-	if (allow_owner && pg_strcasecmp(s, "owner") == 0)
+	if (pg_strcasecmp(s, "owner") == 0)
 		return EL_PRIV_OWNER;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unrecognized topic privilege \"%s\"", s),
-			 allow_owner ?
-			 errhint("A topic privilege is produce or consume; owner tests ownership.") :
-			 errhint("A topic privilege is produce or consume.")));
+			 errhint("A topic privilege is produce or consume; owner tests ownership.")));
 	return EL_PRIV_OWNER;		/* keep the compiler quiet */
 }
 
@@ -180,7 +186,7 @@ el_has_topic_privilege(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(base) || PG_ARGISNULL(base + 1) || (base == 1 && PG_ARGISNULL(0)))
 		PG_RETURN_NULL();
 	role = (base == 1) ? PG_GETARG_OID(0) : GetUserId();
-	priv = el_parse_privilege(PG_GETARG_TEXT_PP(base + 1), true);
+	priv = el_parse_privilege(PG_GETARG_TEXT_PP(base + 1));
 	topic = el_topic_lookup(PG_GETARG_TEXT_PP(base));
 	PG_RETURN_BOOL(el_topic_allows(topic, role, priv));
 }
@@ -205,7 +211,7 @@ el_authorize(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("topic name must not be null")));
-	priv = el_parse_privilege(PG_GETARG_TEXT_PP(1), true);
+	priv = el_parse_privilege(PG_GETARG_TEXT_PP(1));
 	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
 	el_require_topic_privilege(topic, el_caller(), priv);
 	PG_RETURN_INT32(topic->topic_id);

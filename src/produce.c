@@ -78,13 +78,6 @@ el_check_writable(void)
 				 errmsg("cannot produce to an event log in a read-only transaction")));
 }
 
-/* Refuse to produce without the produce privilege, before any offset is taken. */
-static void
-el_check_produce_privilege(ElTopic *topic, int32 partition)
-{
-	el_require_topic_privilege(topic, GetUserId(), EL_PRIV_PRODUCE);
-}
-
 /*
  * Open segment "segno" of a partition for insertion, reloading the topic's
  * metadata if the segment is newer than the cached list (a maintenance
@@ -132,7 +125,8 @@ el_append(ElTopic **topic_io, text *name, int32 partition,
 	int32		segno;
 	int			i;
 
-	el_check_produce_privilege(*topic_io, partition);
+	/* Refuse without the produce privilege, before any offset is taken. */
+	el_require_topic_privilege(*topic_io, GetUserId(), EL_PRIV_PRODUCE);
 	first = el_take_offsets(*topic_io, partition, count, &segno, &append_time);
 	rel = el_open_segment(topic_io, name, partition, segno);
 	el_appender_begin(&app, rel);
