@@ -16,7 +16,7 @@
 
 #define EL_EXTENSION_NAME	"pg_eventlog"
 #define EL_SCHEMA_NAME		"eventlog"
-#define EL_VERSION			"0.2.0"
+#define EL_VERSION			"0.3.0"
 
 /* Subsystem initialisation, called from _PG_init (pg_eventlog.c). */
 extern void el_shmem_init(void);

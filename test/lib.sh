@@ -7,7 +7,7 @@
 # socket in a temporary directory.
 
 PG_MAJOR=${PG_MAJOR:-15}
-PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
+PG_BINDIR=${PG_BINDIR:-/usr/lib/postgresql/$PG_MAJOR/bin}
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 export PATH="$PG_BINDIR:$PATH"
 
