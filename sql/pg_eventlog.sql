@@ -2089,6 +2089,13 @@ LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION @extschema@._capture_snapshot(regclass, text, text[]) IS
 'internal: every row of a table as an "r" (snapshot) change envelope, read with the statement''s snapshot';
 
+CREATE FUNCTION @extschema@._capture_check_keys(source regclass, key_columns text[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_capture_check_keys'
+LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION @extschema@._capture_check_keys(regclass, text[]) IS
+'internal: refuses key columns whose equal values change capture cannot write as one canonical key (nondeterministic collations, types without a canonical form); see docs/capture.md';
+
 CREATE FUNCTION @extschema@._capture_truncate()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -2186,6 +2193,9 @@ BEGIN
     IF (SELECT count(DISTINCT x) FROM pg_catalog.unnest(keys) x) <> pg_catalog.cardinality(keys) THEN
         RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = '22023';
     END IF;
+    -- One key value (under the type's equality) must be one key text, so
+    -- one partition: refuse the keys for which that cannot be promised.
+    PERFORM @extschema@._capture_check_keys(source, keys);
     IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = topic) THEN
         PERFORM @extschema@.create_topic(topic, partitions);
     END IF;
