@@ -6,7 +6,8 @@
 -- fresh install).
 
 -- Issue 13: change capture keys compare by the type's equality and are
--- written canonically; capture() refuses keys that cannot be (docs/capture.md).
+-- written canonically; capture() refuses keys that cannot be, and
+-- apply_changes deletes by each key type's own equality (docs/capture.md).
 CREATE FUNCTION @extschema@._capture_check_keys(source regclass, key_columns text[])
 RETURNS void
 AS 'MODULE_PATHNAME', 'el_capture_check_keys'
@@ -95,6 +96,104 @@ BEGIN
     IF snapshot THEN
         n := @extschema@._capture_snapshot(source, topic, keys);
     END IF;
+    RETURN n;
+END
+$$;
+CREATE OR REPLACE FUNCTION @extschema@.apply_changes(topic text, group_name text, target regclass,
+                                          max_records integer DEFAULT 1000)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.record;
+    op text;
+    img jsonb;
+    cols text;
+    excl text;
+    keycols text;
+    n bigint := 0;
+    nparts integer;
+    target_cols name[];
+    keyset text;
+    keymatch text;
+    kc record;
+    ty oid;
+    eqop text;
+BEGIN
+    IF target IS NULL THEN
+        RAISE EXCEPTION 'target must not be null' USING ERRCODE = '22004';
+    END IF;
+    IF (SELECT relkind FROM pg_class WHERE oid = target) NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', target USING ERRCODE = '42809';
+    END IF;
+    SELECT c.partitions INTO nparts FROM @extschema@.topic_catalog c WHERE c.name = topic;
+    IF nparts IS NULL THEN
+        PERFORM @extschema@._topic_id(topic);    -- raises the usual error
+    END IF;
+    -- The target's writable columns, in order (read once, not per change).
+    SELECT pg_catalog.array_agg(a.attname ORDER BY a.attnum) INTO target_cols
+      FROM pg_attribute a
+     WHERE a.attrelid = target AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '';
+    -- One transaction: the group's positions move with the changes applied.
+    FOR r IN SELECT * FROM @extschema@.poll(topic, group_name, max_records, partitions => nparts) LOOP
+        op := r.value ->> 'op';
+        IF r.key IS NULL OR op IS NULL OR op NOT IN ('c', 'r', 'u', 'd') THEN
+            RAISE EXCEPTION 'record %/% of topic "%" is not a change envelope', r.partition, r.offset_id, topic
+                USING ERRCODE = '22023',
+                      DETAIL = 'A change has a JSON object key and a value with "op" c, r, u or d.';
+        END IF;
+        SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ') INTO keycols
+          FROM pg_catalog.jsonb_object_keys(r.key::jsonb) k;
+        IF op = 'd' THEN
+            IF keyset IS DISTINCT FROM keycols THEN
+                -- Match each key column with its type's own equality (its
+                -- default btree operator class's), schema-qualified: under
+                -- this function's search_path a bare "=" between values of
+                -- an extension's type (citext) would resolve to text's, and
+                -- a key that the capture wrote in lower case would not find
+                -- its row.
+                keymatch := NULL;
+                FOR kc IN SELECT x.k, a.atttypid
+                            FROM pg_catalog.jsonb_object_keys(r.key::jsonb) x(k)
+                            LEFT JOIN pg_attribute a ON a.attrelid = target AND a.attname = x.k
+                                                    AND a.attnum > 0 AND NOT a.attisdropped LOOP
+                    ty := kc.atttypid;
+                    WHILE (SELECT t.typtype = 'd' FROM pg_type t WHERE t.oid = ty) LOOP
+                        SELECT t.typbasetype INTO ty FROM pg_type t WHERE t.oid = ty;
+                    END LOOP;
+                    SELECT pg_catalog.format('%I.%s', ns.nspname, o.oprname) INTO eqop
+                      FROM pg_opclass c
+                      JOIN pg_am am ON am.oid = c.opcmethod AND am.amname = 'btree'
+                      JOIN pg_amop m ON m.amopfamily = c.opcfamily AND m.amopstrategy = 3
+                                    AND m.amoplefttype = c.opcintype AND m.amoprighttype = c.opcintype
+                      JOIN pg_operator o ON o.oid = m.amopopr
+                      JOIN pg_namespace ns ON ns.oid = o.oprnamespace
+                     WHERE c.opcdefault AND c.opcintype = ty;
+                    keymatch := pg_catalog.concat_ws(' AND ', keymatch,
+                        pg_catalog.format('t.%1$I OPERATOR(%2$s) k.%1$I', kc.k, coalesce(eqop, 'pg_catalog.=')));
+                END LOOP;
+                keyset := keycols;
+            END IF;
+            EXECUTE pg_catalog.format('DELETE FROM %1$s t USING pg_catalog.jsonb_populate_record(NULL::%1$s, $1) k WHERE %2$s',
+                                      target, keymatch)
+              USING r.key::jsonb;
+        ELSE
+            img := r.value -> 'after';
+            -- The columns the image and the target share.
+            SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ' ORDER BY i),
+                   pg_catalog.string_agg('excluded.' || pg_catalog.quote_ident(c), ', ' ORDER BY i)
+              INTO cols, excl
+              FROM pg_catalog.unnest(target_cols) WITH ORDINALITY AS x(c, i)
+             WHERE img ? c;
+            EXECUTE pg_catalog.format(
+                'INSERT INTO %1$s AS t (%2$s) SELECT %2$s FROM pg_catalog.jsonb_populate_record(NULL::%1$s, $1) '
+                'ON CONFLICT (%3$s) DO UPDATE SET (%2$s) = ROW(%4$s)',
+                target, cols, keycols, excl)
+              USING img;
+        END IF;
+        n := n + 1;
+    END LOOP;
     RETURN n;
 END
 $$;

@@ -2351,6 +2351,11 @@ DECLARE
     n bigint := 0;
     nparts integer;
     target_cols name[];
+    keyset text;
+    keymatch text;
+    kc record;
+    ty oid;
+    eqop text;
 BEGIN
     IF target IS NULL THEN
         RAISE EXCEPTION 'target must not be null' USING ERRCODE = '22004';
@@ -2377,8 +2382,37 @@ BEGIN
         SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ') INTO keycols
           FROM pg_catalog.jsonb_object_keys(r.key::jsonb) k;
         IF op = 'd' THEN
-            EXECUTE pg_catalog.format('DELETE FROM %s t WHERE (%s) = (SELECT %s FROM pg_catalog.jsonb_populate_record(NULL::%s, $1))',
-                                      target, keycols, keycols, target)
+            IF keyset IS DISTINCT FROM keycols THEN
+                -- Match each key column with its type's own equality (its
+                -- default btree operator class's), schema-qualified: under
+                -- this function's search_path a bare "=" between values of
+                -- an extension's type (citext) would resolve to text's, and
+                -- a key that the capture wrote in lower case would not find
+                -- its row.
+                keymatch := NULL;
+                FOR kc IN SELECT x.k, a.atttypid
+                            FROM pg_catalog.jsonb_object_keys(r.key::jsonb) x(k)
+                            LEFT JOIN pg_attribute a ON a.attrelid = target AND a.attname = x.k
+                                                    AND a.attnum > 0 AND NOT a.attisdropped LOOP
+                    ty := kc.atttypid;
+                    WHILE (SELECT t.typtype = 'd' FROM pg_type t WHERE t.oid = ty) LOOP
+                        SELECT t.typbasetype INTO ty FROM pg_type t WHERE t.oid = ty;
+                    END LOOP;
+                    SELECT pg_catalog.format('%I.%s', ns.nspname, o.oprname) INTO eqop
+                      FROM pg_opclass c
+                      JOIN pg_am am ON am.oid = c.opcmethod AND am.amname = 'btree'
+                      JOIN pg_amop m ON m.amopfamily = c.opcfamily AND m.amopstrategy = 3
+                                    AND m.amoplefttype = c.opcintype AND m.amoprighttype = c.opcintype
+                      JOIN pg_operator o ON o.oid = m.amopopr
+                      JOIN pg_namespace ns ON ns.oid = o.oprnamespace
+                     WHERE c.opcdefault AND c.opcintype = ty;
+                    keymatch := pg_catalog.concat_ws(' AND ', keymatch,
+                        pg_catalog.format('t.%1$I OPERATOR(%2$s) k.%1$I', kc.k, coalesce(eqop, 'pg_catalog.=')));
+                END LOOP;
+                keyset := keycols;
+            END IF;
+            EXECUTE pg_catalog.format('DELETE FROM %1$s t USING pg_catalog.jsonb_populate_record(NULL::%1$s, $1) k WHERE %2$s',
+                                      target, keymatch)
               USING r.key::jsonb;
         ELSE
             img := r.value -> 'after';
