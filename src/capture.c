@@ -751,7 +751,10 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
  * capture() calls it before it creates anything, to refuse key columns
  * whose values change capture cannot compare and write canonically (see
  * el_key_form()): their changes could go out under different key texts
- * for one row, to different partitions, and be applied out of order.
+ * for one row, to different partitions, and be applied out of order.  It
+ * reads the catalog only and takes no lock on the table: anyone may call
+ * it, and a lock held by a role without privileges must never stand in
+ * the way of DDL (a segment table's retention, for one).
  */
 Datum
 el_capture_check_keys(PG_FUNCTION_ARGS)
@@ -761,64 +764,58 @@ el_capture_check_keys(PG_FUNCTION_ARGS)
 	Datum	   *key_datums;
 	bool	   *key_nulls;
 	int			nkeys;
-	Relation	rel;
-	TupleDesc	desc;
+	char	   *relname = get_rel_name(relid);
 	int			i;
 
+	if (relname == NULL)
+		PG_RETURN_VOID();		/* dropped meanwhile: capture() reports it */
 	deconstruct_array(keys_arr, TEXTOID, -1, false, TYPALIGN_INT, &key_datums, &key_nulls, &nkeys);
-	rel = relation_open(relid, AccessShareLock);
-	desc = RelationGetDescr(rel);
 	for (i = 0; i < nkeys; i++)
 	{
 		char	   *name;
-		int			a;
+		HeapTuple	tup;
+		Form_pg_attribute att;
+		ElKeyRefusal refusal;
+		Oid			eq_func;
 
 		if (key_nulls[i])
 			continue;			/* capture() reports it */
 		name = TextDatumGetCString(key_datums[i]);
-		for (a = 0; a < desc->natts; a++)
+		tup = SearchSysCacheAttName(relid, name);
+		if (!HeapTupleIsValid(tup))
+			continue;			/* capture() reports it */
+		att = (Form_pg_attribute) GETSTRUCT(tup);
+		(void) el_key_form(att, &refusal, &eq_func);
+		switch (refusal)
 		{
-			Form_pg_attribute att = TupleDescAttr(desc, a);
-			ElKeyRefusal refusal;
-			Oid			eq_func;
-
-			if (att->attisdropped || strcmp(NameStr(att->attname), name) != 0)
-				continue;
-			(void) el_key_form(att, &refusal, &eq_func);
-			switch (refusal)
-			{
-				case EL_KEY_OK:
-					break;
-				case EL_KEY_NONDETERMINISTIC:
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot capture table \"%s\" keyed by column \"%s\", which has the nondeterministic collation \"%s\"",
-									RelationGetRelationName(rel), name,
-									get_collation_name(att->attcollation)),
-							 errdetail("Values equal under a nondeterministic collation can differ in their text, and no canonical text is exactly the collation's equality: one row's changes could go out under different keys, to different partitions, and be applied out of order."),
-							 errhint("Give the key column a deterministic collation, or key the capture by other columns with key_columns.")));
-					break;
-				case EL_KEY_NO_EQUALITY:
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot capture table \"%s\" keyed by column \"%s\" of type %s",
-									RelationGetRelationName(rel), name,
-									format_type_be(att->atttypid)),
-							 errdetail("The type has no default btree operator class, so change capture cannot tell whether two keys are equal."),
-							 errhint("Key the capture by columns of another type with key_columns; docs/capture.md lists the accepted types.")));
-					break;
-				case EL_KEY_NO_CANONICAL_FORM:
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot capture table \"%s\" keyed by column \"%s\" of type %s",
-									RelationGetRelationName(rel), name,
-									format_type_be(att->atttypid)),
-							 errdetail("Equal values of this type do not always have the same text, and change capture has no canonical text for it: one row's changes could go out under different keys, to different partitions, and be applied out of order."),
-							 errhint("Key the capture by columns of another type with key_columns; docs/capture.md lists the accepted types.")));
-					break;
-			}
+			case EL_KEY_OK:
+				break;
+			case EL_KEY_NONDETERMINISTIC:
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot capture table \"%s\" keyed by column \"%s\", which has the nondeterministic collation \"%s\"",
+								relname, name, get_collation_name(att->attcollation)),
+						 errdetail("Values equal under a nondeterministic collation can differ in their text, and no canonical text is exactly the collation's equality: one row's changes could go out under different keys, to different partitions, and be applied out of order."),
+						 errhint("Give the key column a deterministic collation, or key the capture by other columns with key_columns.")));
+				break;
+			case EL_KEY_NO_EQUALITY:
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot capture table \"%s\" keyed by column \"%s\" of type %s",
+								relname, name, format_type_be(att->atttypid)),
+						 errdetail("The type has no default btree operator class, so change capture cannot tell whether two keys are equal."),
+						 errhint("Key the capture by columns of another type with key_columns; docs/capture.md lists the accepted types.")));
+				break;
+			case EL_KEY_NO_CANONICAL_FORM:
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot capture table \"%s\" keyed by column \"%s\" of type %s",
+								relname, name, format_type_be(att->atttypid)),
+						 errdetail("Equal values of this type do not always have the same text, and change capture has no canonical text for it: one row's changes could go out under different keys, to different partitions, and be applied out of order."),
+						 errhint("Key the capture by columns of another type with key_columns; docs/capture.md lists the accepted types.")));
+				break;
 		}
+		ReleaseSysCache(tup);
 	}
-	relation_close(rel, AccessShareLock);
 	PG_RETURN_VOID();
 }
