@@ -193,21 +193,35 @@ CREATE TABLE users_mirror (LIKE users);
 ALTER TABLE users_mirror ADD PRIMARY KEY (email);
 SELECT eventlog.apply_changes('users.changes', 'mirror', 'users_mirror') AS applied;
 SELECT * FROM users_mirror;
+-- A mirror whose key column is text, not citext, still loses the rows the
+-- source deletes: the delete matches the deleted row's own key values (the
+-- "before" image), not the canonical lower-case key text.
+CREATE TABLE handles (handle citext PRIMARY KEY, name text);
+SELECT eventlog.capture('handles', 'handles.changes');
+CREATE TABLE handles_text (handle text PRIMARY KEY, name text);
+INSERT INTO handles VALUES ('Bob', 'Bob'), ('carol', 'Carol');
+SELECT eventlog.apply_changes('handles.changes', 'text_mirror', 'handles_text') AS applied;
+DELETE FROM handles;
+SELECT eventlog.apply_changes('handles.changes', 'text_mirror', 'handles_text') AS applied;
+SELECT * FROM handles_text;
 
 -- Keys no text can stand for exactly are refused, before anything is
 -- created: a nondeterministic collation, types whose equal values differ
--- in their text (interval, jsonb, arrays; money follows lc_monetary), and
--- types without equality.
+-- in their text (interval, jsonb, arrays; money follows lc_monetary, the
+-- OID alias types such as regclass the search_path), and types without
+-- equality.
 CREATE COLLATION case_insensitive (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
 CREATE TABLE refused (ci text COLLATE case_insensitive, iv interval, js jsonb, arr integer[],
-                      m money, pt point, ok integer);
+                      m money, pt point, rc regclass, ok integer);
 SELECT e.* FROM (VALUES
     ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['ok', 'ci'])$$),
     ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['iv'])$$),
     ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['js'])$$),
     ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['arr'])$$),
     ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['m'])$$),
-    ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['pt'])$$)
+    ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['pt'])$$),
+    -- regclass prints by search_path (and the table's current name).
+    ($$SELECT eventlog.capture('refused', 'refused', key_columns => ARRAY['rc'])$$)
   ) AS v(sql), LATERAL expect_error(v.sql) e;
 SELECT count(*) AS topics_created FROM eventlog.topics WHERE topic = 'refused';
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'refused'::regclass;
@@ -220,10 +234,10 @@ INSERT INTO refused (iv) VALUES ('1 day');
 UPDATE refused SET iv = '24 hours';
 SELECT key, value ->> 'op' AS op FROM eventlog.read('refused', 0, 0);
 
-DROP TABLE keyed, users, users_mirror, refused;
+DROP TABLE keyed, users, users_mirror, handles, handles_text, refused;
 DROP COLLATION case_insensitive;
 DROP EXTENSION citext;
-SELECT eventlog.drop_topic(t) FROM unnest(ARRAY['keyed.changes', 'users.changes', 'refused']) t;
+SELECT eventlog.drop_topic(t) FROM unnest(ARRAY['keyed.changes', 'users.changes', 'handles.changes', 'refused']) t;
 
 DROP TABLE shop, shop_mirror, no_key, outbox CASCADE;
 DROP FUNCTION stable_envelope(jsonb);

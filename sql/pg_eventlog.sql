@@ -2356,6 +2356,7 @@ DECLARE
     kc record;
     ty oid;
     eqop text;
+    kimg jsonb;
 BEGIN
     IF target IS NULL THEN
         RAISE EXCEPTION 'target must not be null' USING ERRCODE = '22004';
@@ -2411,9 +2412,19 @@ BEGIN
                 END LOOP;
                 keyset := keycols;
             END IF;
+            -- The deleted row's own key values (its "before" image), not
+            -- the key's canonical text: a mirror whose key column is of
+            -- another type (text for a citext source) must find 'Bob', not
+            -- 'bob'.
+            kimg := r.key::jsonb;
+            IF pg_catalog.jsonb_typeof(r.value -> 'before') = 'object' THEN
+                SELECT pg_catalog.jsonb_object_agg(x.k, coalesce(r.value -> 'before' -> x.k, kimg -> x.k))
+                  INTO kimg
+                  FROM pg_catalog.jsonb_object_keys(kimg) x(k);
+            END IF;
             EXECUTE pg_catalog.format('DELETE FROM %1$s t USING pg_catalog.jsonb_populate_record(NULL::%1$s, $1) k WHERE %2$s',
                                       target, keymatch)
-              USING r.key::jsonb;
+              USING kimg;
         ELSE
             img := r.value -> 'after';
             -- The columns the image and the target share.

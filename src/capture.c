@@ -249,6 +249,20 @@ el_key_form(Form_pg_attribute att, ElKeyRefusal *refusal, Oid *eq_func)
 		default:
 			break;
 	}
+
+	/*
+	 * The OID alias types (regclass, regtype, regrole, ...) borrow oid's
+	 * operator class (no other built-in type does: integer has its own), so
+	 * they pass as equal by image; but their text is the object's name as
+	 * the session's search_path qualifies it, and follows renames: one key
+	 * would go out as "s.x" from one session and as "x" from another, to two
+	 * partitions.
+	 */
+	if (base != OIDOID && tc->btree_opintype == OIDOID)
+	{
+		*refusal = EL_KEY_NO_CANONICAL_FORM;
+		return EL_KEY_IMAGE_INEXACT;
+	}
 	if (el_is_citext_eq(*eq_func))
 		return EL_KEY_CITEXT;
 	equalimage = get_opfamily_proc(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
