@@ -76,15 +76,18 @@ BEGIN
     IF (SELECT count(DISTINCT x) FROM pg_catalog.unnest(keys) x) <> pg_catalog.cardinality(keys) THEN
         RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = '22023';
     END IF;
-    -- One key value (under the type's equality) must be one key text, so
-    -- one partition: refuse the keys for which that cannot be promised.
-    PERFORM @extschema@._capture_check_keys(source, keys);
     IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = topic) THEN
         PERFORM @extschema@.create_topic(topic, partitions);
     END IF;
     -- Keep writers out from here to commit: the trigger and the snapshot
     -- then meet exactly (CREATE TRIGGER takes the same lock).
     EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', source);
+    -- One key value (under the type's equality) must be one key text, so
+    -- one partition: refuse the keys for which that cannot be promised.
+    -- Checked under the lock, which ALTER TABLE conflicts with: a key
+    -- column's type changed while this waited for it is seen (an error
+    -- rolls back the topic created above).
+    PERFORM @extschema@._capture_check_keys(source, keys);
     EXECUTE pg_catalog.format(
         'CREATE TRIGGER eventlog_capture AFTER INSERT OR UPDATE OR DELETE ON %s '
         'FOR EACH ROW EXECUTE FUNCTION @extschema@._capture_trigger(%s)',

@@ -762,13 +762,15 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 
 /*
  * eventlog._capture_check_keys(source regclass, key_columns text[]):
- * capture() calls it before it creates anything, to refuse key columns
- * whose values change capture cannot compare and write canonically (see
- * el_key_form()): their changes could go out under different key texts
- * for one row, to different partitions, and be applied out of order.  It
- * reads the catalog only and takes no lock on the table: anyone may call
- * it, and a lock held by a role without privileges must never stand in
- * the way of DDL (a segment table's retention, for one).
+ * capture() calls it before it creates the trigger, once it holds its lock
+ * on the table (so that no ALTER TABLE changes the key's type after the
+ * check), to refuse key columns whose values change capture cannot compare
+ * and write canonically (see el_key_form()): their changes could go out
+ * under different key texts for one row, to different partitions, and be
+ * applied out of order.  It reads the catalog only and takes no lock of
+ * its own: anyone may call it, and a lock held by a role without
+ * privileges must never stand in the way of DDL (a segment table's
+ * retention, for one).
  */
 Datum
 el_capture_check_keys(PG_FUNCTION_ARGS)
