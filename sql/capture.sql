@@ -233,8 +233,28 @@ CREATE TRIGGER eventlog_capture AFTER INSERT OR UPDATE OR DELETE ON refused
 INSERT INTO refused (iv) VALUES ('1 day');
 UPDATE refused SET iv = '24 hours';
 SELECT key, value ->> 'op' AS op FROM eventlog.read('refused', 0, 0);
+-- Nor can ALTER TABLE give a captured table's key such a type or
+-- collation afterwards (nor RENAME another column into the key's name):
+-- the key's changes would again go out under different key texts.  Other
+-- changes still work, and so do those of a table captured before 0.3.0.
+CREATE TABLE altered (id text PRIMARY KEY, js jsonb, v integer);
+SELECT eventlog.capture('altered', 'handles.changes');
+ALTER TABLE altered RENAME COLUMN id TO old_id;
+SELECT e.* FROM (VALUES
+    ($$ALTER TABLE altered RENAME COLUMN js TO id$$),
+    ($$ALTER TABLE altered RENAME COLUMN old_id TO id;
+       ALTER TABLE altered ALTER COLUMN id TYPE text COLLATE case_insensitive$$),
+    ($$ALTER TABLE altered RENAME COLUMN old_id TO id;
+       ALTER TABLE altered ALTER COLUMN id TYPE jsonb USING to_jsonb(id)$$)
+  ) AS v(sql), LATERAL expect_error(v.sql) e;
+ALTER TABLE altered RENAME COLUMN old_id TO id;
+ALTER TABLE altered ALTER COLUMN id TYPE varchar(20), ADD COLUMN w integer;
+ALTER TABLE refused ADD COLUMN w integer;
+SELECT a.attname, a.atttypid::regtype, a.attcollation::regcollation
+  FROM pg_attribute a WHERE a.attrelid = 'altered'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ ORDER BY a.attnum;
 
-DROP TABLE keyed, users, users_mirror, handles, handles_text, refused;
+DROP TABLE keyed, users, users_mirror, handles, handles_text, refused, altered;
 DROP COLLATION case_insensitive;
 DROP EXTENSION citext;
 SELECT eventlog.drop_topic(t) FROM unnest(ARRAY['keyed.changes', 'users.changes', 'handles.changes', 'refused']) t;

@@ -52,7 +52,11 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/genam.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -70,6 +74,7 @@
 #include "utils/datum.h"
 #include "utils/float.h"
 #include "utils/fmgroids.h"
+#include "access/stratnum.h"
 #include "utils/formatting.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
@@ -834,4 +839,182 @@ el_capture_check_keys(PG_FUNCTION_ARGS)
 		ReleaseSysCache(tup);
 	}
 	PG_RETURN_VOID();
+}
+
+/*
+ * The key column names of "relid"'s capture trigger (eventlog_capture,
+ * calling el_capture_trigger), or NIL if the table is not captured.  Reads
+ * pg_trigger through its index, without locking the table: the ALTER TABLE
+ * hook below calls it before ALTER TABLE has locked anything.
+ */
+static List *
+el_captured_key_names(Oid relid)
+{
+	Relation	tgrel;
+	ScanKeyData skey[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *names = NIL;
+
+	tgrel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyInit(&skey[0], Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&skey[1], Anum_pg_trigger_tgname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("eventlog_capture"));
+	scan = systable_beginscan(tgrel, TriggerRelidNameIndexId, true, NULL, 2, skey);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_trigger trig = (Form_pg_trigger) GETSTRUCT(tup);
+		HeapTuple	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(trig->tgfoid));
+		bool		is_capture = false;
+
+		if (HeapTupleIsValid(proc))
+		{
+			bool		isnull;
+			Datum		src = SysCacheGetAttr(PROCOID, proc, Anum_pg_proc_prosrc, &isnull);
+
+			is_capture = ((Form_pg_proc) GETSTRUCT(proc))->prolang == ClanguageId &&
+				!isnull && strcmp(TextDatumGetCString(src), "el_capture_trigger") == 0;
+			ReleaseSysCache(proc);
+		}
+		if (is_capture && trig->tgnargs >= 2)
+		{
+			bool		isnull;
+			Datum		args = heap_getattr(tup, Anum_pg_trigger_tgargs,
+											RelationGetDescr(tgrel), &isnull);
+
+			if (!isnull)
+			{
+				bytea	   *val = DatumGetByteaPP(args);
+				char	   *p = VARDATA_ANY(val);
+				char	   *end = p + VARSIZE_ANY_EXHDR(val);
+				int			i;
+
+				/* tgargs: the arguments, each ended by a NUL; skip the topic. */
+				for (i = 0; i < trig->tgnargs && p < end; i++)
+				{
+					if (i > 0)
+						names = lappend(names, pstrdup(p));
+					p += strlen(p) + 1;
+				}
+			}
+		}
+	}
+	systable_endscan(scan);
+	table_close(tgrel, AccessShareLock);
+	return names;
+}
+
+/* Whether capture() would accept every key column in "names" of "relid". */
+static bool
+el_captured_keys_ok(Oid relid, List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+	{
+		HeapTuple	tup = SearchSysCacheAttName(relid, (char *) lfirst(lc));
+		ElKeyRefusal refusal = EL_KEY_OK;
+		Oid			eq_func;
+
+		if (!HeapTupleIsValid(tup))
+			continue;			/* the trigger reports a missing key column */
+		(void) el_key_form((Form_pg_attribute) GETSTRUCT(tup), &refusal, &eq_func);
+		ReleaseSysCache(tup);
+		if (refusal != EL_KEY_OK)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Before an ALTER TABLE (or a column's RENAME) runs: the captured tables it
+ * may change (the table and its inheritors) whose key columns capture()
+ * accepts now.  Tables
+ * captured before 0.3.0 with a key capture() now refuses are left out: they
+ * keep working as they did.
+ */
+List *
+el_capture_before_alter(Node *parsetree)
+{
+	RangeVar   *rv;
+	List	   *result = NIL;
+	List	   *rels;
+	Oid			relid;
+	ListCell   *lc;
+
+	/* ALTER TABLE, and RENAME COLUMN (another column could become "id"). */
+	if (IsA(parsetree, AlterTableStmt) &&
+		((AlterTableStmt *) parsetree)->objtype == OBJECT_TABLE)
+		rv = ((AlterTableStmt *) parsetree)->relation;
+	else if (IsA(parsetree, RenameStmt) &&
+			 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
+			 ((RenameStmt *) parsetree)->relationType == OBJECT_TABLE)
+		rv = ((RenameStmt *) parsetree)->relation;
+	else
+		return NIL;
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	if (!OidIsValid(relid))
+		return NIL;
+	rels = find_all_inheritors(relid, NoLock, NULL);
+	foreach(lc, rels)
+	{
+		Oid			child = lfirst_oid(lc);
+		List	   *names = el_captured_key_names(child);
+
+		if (names != NIL && el_captured_keys_ok(child, names))
+			result = lappend_oid(result, child);
+	}
+	return result;
+}
+
+/*
+ * After the ALTER TABLE: refuse it (its transaction rolls back) if it gave
+ * a key column of a captured table a type or collation capture() refuses,
+ * e.g. ALTER COLUMN email TYPE text COLLATE case_insensitive: that key's
+ * changes would again go out under different key texts for equal keys, to
+ * different partitions, and a mirror would lose rows.
+ */
+void
+el_capture_after_alter(List *relids)
+{
+	ListCell   *lc;
+
+	CommandCounterIncrement();	/* see what the ALTER changed */
+	foreach(lc, relids)
+	{
+		Oid			relid = lfirst_oid(lc);
+		List	   *names = el_captured_key_names(relid);
+		ListCell   *nc;
+
+		foreach(nc, names)
+		{
+			char	   *name = (char *) lfirst(nc);
+			HeapTuple	tup = SearchSysCacheAttName(relid, name);
+			Form_pg_attribute att;
+			ElKeyRefusal refusal = EL_KEY_OK;
+			Oid			eq_func;
+
+			if (!HeapTupleIsValid(tup))
+				continue;
+			att = (Form_pg_attribute) GETSTRUCT(tup);
+			(void) el_key_form(att, &refusal, &eq_func);
+			if (refusal == EL_KEY_NONDETERMINISTIC)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot give key column \"%s\" of captured table \"%s\" the nondeterministic collation \"%s\"",
+								name, get_rel_name(relid), get_collation_name(att->attcollation)),
+						 errdetail("Values equal under a nondeterministic collation can differ in their text: one row's changes could go out under different keys, to different partitions, and be applied out of order."),
+						 errhint("Run eventlog.uncapture() first, or keep a deterministic collation on the key column.")));
+			else if (refusal != EL_KEY_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change key column \"%s\" of captured table \"%s\" to type %s",
+								name, get_rel_name(relid), format_type_be(att->atttypid)),
+						 errdetail("Change capture has no canonical key text for this type: one row's changes could go out under different keys, to different partitions, and be applied out of order."),
+						 errhint("Run eventlog.uncapture() first, or give the key column a type docs/capture.md lists as accepted.")));
+			ReleaseSysCache(tup);
+		}
+	}
 }

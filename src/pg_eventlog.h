@@ -27,6 +27,10 @@ extern void el_read_init(void);
 extern void el_utility_init(void);
 extern void el_notify_init(void);
 
+/* capture.c: ALTER TABLE must not give a captured table's key a refused type */
+extern List *el_capture_before_alter(Node *parsetree);
+extern void el_capture_after_alter(List *relids);
+
 /* shmem.c */
 extern bool el_shmem_attached(void);
 extern void el_require_shmem(void);
