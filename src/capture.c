@@ -29,8 +29,10 @@
  * function promises that equality is image equality, else by a canonical
  * form this file knows (numeric, float4/8, citext, unpadded bpchar).  Keys
  * with neither (nondeterministic collations, interval, jsonb, arrays, ...)
- * are refused by capture(); a table captured before 0.3.0 keeps working
- * with them, compared by image as before.
+ * are refused by capture(), and by ALTER TABLE on a captured table (the
+ * ProcessUtility hook calls el_capture_before_alter/_after_alter); a table
+ * captured before 0.3.0 keeps working with them, compared by image as
+ * before.
  *
  * source.lsn is the WAL insert position when the change was captured (its
  * own WAL record is already written: the trigger runs AFTER the row
@@ -44,21 +46,22 @@
 
 #include <math.h>
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/nbtree.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "access/genam.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_inherits.h"
-#include "catalog/pg_trigger.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "common/shortest_dec.h"
 #include "commands/dbcommands.h"
@@ -74,7 +77,6 @@
 #include "utils/datum.h"
 #include "utils/float.h"
 #include "utils/fmgroids.h"
-#include "access/stratnum.h"
 #include "utils/formatting.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
