@@ -931,17 +931,27 @@ el_captured_keys_ok(Oid relid, List *names)
 }
 
 /*
- * Before an ALTER TABLE (or a column's RENAME) runs: the captured tables it
- * may change (the table and its inheritors) whose key columns capture()
- * accepts now.  Tables
- * captured before 0.3.0 with a key capture() now refuses are left out: they
- * keep working as they did.
+ * What the ALTER TABLE hook keeps between before and after the statement:
+ * the table it names, and the captured tables among it and its inheritors
+ * whose key capture() refused already (captured before 0.3.0), which keep
+ * working as they did.
  */
-List *
+struct ElCaptureAlter
+{
+	Oid			relid;
+	List	   *exempt;
+};
+
+/*
+ * Before an ALTER TABLE (or a column's RENAME) runs, or NULL for another
+ * statement.  Takes no lock: the statement has not checked its privileges
+ * yet.
+ */
+struct ElCaptureAlter *
 el_capture_before_alter(Node *parsetree)
 {
 	RangeVar   *rv;
-	List	   *result = NIL;
+	struct ElCaptureAlter *check;
 	List	   *rels;
 	Oid			relid;
 	ListCell   *lc;
@@ -955,20 +965,22 @@ el_capture_before_alter(Node *parsetree)
 			 ((RenameStmt *) parsetree)->relationType == OBJECT_TABLE)
 		rv = ((RenameStmt *) parsetree)->relation;
 	else
-		return NIL;
+		return NULL;
 	relid = RangeVarGetRelid(rv, NoLock, true);
 	if (!OidIsValid(relid))
-		return NIL;
+		return NULL;
+	check = palloc0(sizeof(struct ElCaptureAlter));
+	check->relid = relid;
 	rels = find_all_inheritors(relid, NoLock, NULL);
 	foreach(lc, rels)
 	{
 		Oid			child = lfirst_oid(lc);
 		List	   *names = el_captured_key_names(child);
 
-		if (names != NIL && el_captured_keys_ok(child, names))
-			result = lappend_oid(result, child);
+		if (names != NIL && !el_captured_keys_ok(child, names))
+			check->exempt = lappend_oid(check->exempt, child);
 	}
-	return result;
+	return check;
 }
 
 /*
@@ -976,19 +988,29 @@ el_capture_before_alter(Node *parsetree)
  * a key column of a captured table a type or collation capture() refuses,
  * e.g. ALTER COLUMN email TYPE text COLLATE case_insensitive: that key's
  * changes would again go out under different key texts for equal keys, to
- * different partitions, and a mirror would lose rows.
+ * different partitions, and a mirror would lose rows.  The tables are
+ * found again now that the ALTER holds its lock on them: one captured
+ * while the ALTER waited for that lock is checked too.
  */
 void
-el_capture_after_alter(List *relids)
+el_capture_after_alter(struct ElCaptureAlter *check)
 {
+	List	   *rels;
 	ListCell   *lc;
 
 	CommandCounterIncrement();	/* see what the ALTER changed */
-	foreach(lc, relids)
+	if (get_rel_relkind(check->relid) == '\0')
+		return;					/* gone */
+	rels = find_all_inheritors(check->relid, NoLock, NULL);
+	foreach(lc, rels)
 	{
 		Oid			relid = lfirst_oid(lc);
-		List	   *names = el_captured_key_names(relid);
+		List	   *names;
 		ListCell   *nc;
+
+		if (list_member_oid(check->exempt, relid))
+			continue;
+		names = el_captured_key_names(relid);
 
 		foreach(nc, names)
 		{
