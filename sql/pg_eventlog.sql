@@ -2089,6 +2089,13 @@ LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION @extschema@._capture_snapshot(regclass, text, text[]) IS
 'internal: every row of a table as an "r" (snapshot) change envelope, read with the statement''s snapshot';
 
+CREATE FUNCTION @extschema@._capture_check_keys(source regclass, key_columns text[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_capture_check_keys'
+LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION @extschema@._capture_check_keys(regclass, text[]) IS
+'internal: refuses key columns whose equal values change capture cannot write as one canonical key (nondeterministic collations, types without a canonical form); see docs/capture.md';
+
 CREATE FUNCTION @extschema@._capture_truncate()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -2192,6 +2199,12 @@ BEGIN
     -- Keep writers out from here to commit: the trigger and the snapshot
     -- then meet exactly (CREATE TRIGGER takes the same lock).
     EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', source);
+    -- One key value (under the type's equality) must be one key text, so
+    -- one partition: refuse the keys for which that cannot be promised.
+    -- Checked under the lock, which ALTER TABLE conflicts with: a key
+    -- column's type changed while this waited for it is seen (an error
+    -- rolls back the topic created above).
+    PERFORM @extschema@._capture_check_keys(source, keys);
     EXECUTE pg_catalog.format(
         'CREATE TRIGGER eventlog_capture AFTER INSERT OR UPDATE OR DELETE ON %s '
         'FOR EACH ROW EXECUTE FUNCTION @extschema@._capture_trigger(%s)',
@@ -2341,6 +2354,12 @@ DECLARE
     n bigint := 0;
     nparts integer;
     target_cols name[];
+    keyset text;
+    keymatch text;
+    kc record;
+    ty oid;
+    eqop text;
+    kimg jsonb;
 BEGIN
     IF target IS NULL THEN
         RAISE EXCEPTION 'target must not be null' USING ERRCODE = '22004';
@@ -2367,9 +2386,48 @@ BEGIN
         SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ') INTO keycols
           FROM pg_catalog.jsonb_object_keys(r.key::jsonb) k;
         IF op = 'd' THEN
-            EXECUTE pg_catalog.format('DELETE FROM %s t WHERE (%s) = (SELECT %s FROM pg_catalog.jsonb_populate_record(NULL::%s, $1))',
-                                      target, keycols, keycols, target)
-              USING r.key::jsonb;
+            IF keyset IS DISTINCT FROM keycols THEN
+                -- Match each key column with its type's own equality (its
+                -- default btree operator class's), schema-qualified: under
+                -- this function's search_path a bare "=" between values of
+                -- an extension's type (citext) would resolve to text's, and
+                -- a key that the capture wrote in lower case would not find
+                -- its row.
+                keymatch := NULL;
+                FOR kc IN SELECT x.k, a.atttypid
+                            FROM pg_catalog.jsonb_object_keys(r.key::jsonb) x(k)
+                            LEFT JOIN pg_attribute a ON a.attrelid = target AND a.attname = x.k
+                                                    AND a.attnum > 0 AND NOT a.attisdropped LOOP
+                    ty := kc.atttypid;
+                    WHILE (SELECT t.typtype = 'd' FROM pg_type t WHERE t.oid = ty) LOOP
+                        SELECT t.typbasetype INTO ty FROM pg_type t WHERE t.oid = ty;
+                    END LOOP;
+                    SELECT pg_catalog.format('%I.%s', ns.nspname, o.oprname) INTO eqop
+                      FROM pg_opclass c
+                      JOIN pg_am am ON am.oid = c.opcmethod AND am.amname = 'btree'
+                      JOIN pg_amop m ON m.amopfamily = c.opcfamily AND m.amopstrategy = 3
+                                    AND m.amoplefttype = c.opcintype AND m.amoprighttype = c.opcintype
+                      JOIN pg_operator o ON o.oid = m.amopopr
+                      JOIN pg_namespace ns ON ns.oid = o.oprnamespace
+                     WHERE c.opcdefault AND c.opcintype = ty;
+                    keymatch := pg_catalog.concat_ws(' AND ', keymatch,
+                        pg_catalog.format('t.%1$I OPERATOR(%2$s) k.%1$I', kc.k, coalesce(eqop, 'pg_catalog.=')));
+                END LOOP;
+                keyset := keycols;
+            END IF;
+            -- The deleted row's own key values (its "before" image), not
+            -- the key's canonical text: a mirror whose key column is of
+            -- another type (text for a citext source) must find 'Bob', not
+            -- 'bob'.
+            kimg := r.key::jsonb;
+            IF pg_catalog.jsonb_typeof(r.value -> 'before') = 'object' THEN
+                SELECT pg_catalog.jsonb_object_agg(x.k, coalesce(r.value -> 'before' -> x.k, kimg -> x.k))
+                  INTO kimg
+                  FROM pg_catalog.jsonb_object_keys(kimg) x(k);
+            END IF;
+            EXECUTE pg_catalog.format('DELETE FROM %1$s t USING pg_catalog.jsonb_populate_record(NULL::%1$s, $1) k WHERE %2$s',
+                                      target, keymatch)
+              USING kimg;
         ELSE
             img := r.value -> 'after';
             -- The columns the image and the target share.

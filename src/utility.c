@@ -122,6 +122,7 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	volatile bool dropping_extension = false;
 	volatile Oid stopped_dbid = InvalidOid;
+	struct ElCaptureAlter *captured = el_capture_before_alter(parsetree);
 
 	if (IsA(parsetree, DropStmt))
 	{
@@ -174,6 +175,8 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	if (dropping_extension)
 		el_drop_empty_schema();
+	if (captured != NULL)
+		el_capture_after_alter(captured);
 
 	/* Start this database's maintenance worker once the creation commits. */
 	if (IsA(parsetree, CreateExtensionStmt) &&

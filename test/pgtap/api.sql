@@ -54,7 +54,7 @@ SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
         AND has_function_privilege('public', p.oid, 'EXECUTE')),
-    ARRAY['_authorize', '_await_records', '_caller', '_capture_snapshot', '_capture_trigger',
+    ARRAY['_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
           '_capture_truncate', '_catalog_changed', '_check_group_name', '_check_topic_name',
           '_check_topic_settings', '_consumer_group_info', '_grantee', '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
