@@ -83,6 +83,7 @@ typedef struct ElReadPoint
 	int64		stable;			/* last stable offset */
 	int64		high_watermark;
 	int			holder_pid;
+	ConditionVariable *cv;		/* the one its producers broadcast now */
 } ElReadPoint;
 
 /* A scan over a partition's segments in offset order, from an offset. */
@@ -124,30 +125,33 @@ el_topic_partition_args(FunctionCallInfo fcinfo, int32 *partition)
 	return topic;
 }
 
-/* Look up topic and partition arguments, and take the read point. */
+/*
+ * Take the read point of a partition of "topic" (looked up by "name").
+ *
+ * Every offset below the stable offset lies in a segment up to the active
+ * one.  A maintenance round may have rolled the partition since this backend
+ * cached its segment list (the commit that activates a segment reaches
+ * shared memory before other backends process the catalog invalidation):
+ * then the catalog is read again, and point->topic is the new cache entry
+ * (pointers into the old one are dead).
+ */
 static void
-el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
+el_point_at(text *name, ElTopic *topic, int32 partition, ElReadPoint *point)
 {
-	ElTopic    *topic;
-	int32		partition;
 	ElStableOffset so;
 
-	topic = el_topic_partition_args(fcinfo, &partition);
-	el_refuse_in_recovery("read");
-
 	el_read_stable_offset(topic, partition, &so);
-
-	/*
-	 * Every offset below the stable offset lies in a segment up to the
-	 * active one.  A maintenance round may have rolled the partition since
-	 * this backend cached its segment list (the commit that activates a
-	 * segment reaches shared memory before other backends process the
-	 * catalog invalidation): then read the catalog again.
-	 */
 	if (el_find_segment(topic, partition, so.active_segno) == NULL)
 	{
+		int32		topic_id = topic->topic_id;
+
 		el_topic_invalidate();
-		topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+		topic = el_topic_lookup(name);
+		if (topic->topic_id != topic_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("topic \"%s\" was dropped while being read", topic->name),
+					 errdetail("Another transaction dropped it and created it again under the same name.")));
 		el_check_partition(topic, partition);
 	}
 	point->topic = topic;
@@ -156,8 +160,21 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	point->stable = so.stable;
 	point->high_watermark = so.high_watermark;
 	point->holder_pid = so.holder_pid;
+	point->cv = so.cv;
 	if (el_debug_ignore_stable_offset)
 		point->stable = point->high_watermark;
+}
+
+/* Look up topic and partition arguments, and take the read point. */
+static void
+el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
+{
+	ElTopic    *topic;
+	int32		partition;
+
+	topic = el_topic_partition_args(fcinfo, &partition);
+	el_refuse_in_recovery("read");
+	el_point_at(PG_GETARG_TEXT_PP(0), topic, partition, point);
 }
 
 static void
@@ -357,12 +374,11 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 					long wait_ms)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	ConditionVariable *cv = &point->topic->parts[point->partition].ref.slot->cv;
+	ConditionVariable *cv = point->cv;
 
 	for (;;)
 	{
 		long		remaining;
-		ConditionVariable *now_cv;
 
 		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
 		ConditionVariablePrepareToSleep(cv);
@@ -376,10 +392,9 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 		 * eventlog.max_partitions): sleep on the one its producers broadcast
 		 * now, after checking again.
 		 */
-		now_cv = &point->topic->parts[point->partition].ref.slot->cv;
-		if (now_cv != cv)
+		if (point->cv != cv)
 		{
-			cv = now_cv;
+			cv = point->cv;
 			continue;
 		}
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);

@@ -320,6 +320,14 @@ el_free_slot(int slotno, bool even_unannounced)
 		freed = true;
 	}
 	LWLockRelease(&slot->lock);
+
+	/*
+	 * Long polls of the partition sleep on this slot's condition variable:
+	 * wake them, so that they attach again and sleep on the slot its
+	 * producers will broadcast from now on (or find their topic dropped).
+	 */
+	if (freed)
+		ConditionVariableBroadcast(&slot->cv);
 	return freed;
 }
 
@@ -630,6 +638,7 @@ el_stable_offset(const ElSlotRef *ref, ElStableOffset *out)
 	out->high_watermark = part->next_offset;
 	out->commit_lsn = part->commit_lsn;
 	out->active_segno = part->active_segno;
+	out->cv = &part->cv;
 	LWLockRelease(&part->lock);
 	return true;
 }

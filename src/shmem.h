@@ -83,6 +83,10 @@ typedef struct ElStableOffset
 	int			holder_pid;		/* backend holding it back, 0 if none */
 	XLogRecPtr	commit_lsn;		/* flush WAL to here before returning rows */
 	int32		active_segno;	/* newest segment that may hold records */
+	ConditionVariable *cv;		/* the slot's, which producers broadcast: a
+								 * long poll sleeps on it (a slot is never
+								 * unmapped, so a stale one is still safe to
+								 * sleep on; freeing a slot broadcasts it) */
 } ElStableOffset;
 
 /*

@@ -556,21 +556,39 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 }
 
 /*
- * Attach to a partition's shared state and make sure its counter has been
- * recovered.  Never recovers during recovery: a standby's counters would be
- * stale at promotion.
+ * The attached partition handle.  Each cached partition (ElPartitionMeta)
+ * keeps a reference (slot pointer, incarnation) to its partition's slot in
+ * shared memory; a new cache entry (after every reload of the topic cache)
+ * starts unattached, and a slot may be freed or given to another partition
+ * at any time (its topic dropped, or room needed: shmem.c).  So no code
+ * outside el_with_partition touches that reference: every operation on a
+ * partition's shared state goes through it, and it attaches, recovers the
+ * counter after a server start, and attaches again whenever the slot turned
+ * out stale.
+ *
+ * "op" does the work under the slot's lock and returns false, having done
+ * nothing, if the reference is stale or the counter not recovered (the
+ * shmem.c functions taking an ElSlotRef all behave so).  The usual case,
+ * attached and ready, costs one lock.  Never recovers a counter during
+ * recovery: a standby's counters would be stale at promotion.
  */
+typedef bool (*ElSlotOp) (const ElSlotRef *ref, void *arg);
+
 static void
-el_partition_ready(ElTopic *topic, int32 partition)
+el_with_partition(ElTopic *topic, int32 partition, ElSlotOp op, void *arg)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
+	ElSlotRef  *ref = &topic->parts[partition].ref;
 	int			attempt;
 
+	/*
+	 * Each turn either succeeds or finds the slot freed or reassigned since
+	 * the last: ten turns in a row only under extreme slot churn.
+	 */
 	for (attempt = 0; attempt < 10; attempt++)
 	{
-		ElSlotStatus status;
-
-		if (meta->ref.slot == NULL)
+		if (ref->slot != NULL && op(ref, arg))
+			return;
+		if (ref->slot == NULL)
 		{
 			ElPartitionKey key;
 
@@ -578,25 +596,46 @@ el_partition_ready(ElTopic *topic, int32 partition)
 			key.dbid = MyDatabaseId;
 			key.topic_id = topic->topic_id;
 			key.partition = partition;
-			el_partition_attach(&key, &meta->ref);
+			el_partition_attach(&key, ref);
 		}
-		status = el_partition_status(&meta->ref);
-		if (status == EL_SLOT_READY)
-			return;
-		if (status == EL_SLOT_UNINITIALIZED)
+		switch (el_partition_status(ref))
 		{
-			ElRouting	routing;
-			int64		next;
+			case EL_SLOT_READY:
+				break;			/* run op on the next turn */
+			case EL_SLOT_UNINITIALIZED:
+				{
+					ElRouting	routing;
+					int64		next;
 
-			el_refuse_in_recovery("use");
-			next = el_recover_next_offset(topic, partition, &routing);
-			if (el_partition_set_initial(&meta->ref, next, &routing))
-				return;
+					el_refuse_in_recovery("use");
+					next = el_recover_next_offset(topic, partition, &routing);
+					if (el_partition_set_initial(ref, next, &routing))
+						break;
+				}
+				/* FALLTHROUGH */
+			case EL_SLOT_STALE:
+				ref->slot = NULL;	/* attach again */
+				break;
 		}
-		meta->ref.slot = NULL;	/* stale: attach again */
 	}
 	elog(ERROR, "could not attach to the shared state of partition %d of topic \"%s\"",
 		 partition, topic->name);
+}
+
+typedef struct ElTakeOffsetsArg
+{
+	int			count;
+	int64		first;
+	int32	   *segno;
+	TimestampTz *append_time;
+} ElTakeOffsetsArg;
+
+static bool
+el_take_offsets_op(const ElSlotRef *ref, void *arg)
+{
+	ElTakeOffsetsArg *a = arg;
+
+	return el_allocate_offsets(ref, a->count, &a->first, a->segno, a->append_time);
 }
 
 /*
@@ -607,38 +646,27 @@ int64
 el_take_offsets(ElTopic *topic, int32 partition, int count, int32 *segno,
 				TimestampTz *append_time)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	int			attempt;
-	int64		first;
+	ElTakeOffsetsArg a;
 
-	for (attempt = 0; attempt < 10; attempt++)
-	{
-		el_partition_ready(topic, partition);
-		if (el_allocate_offsets(&meta->ref, count, &first, segno, append_time))
-			return first;
-		meta->ref.slot = NULL;	/* freed meanwhile: attach again */
-	}
-	elog(ERROR, "could not take offsets in partition %d of topic \"%s\"",
-		 partition, topic->name);
-	return 0;					/* keep compiler quiet */
+	a.count = count;
+	a.first = 0;
+	a.segno = segno;
+	a.append_time = append_time;
+	el_with_partition(topic, partition, el_take_offsets_op, &a);
+	return a.first;
+}
+
+static bool
+el_routing_op(const ElSlotRef *ref, void *arg)
+{
+	return el_partition_routing(ref, (ElRouting *) arg);
 }
 
 /* Where a partition's new records go now. */
 void
 el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	int			attempt;
-
-	for (attempt = 0; attempt < 10; attempt++)
-	{
-		el_partition_ready(topic, partition);
-		if (el_partition_routing(&meta->ref, routing))
-			return;
-		meta->ref.slot = NULL;
-	}
-	elog(ERROR, "could not read the routing of partition %d of topic \"%s\"",
-		 partition, topic->name);
+	el_with_partition(topic, partition, el_routing_op, routing);
 }
 
 /* The cached segment "segno" of a partition, or NULL. */
@@ -654,32 +682,26 @@ el_find_segment(ElTopic *topic, int32 partition, int32 segno)
 	return NULL;
 }
 
+static bool
+el_stable_offset_op(const ElSlotRef *ref, void *arg)
+{
+	return el_stable_offset(ref, (ElStableOffset *) arg);
+}
+
 /*
- * A partition's last stable offset and high watermark, for a reader.  Also
- * flushes WAL up to the newest commit of a producing transaction, so that
- * no record a reader is about to return can be lost in a crash (see
- * el_release_inflight); with synchronous commits it is already flushed and
- * this costs a comparison.
+ * A partition's last stable offset and high watermark, for a reader, and
+ * the condition variable its producers broadcast now (out->cv: a long poll
+ * sleeps on it).  Also flushes WAL up to the newest commit of a producing
+ * transaction, so that no record a reader is about to return can be lost in
+ * a crash (see el_release_inflight); with synchronous commits it is already
+ * flushed and this costs a comparison.
  */
 void
 el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	int			attempt;
-
-	for (attempt = 0; attempt < 10; attempt++)
-	{
-		el_partition_ready(topic, partition);
-		if (el_stable_offset(&meta->ref, out))
-		{
-			if (!XLogRecPtrIsInvalid(out->commit_lsn))
-				XLogFlush(out->commit_lsn);
-			return;
-		}
-		meta->ref.slot = NULL;
-	}
-	elog(ERROR, "could not read the offsets of partition %d of topic \"%s\"",
-		 partition, topic->name);
+	el_with_partition(topic, partition, el_stable_offset_op, out);
+	if (!XLogRecPtrIsInvalid(out->commit_lsn))
+		XLogFlush(out->commit_lsn);
 }
 
 /* ------------------------------------------------------------------------

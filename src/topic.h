@@ -34,7 +34,8 @@ typedef struct ElPartitionMeta
 	int64		offset_floor;
 	int			nsegments;
 	ElSegment  *segments;		/* ascending segment_no (and offsets) */
-	ElSlotRef	ref;			/* shared state, attached on first use */
+	ElSlotRef	ref;			/* shared state: only el_with_partition
+								 * (topic.c) touches it */
 } ElPartitionMeta;
 
 typedef struct ElTopic
