@@ -316,11 +316,12 @@ el_topic_load(ElTopic *entry, const char *name)
 
 /*
  * The cached metadata of a topic, loading it if needed.  Raises 22004 for a
- * NULL name, 22023 for an invalid one and 42704 if there is no such topic.
- * The result stays valid until the next call.
+ * NULL name, 22023 for an invalid one and 42704 if there is no such topic
+ * (unless "missing_ok": then NULL).  The result stays valid until the next
+ * call.
  */
-ElTopic *
-el_topic_lookup(text *name_text)
+static ElTopic *
+el_topic_lookup_internal(text *name_text, bool missing_ok)
 {
 	char		name[EL_TOPIC_NAME_MAX + 1];
 	int			len = VARSIZE_ANY_EXHDR(name_text);
@@ -343,10 +344,14 @@ el_topic_lookup(text *name_text)
 
 		memset(&loaded, 0, sizeof(loaded));
 		if (!el_topic_load(&loaded, name))
+		{
+			if (missing_ok)
+				return NULL;
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("topic \"%s\" does not exist", name),
 					 errhint("Create it with eventlog.create_topic(), or list topics in eventlog.topics.")));
+		}
 		/*
 		 * Should an invalidation have arrived during the load, the entry
 		 * lands in a cache already marked stale and is used only once.
@@ -363,6 +368,85 @@ el_topic_lookup(text *name_text)
 		entry->consumers = loaded.consumers;
 	}
 	return entry;
+}
+
+ElTopic *
+el_topic_lookup(text *name_text)
+{
+	return el_topic_lookup_internal(name_text, false);
+}
+
+/* The id of topic "name" in the catalog now (a fresh snapshot), 0 if none. */
+static int32
+el_topic_id_now(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	int32		topic_id = 0;
+	int			ret;
+	int			pin;
+
+	(void) el_schema_oid();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
+	PushActiveSnapshot(GetLatestSnapshot());
+	args[0] = CStringGetTextDatum(name);
+	ret = SPI_execute_with_args("SELECT topic_id FROM " EL_SCHEMA_NAME ".topic_catalog"
+								" WHERE name = $1",
+								1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eventlog.topic_catalog: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	PopActiveSnapshot();
+	el_unpin_search_path(pin);
+	SPI_finish();
+	return topic_id;
+}
+
+/*
+ * For a long poll, before each sleep: the topic "name", which must still be
+ * the topic "topic_id" the call started with; raises 42704 if it was
+ * dropped (or dropped and created again under the same name) meanwhile.
+ *
+ * The commit of a drop wakes long polls (shmem.c) before PostgreSQL sends
+ * its catalog invalidations, so the cache cannot tell yet.  The catalog
+ * itself is read, with a fresh snapshot, on the first look (*drops == 0) and
+ * whenever the cluster's count of topic drops has moved since the last look
+ * (*drops): the drop is visible to new snapshots before it counts and
+ * broadcasts.  Drops are rare; the other wake-ups cost no catalog access.
+ */
+ElTopic *
+el_topic_recheck(text *name_text, int32 topic_id, uint64 *drops)
+{
+	uint64		now = el_topic_drop_count();
+	ElTopic    *topic;
+
+	AcceptInvalidationMessages();
+	if (*drops != now)
+	{
+		*drops = now;
+		if (el_topic_id_now(text_to_cstring(name_text)) != topic_id)
+			topic = NULL;
+		else
+			topic = el_topic_lookup_internal(name_text, true);
+	}
+	else
+		topic = el_topic_lookup_internal(name_text, true);
+	if (topic == NULL || topic->topic_id != topic_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("topic \"%s\" was dropped while waiting",
+						text_to_cstring(name_text)),
+				 errdetail("Another transaction dropped the topic while this call waited for its records.")));
+	return topic;
 }
 
 void
