@@ -62,10 +62,11 @@ sub server_survived
 # Run SQL in the background (verbose errors, to see SQLSTATEs).
 sub background
 {
-    my ($sql) = @_;
+    my ($sql, $user) = @_;
     my ($out, $err) = ('', '');
+    my $connstr = $node->connstr('postgres') . ($user ? " user=$user" : '');
     my $h = IPC::Run::start(
-        [ 'psql', '-X', '-A', '-t', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'), '-c', $sql ],
+        [ 'psql', '-X', '-A', '-t', '-v', 'VERBOSITY=verbose', '-d', $connstr, '-c', $sql ],
         '>', \$out, '2>', \$err);
     return ($h, \$out, \$err);
 }
@@ -311,9 +312,9 @@ server_survived('waits from rolled-back offsets');
 # ------------------------------------------------------------------------
 sub ends_on_drop
 {
-    my ($what, $topic, $sql, $tag, $drop) = @_;
+    my ($what, $topic, $sql, $tag, $drop, $user) = @_;
     $drop //= "SELECT eventlog.drop_topic('$topic')";
-    my ($h, $out, $err) = background($sql);
+    my ($h, $out, $err) = background($sql, $user);
     my $pid = sleeping($h, $tag);
     ok(defined $pid, "$what waits");
     my $t0 = time;
@@ -336,6 +337,12 @@ $node->safe_psql('postgres', q{
     SELECT eventlog.create_topic('d5', 1);
     SELECT eventlog.produce('d5', NULL, '"kept"');
     BEGIN; SELECT eventlog.produce('d5', NULL, '"aborted"'); ROLLBACK;
+    CREATE ROLE reader LOGIN;
+    SELECT eventlog.create_topic('d6', 1);
+    SELECT eventlog.create_topic('d7', 1);
+    SELECT eventlog.create_group('d7', 'g');
+    SELECT eventlog.grant('d6', 'consume', 'reader');
+    SELECT eventlog.grant('d7', 'consume', 'reader');
 });
 ends_on_drop('read(wait)', 'd1',
     q{SELECT /* t12a */ count(*) FROM eventlog.read('d1', 0, 0, wait => '60 seconds')}, 't12a');
@@ -348,9 +355,51 @@ ends_on_drop('read(wait) of a topic dropped and created again', 'd4',
     q{BEGIN; SELECT eventlog.drop_topic('d4'); SELECT eventlog.create_topic('d4', 1); COMMIT;});
 ends_on_drop('read(wait) from a rolled-back offset', 'd5',
     q{SELECT /* t12e */ count(*) FROM eventlog.read('d5', 0, 1, wait => '60 seconds')}, 't12e');
+ends_on_drop('read(wait) by a role with only the consume privilege', 'd6',
+    q{SELECT /* t12f */ count(*) FROM eventlog.read('d6', 0, 0, wait => '60 seconds')}, 't12f', undef, 'reader');
+ends_on_drop('poll(wait) by a role with only the consume privilege', 'd7',
+    q{SELECT /* t12g */ count(*) FROM eventlog.poll('d7', 'g', wait => '60 seconds')}, 't12g', undef, 'reader');
 server_survived('drops during waits');
 
 $by_in .= "\\q\n";
 $bystander->finish;
+
+# A waiting read whose partition slot is recycled (more partitions in use
+# than eventlog.max_partitions) attaches again and is still woken by the
+# next commit: freeing a slot wakes the reads sleeping on it.
+$node->append_conf('postgresql.conf', "eventlog.max_partitions = 3\n");
+$node->restart;
+$node->safe_psql('postgres', q{
+    SELECT eventlog.drop_topic(topic) FROM eventlog.topics;
+    SELECT eventlog.create_topic('sl', 3);
+    CREATE DATABASE other;
+});
+$node->safe_psql('other', q{
+    CREATE EXTENSION pg_eventlog;
+    SELECT eventlog.create_topic('o', 2);
+});
+($h, $out, $err) = background(q{SELECT /* tsl */ offset_id, value FROM eventlog.read('sl', 0, 0, wait => '60 seconds')});
+$pid = sleeping($h, 'tsl');
+ok(defined $pid, 'a read waits on partition 0');
+# Four other partitions looked at through three slots: each takes the next
+# slot in clock order, so the reader's is freed and given to another
+# partition.  Only looked at, not produced to: no commit broadcasts the
+# recycled slot, so only the freeing can wake the reader.
+$node->safe_psql('postgres', q{
+    SELECT eventlog.last_stable_offset('sl', 1);
+    SELECT eventlog.last_stable_offset('sl', 2);
+});
+$node->safe_psql('other', q{
+    SELECT eventlog.last_stable_offset('o', 0);
+    SELECT eventlog.last_stable_offset('o', 1);
+});
+ok(still_sleeping($h, $pid), 'other partitions taking its slot do not end the wait');
+my $t0 = time;
+$node->safe_psql('postgres', q{SELECT eventlog.produce('sl', NULL, '"p0"', partition => 0)});
+$h->finish;
+my $took = time - $t0;
+is($$out, "0|\"p0\"\n", 'a commit in its partition, in another slot, ends the wait with the record');
+ok($took < 30, sprintf('at once, not at the end of its 60-second wait (%.1f s)', $took));
+
 $node->stop;
 done_testing();
