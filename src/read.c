@@ -83,6 +83,7 @@ typedef struct ElReadPoint
 	int64		stable;			/* last stable offset */
 	int64		high_watermark;
 	int			holder_pid;
+	ConditionVariable *cv;		/* the one its producers broadcast now */
 } ElReadPoint;
 
 /* A scan over a partition's segments in offset order, from an offset. */
@@ -96,6 +97,9 @@ typedef struct ElScan
 	Relation	index;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
+	bool		returned;		/* the open segment returned a record */
+	bool		missing_ok;		/* a removed segment ends the scan... */
+	bool		missing;		/* ...and sets this, instead of an error */
 } ElScan;
 
 static int32
@@ -124,30 +128,33 @@ el_topic_partition_args(FunctionCallInfo fcinfo, int32 *partition)
 	return topic;
 }
 
-/* Look up topic and partition arguments, and take the read point. */
+/*
+ * Take the read point of a partition of "topic" (looked up by "name").
+ *
+ * Every offset below the stable offset lies in a segment up to the active
+ * one.  A maintenance round may have rolled the partition since this backend
+ * cached its segment list (the commit that activates a segment reaches
+ * shared memory before other backends process the catalog invalidation):
+ * then the catalog is read again, and point->topic is the new cache entry
+ * (pointers into the old one are dead).
+ */
 static void
-el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
+el_point_at(text *name, ElTopic *topic, int32 partition, ElReadPoint *point)
 {
-	ElTopic    *topic;
-	int32		partition;
 	ElStableOffset so;
 
-	topic = el_topic_partition_args(fcinfo, &partition);
-	el_refuse_in_recovery("read");
-
 	el_read_stable_offset(topic, partition, &so);
-
-	/*
-	 * Every offset below the stable offset lies in a segment up to the
-	 * active one.  A maintenance round may have rolled the partition since
-	 * this backend cached its segment list (the commit that activates a
-	 * segment reaches shared memory before other backends process the
-	 * catalog invalidation): then read the catalog again.
-	 */
 	if (el_find_segment(topic, partition, so.active_segno) == NULL)
 	{
+		int32		topic_id = topic->topic_id;
+
 		el_topic_invalidate();
-		topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+		topic = el_topic_lookup(name);
+		if (topic->topic_id != topic_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("topic \"%s\" was dropped while being read", topic->name),
+					 errdetail("Another transaction dropped it and created it again under the same name.")));
 		el_check_partition(topic, partition);
 	}
 	point->topic = topic;
@@ -156,8 +163,21 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	point->stable = so.stable;
 	point->high_watermark = so.high_watermark;
 	point->holder_pid = so.holder_pid;
+	point->cv = so.cv;
 	if (el_debug_ignore_stable_offset)
 		point->stable = point->high_watermark;
+}
+
+/* Look up topic and partition arguments, and take the read point. */
+static void
+el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
+{
+	ElTopic    *topic;
+	int32		partition;
+
+	topic = el_topic_partition_args(fcinfo, &partition);
+	el_refuse_in_recovery("read");
+	el_point_at(PG_GETARG_TEXT_PP(0), topic, partition, point);
 }
 
 static void
@@ -185,23 +205,31 @@ el_offset_out_of_range(ElReadPoint *point, int64 offset)
 static void
 el_scan_close_segment(ElScan *s)
 {
+	LOCKMODE	unlock;
+
 	if (s->scan)
 		index_endscan(s->scan);
 	if (s->slot)
 		ExecDropSingleTupleTableSlot(s->slot);
 	/*
-	 * Keep the locks until the end of the transaction, as any read does: a
-	 * transaction that read records keeps retention from removing their
-	 * segment until it ends (retention skips a segment someone holds).
+	 * Keep the locks of a segment that returned records until the end of the
+	 * transaction, as any read does: a transaction that read records keeps
+	 * retention from removing their segment until it ends (retention skips a
+	 * segment someone holds).  A segment that returned nothing is let go
+	 * (the lock this scan took; one the transaction held before stays): a
+	 * long poll that found nothing must not keep retention or drop_topic
+	 * waiting while it sleeps.
 	 */
+	unlock = s->returned ? NoLock : AccessShareLock;
 	if (s->index)
-		index_close(s->index, NoLock);
+		index_close(s->index, unlock);
 	if (s->rel)
-		relation_close(s->rel, NoLock);
+		relation_close(s->rel, unlock);
 	s->scan = NULL;
 	s->slot = NULL;
 	s->index = NULL;
 	s->rel = NULL;
+	s->returned = false;
 }
 
 /* Position the scan on the segment that may hold s->next. */
@@ -240,12 +268,19 @@ el_scan_open_segment(ElScan *s)
 	seg = &meta->segments[s->segno];
 	if (!OidIsValid(seg->relid) ||
 		(s->rel = try_relation_open(seg->relid, AccessShareLock)) == NULL)
+	{
+		if (s->missing_ok)
+		{
+			s->missing = true;
+			return false;
+		}
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("offset " INT64_FORMAT " of partition %d of topic \"%s\" is no longer stored",
 						s->next, s->point->partition, s->point->topic->name),
 				 errdetail("Retention removed the segment holding it while it was being read."),
 				 errhint("Read from the partition's log start offset (eventlog.log_start_offset).")));
+	}
 
 	pk = el_primary_key_index(s->rel);
 	if (!OidIsValid(pk))
@@ -289,6 +324,7 @@ el_scan_next(ElScan *s, int64 *offset)
 				return NULL;
 			}
 			s->next = off + 1;
+			s->returned = true;
 			*offset = off;
 			return s->slot;
 		}
@@ -344,31 +380,87 @@ el_wait_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * Long poll: sleep until the partition's stable offset moves past "from"
- * or the wait ends.  Every producing transaction that ends broadcasts the
- * partition's condition variable (shmem.c), so the wait costs no CPU and
- * ends as soon as records become readable.  Query cancel and
- * pg_terminate_backend end it at once (the sleep checks for interrupts).
- * The caller's own transaction never holds the stable offset back, so a
- * call never waits on its own records.
+ * The first readable record at or after "from" and below "to": its offset
+ * and append_time.  False if there is none.
  */
-static void
-el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
-					long wait_ms)
+static bool
+el_first_record(ElReadPoint *point, Snapshot snapshot, int64 from, int64 to,
+				int64 *offset, TimestampTz *append_time)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	ConditionVariable *cv = &point->topic->parts[point->partition].ref.slot->cv;
+	ElScan		scan;
+	TupleTableSlot *slot;
+	bool		found = false;
+
+	el_scan_begin(&scan, point, from, snapshot);
+	slot = el_scan_next(&scan, offset);
+	if (slot != NULL && *offset < to)
+	{
+		bool		isnull;
+
+		*append_time = DatumGetTimestampTz(slot_getattr(slot, EL_SEG_APPEND_TIME, &isnull));
+		found = true;
+	}
+	el_scan_end(&scan);
+	return found;
+}
+
+/*
+ * Whether a record is readable in the partition of "point" at or after
+ * "from" (and below its stable offset), with a snapshot taken now (after the
+ * stable offset, as for any read).  A segment removed meanwhile counts as
+ * "readable": the caller's read finds out what retention did.
+ */
+static bool
+el_readable_from(ElReadPoint *point, int64 from)
+{
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ElScan		scan;
+	int64		offset;
+	bool		found;
+
+	el_scan_begin(&scan, point, from, snapshot);
+	scan.missing_ok = true;
+	found = (el_scan_next(&scan, &offset) != NULL) || scan.missing;
+	el_scan_end(&scan);
+	UnregisterSnapshot(snapshot);
+	return found;
+}
+
+/*
+ * Long poll of eventlog.read: sleep until the stable offset of the
+ * partition of "point" moves past "from", then true with "point" taken
+ * again; false when "deadline" comes first.  Every producing transaction
+ * that ends broadcasts the partition's condition variable (shmem.c), so the
+ * wait costs no CPU and ends as soon as records can be readable.  Query
+ * cancel and pg_terminate_backend end it at once (the sleep checks for
+ * interrupts), and so does the topic's drop (42704, el_topic_recheck).  The
+ * caller's own transaction never holds the stable offset back, so a call
+ * never waits on its own records.
+ */
+static bool
+el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
+				   TimestampTz deadline)
+{
+	int32		topic_id = point->topic->topic_id;
+	int32		partition = point->partition;
+	ConditionVariable *cv = point->cv;
+	uint64		drops = 0;
+	bool		moved = false;
 
 	for (;;)
 	{
+		ElTopic    *topic;
 		long		remaining;
-		ConditionVariable *now_cv;
 
 		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
 		ConditionVariablePrepareToSleep(cv);
-		el_read_point(fcinfo, point);
+		topic = el_topic_recheck(name, topic_id, &drops);
+		el_point_at(name, topic, partition, point);
 		if (point->stable > from)
+		{
+			moved = true;
 			break;
+		}
 
 		/*
 		 * The partition's shared slot may have been recycled and the
@@ -376,10 +468,9 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 		 * eventlog.max_partitions): sleep on the one its producers broadcast
 		 * now, after checking again.
 		 */
-		now_cv = &point->topic->parts[point->partition].ref.slot->cv;
-		if (now_cv != cv)
+		if (point->cv != cv)
 		{
-			cv = now_cv;
+			cv = point->cv;
 			continue;
 		}
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -388,6 +479,7 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
+	return moved;
 }
 
 /*
@@ -395,11 +487,16 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
  * bigint[], wait interval) -> boolean
  *
  * The long poll of eventlog.poll, over several partitions: true as soon as
- * some partitions[i]'s last stable offset is above positions[i], false when
- * the wait ends first.  It sleeps on the topic's wake-up condition variable
+ * some partitions[i] has a readable record at or after positions[i] (or
+ * retention removed records there: the poll handles that), false when the
+ * wait ends first.  It sleeps on the topic's wake-up condition variable
  * (shmem.c), which every producing transaction of the topic broadcasts when
  * it ends: no CPU while nothing happens, and a wake-up per commit or abort
- * of the topic while it waits.
+ * of the topic while it waits.  A wake-up that brings nothing readable (a
+ * rollback, a commit in another partition, a commit behind an open
+ * transaction) sleeps again: offsets below a stable offset that hold no
+ * record were rolled back and never appear, so the wait goes on past them.
+ * The topic's drop ends it with 42704 (el_topic_recheck).
  */
 Datum
 el_await_records(PG_FUNCTION_ARGS)
@@ -417,6 +514,7 @@ el_await_records(PG_FUNCTION_ARGS)
 	ElTopic    *topic;
 	ConditionVariable *cv;
 	int32		topic_id;
+	uint64		drops = 0;
 	bool		ready = false;
 	int			i;
 
@@ -457,17 +555,20 @@ el_await_records(PG_FUNCTION_ARGS)
 
 		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
 		ConditionVariablePrepareToSleep(cv);
-		topic = el_topic_lookup(name);
-		if (topic->topic_id != topic_id)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("topic \"%s\" was dropped while waiting", topic->name)));
+		topic = el_topic_recheck(name, topic_id, &drops);
 		for (i = 0; i < nparts && !ready; i++)
 		{
-			ElStableOffset so;
+			ElReadPoint point;
+			int64		pos = DatumGetInt64(positions[i]);
 
-			el_read_stable_offset(topic, DatumGetInt32(parts[i]), &so);
-			ready = (so.stable > DatumGetInt64(positions[i]));
+			el_point_at(name, topic, DatumGetInt32(parts[i]), &point);
+			topic = point.topic;	/* reloaded after a roll */
+			if (point.stable <= pos)
+				continue;
+			if (pos < point.log_start || el_readable_from(&point, pos))
+				ready = true;
+			else
+				positions[i] = Int64GetDatum(point.stable);
 		}
 		if (ready)
 			break;
@@ -481,24 +582,66 @@ el_await_records(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Append up to "max_records" records of the partition of "point", from
+ * "from" on, to "store"; returns how many.
+ */
+static int32
+el_read_into(ElReadPoint *point, int64 from, int32 max_records,
+			 Tuplestorestate *store, TupleDesc tupdesc)
+{
+	ElScan		scan;
+	Snapshot	snapshot;
+	TupleTableSlot *slot;
+	int64		offset;
+	int32		n = 0;
+	Datum		topic_datum = CStringGetTextDatum(point->topic->name);
+
+	/* Step 2: a snapshot taken after the stable offset was computed. */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	el_scan_begin(&scan, point, from, snapshot);
+	while (n < max_records && (slot = el_scan_next(&scan, &offset)) != NULL)
+	{
+		Datum		values[8];
+		bool		nulls[8] = {false};
+
+		values[0] = topic_datum;
+		values[1] = Int32GetDatum(point->partition);
+		values[2] = Int64GetDatum(offset);
+		values[3] = el_flat_attr(slot, EL_SEG_KEY, &nulls[3]);
+		values[4] = el_flat_attr(slot, EL_SEG_VALUE, &nulls[4]);
+		values[5] = el_flat_attr(slot, EL_SEG_HEADERS, &nulls[5]);
+		values[6] = slot_getattr(slot, EL_SEG_EVENT_TIME, &nulls[6]);
+		values[7] = slot_getattr(slot, EL_SEG_APPEND_TIME, &nulls[7]);
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+		n++;
+	}
+	el_scan_end(&scan);
+	UnregisterSnapshot(snapshot);
+	return n;
+}
+
+/*
  * eventlog.read(topic text, partition integer, from_offset bigint,
  *               max_records integer, wait interval) -> SETOF eventlog.record
+ *
+ * With a wait, it returns as soon as a record is readable at or after
+ * from_offset, or nothing when the wait ends.  Offsets below the stable
+ * offset that hold no record were rolled back and never appear: after a scan
+ * that found nothing, the wait goes on for the stable offset to pass the
+ * one that scan stopped at (a reader resuming at a rolled-back offset sleeps
+ * rather than spinning).  Only a scan that returned nothing is followed by
+ * another, so no record comes twice.
  */
 Datum
 el_read(PG_FUNCTION_ARGS)
 {
 	ElReadPoint point;
-	ElScan		scan;
 	int64		from;
 	int32		max_records;
 	long		wait_ms;
-	Snapshot	snapshot;
+	TimestampTz deadline;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
-	TupleTableSlot *slot;
-	int64		offset;
-	int32		n = 0;
-	Datum		topic_datum;
 
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -516,65 +659,30 @@ el_read(PG_FUNCTION_ARGS)
 				 errmsg("max_records must be at least 1")));
 	max_records = PG_GETARG_INT32(3);
 	wait_ms = el_wait_arg(fcinfo, 4);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 
 	el_read_point(fcinfo, &point);
 	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
 	if (from < point.log_start || from > point.high_watermark)
 		el_offset_out_of_range(&point, from);
-	if (wait_ms > 0 && point.stable <= from)
-		el_wait_for_records(fcinfo, &point, from, wait_ms);
 
 	store = el_materialized_srf(fcinfo, "read", &tupdesc);
-
-	/* Step 2: a snapshot taken after the stable offset was computed. */
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	topic_datum = CStringGetTextDatum(point.topic->name);
-
-	el_scan_begin(&scan, &point, from, snapshot);
-	while (n < max_records && (slot = el_scan_next(&scan, &offset)) != NULL)
+	for (;;)
 	{
-		Datum		values[8];
-		bool		nulls[8] = {false};
-
-		values[0] = topic_datum;
-		values[1] = Int32GetDatum(point.partition);
-		values[2] = Int64GetDatum(offset);
-		values[3] = el_flat_attr(slot, EL_SEG_KEY, &nulls[3]);
-		values[4] = el_flat_attr(slot, EL_SEG_VALUE, &nulls[4]);
-		values[5] = el_flat_attr(slot, EL_SEG_HEADERS, &nulls[5]);
-		values[6] = slot_getattr(slot, EL_SEG_EVENT_TIME, &nulls[6]);
-		values[7] = slot_getattr(slot, EL_SEG_APPEND_TIME, &nulls[7]);
-		tuplestore_putvalues(store, tupdesc, values, nulls);
-		n++;
+		if (wait_ms > 0 && point.stable <= from)
+		{
+			if (!el_wait_for_stable(PG_GETARG_TEXT_PP(0), &point, from, deadline))
+				break;			/* the wait ended: nothing */
+			/* The cache may have been reloaded: check the privilege again. */
+			el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
+		}
+		if (el_read_into(&point, from, max_records, store, tupdesc) > 0 ||
+			wait_ms == 0)
+			break;
+		/* Nothing from "from" to the stable offset: rolled back. */
+		from = Max(from, point.stable);
 	}
-	el_scan_end(&scan);
-	UnregisterSnapshot(snapshot);
 	return (Datum) 0;
-}
-
-/*
- * The first readable record at or after "from" and below "to": its offset
- * and append_time.  False if there is none.
- */
-static bool
-el_first_record(ElReadPoint *point, Snapshot snapshot, int64 from, int64 to,
-				int64 *offset, TimestampTz *append_time)
-{
-	ElScan		scan;
-	TupleTableSlot *slot;
-	bool		found = false;
-
-	el_scan_begin(&scan, point, from, snapshot);
-	slot = el_scan_next(&scan, offset);
-	if (slot != NULL && *offset < to)
-	{
-		bool		isnull;
-
-		*append_time = DatumGetTimestampTz(slot_getattr(slot, EL_SEG_APPEND_TIME, &isnull));
-		found = true;
-	}
-	el_scan_end(&scan);
-	return found;
 }
 
 /*

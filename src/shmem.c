@@ -178,6 +178,8 @@ el_shmem_startup(void)
 		el_shared->nprocs = nprocs;
 		for (int i = 0; i < EL_TOPIC_WAKEUPS; i++)
 			ConditionVariableInit(&el_shared->topic_wakeup[i]);
+		/* From 1: a long poll's first look (0) always reads the catalog. */
+		pg_atomic_init_u64(&el_shared->topic_drops, 1);
 		memset(el_shared->inflight, 0,
 			   sizeof(ElInflight) * nprocs * el_max_transaction_partitions);
 	}
@@ -320,6 +322,14 @@ el_free_slot(int slotno, bool even_unannounced)
 		freed = true;
 	}
 	LWLockRelease(&slot->lock);
+
+	/*
+	 * Long polls of the partition sleep on this slot's condition variable:
+	 * wake them, so that they attach again and sleep on the slot its
+	 * producers will broadcast from now on (or find their topic dropped).
+	 */
+	if (freed)
+		ConditionVariableBroadcast(&slot->cv);
 	return freed;
 }
 
@@ -630,6 +640,7 @@ el_stable_offset(const ElSlotRef *ref, ElStableOffset *out)
 	out->high_watermark = part->next_offset;
 	out->commit_lsn = part->commit_lsn;
 	out->active_segno = part->active_segno;
+	out->cv = &part->cv;
 	LWLockRelease(&part->lock);
 	return true;
 }
@@ -709,6 +720,13 @@ el_topic_wakeup(int32 topic_id)
 	uint32		h = hash_uint32((uint32) topic_id) ^ hash_uint32((uint32) MyDatabaseId);
 
 	return &el_shared->topic_wakeup[h % EL_TOPIC_WAKEUPS];
+}
+
+uint64
+el_topic_drop_count(void)
+{
+	el_require_shmem();
+	return pg_atomic_read_u64(&el_shared->topic_drops);
 }
 
 /*
@@ -872,14 +890,23 @@ el_forget_database_at_commit(void)
  * always safe, even should the drop have been rolled back in a
  * subtransaction: the counter is recovered from the catalog on next use.
  * A slot with in-flight entries is left alone.
+ *
+ * Then end the long polls of those topics: count the drop and wake every
+ * read(wait) (partition condition variables) and poll(wait) (topic wake-up
+ * condition variables) of them.  They look their topic up again and raise
+ * "dropped while waiting" (topic.c, el_topic_recheck).  This runs after the
+ * drop became visible to new snapshots, and a waiter always prepares to
+ * sleep before it reads the count, so none misses the drop.
  */
 static void
 el_forget_partitions(void)
 {
+	ListCell   *lc;
 	int			i;
 
 	if (!el_shmem_attached())
 		return;
+	pg_atomic_fetch_add_u64(&el_shared->topic_drops, 1);
 	LWLockAcquire(el_shared->hash_lock, LW_EXCLUSIVE);
 	for (i = 0; i < el_max_partitions; i++)
 	{
@@ -891,9 +918,20 @@ el_forget_partitions(void)
 		if (!el_forget_database &&
 			!list_member_int(el_forget_topics, slot->key.topic_id))
 			continue;
-		(void) el_free_slot(i, true);
+		if (!el_free_slot(i, true))
+			ConditionVariableBroadcast(&slot->cv);	/* freeing broadcasts */
 	}
 	LWLockRelease(el_shared->hash_lock);
+	if (el_forget_database)
+	{
+		for (i = 0; i < EL_TOPIC_WAKEUPS; i++)
+			ConditionVariableBroadcast(&el_shared->topic_wakeup[i]);
+	}
+	else
+	{
+		foreach(lc, el_forget_topics)
+			ConditionVariableBroadcast(el_topic_wakeup(lfirst_int(lc)));
+	}
 }
 
 static void

@@ -11,6 +11,7 @@
 
 #include "access/xlogdefs.h"
 #include "lib/ilist.h"
+#include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
@@ -83,6 +84,10 @@ typedef struct ElStableOffset
 	int			holder_pid;		/* backend holding it back, 0 if none */
 	XLogRecPtr	commit_lsn;		/* flush WAL to here before returning rows */
 	int32		active_segno;	/* newest segment that may hold records */
+	ConditionVariable *cv;		/* the slot's, which producers broadcast: a
+								 * long poll sleeps on it (a slot is never
+								 * unmapped, so a stale one is still safe to
+								 * sleep on; freeing a slot broadcasts it) */
 } ElStableOffset;
 
 /*
@@ -129,6 +134,9 @@ typedef struct ElSharedState
 	int			clock_hand;		/* next slot to consider (under hash_lock) */
 	int			nprocs;			/* PGPROC slots covered by inflight[] */
 	ConditionVariable topic_wakeup[EL_TOPIC_WAKEUPS];
+	pg_atomic_uint64 topic_drops;	/* topics dropped (plus 1), counted at
+									 * the drop's commit: long polls look
+									 * their topic up again when it moves */
 	ElInflight	inflight[FLEXIBLE_ARRAY_MEMBER];
 } ElSharedState;
 
@@ -149,6 +157,7 @@ extern void el_activate_segment_at_commit(int32 topic_id, int32 partition,
 										  int32 segno);
 extern bool el_stable_offset(const ElSlotRef *ref, ElStableOffset *out);
 extern ConditionVariable *el_topic_wakeup(int32 topic_id);
+extern uint64 el_topic_drop_count(void);
 extern int	el_collect_notifications(ElNotifyItem *items, int max_items,
 									 bool *blocked);
 extern void el_forget_topic_at_commit(int32 topic_id);

@@ -316,11 +316,12 @@ el_topic_load(ElTopic *entry, const char *name)
 
 /*
  * The cached metadata of a topic, loading it if needed.  Raises 22004 for a
- * NULL name, 22023 for an invalid one and 42704 if there is no such topic.
- * The result stays valid until the next call.
+ * NULL name, 22023 for an invalid one and 42704 if there is no such topic
+ * (unless "missing_ok": then NULL).  The result stays valid until the next
+ * call.
  */
-ElTopic *
-el_topic_lookup(text *name_text)
+static ElTopic *
+el_topic_lookup_internal(text *name_text, bool missing_ok)
 {
 	char		name[EL_TOPIC_NAME_MAX + 1];
 	int			len = VARSIZE_ANY_EXHDR(name_text);
@@ -343,10 +344,14 @@ el_topic_lookup(text *name_text)
 
 		memset(&loaded, 0, sizeof(loaded));
 		if (!el_topic_load(&loaded, name))
+		{
+			if (missing_ok)
+				return NULL;
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("topic \"%s\" does not exist", name),
 					 errhint("Create it with eventlog.create_topic(), or list topics in eventlog.topics.")));
+		}
 		/*
 		 * Should an invalidation have arrived during the load, the entry
 		 * lands in a cache already marked stale and is used only once.
@@ -363,6 +368,85 @@ el_topic_lookup(text *name_text)
 		entry->consumers = loaded.consumers;
 	}
 	return entry;
+}
+
+ElTopic *
+el_topic_lookup(text *name_text)
+{
+	return el_topic_lookup_internal(name_text, false);
+}
+
+/* The id of topic "name" in the catalog now (a fresh snapshot), 0 if none. */
+static int32
+el_topic_id_now(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	int32		topic_id = 0;
+	int			ret;
+	int			pin;
+
+	(void) el_schema_oid();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
+	PushActiveSnapshot(GetLatestSnapshot());
+	args[0] = CStringGetTextDatum(name);
+	ret = SPI_execute_with_args("SELECT topic_id FROM " EL_SCHEMA_NAME ".topic_catalog"
+								" WHERE name = $1",
+								1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eventlog.topic_catalog: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	PopActiveSnapshot();
+	el_unpin_search_path(pin);
+	SPI_finish();
+	return topic_id;
+}
+
+/*
+ * For a long poll, before each sleep: the topic "name", which must still be
+ * the topic "topic_id" the call started with; raises 42704 if it was
+ * dropped (or dropped and created again under the same name) meanwhile.
+ *
+ * The commit of a drop wakes long polls (shmem.c) before PostgreSQL sends
+ * its catalog invalidations, so the cache cannot tell yet.  The catalog
+ * itself is read, with a fresh snapshot, on the first look (*drops == 0) and
+ * whenever the cluster's count of topic drops has moved since the last look
+ * (*drops): the drop is visible to new snapshots before it counts and
+ * broadcasts.  Drops are rare; the other wake-ups cost no catalog access.
+ */
+ElTopic *
+el_topic_recheck(text *name_text, int32 topic_id, uint64 *drops)
+{
+	uint64		now = el_topic_drop_count();
+	ElTopic    *topic;
+
+	AcceptInvalidationMessages();
+	if (*drops != now)
+	{
+		*drops = now;
+		if (el_topic_id_now(text_to_cstring(name_text)) != topic_id)
+			topic = NULL;
+		else
+			topic = el_topic_lookup_internal(name_text, true);
+	}
+	else
+		topic = el_topic_lookup_internal(name_text, true);
+	if (topic == NULL || topic->topic_id != topic_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("topic \"%s\" was dropped while waiting",
+						text_to_cstring(name_text)),
+				 errdetail("Another transaction dropped the topic while this call waited for its records.")));
+	return topic;
 }
 
 void
@@ -556,21 +640,39 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 }
 
 /*
- * Attach to a partition's shared state and make sure its counter has been
- * recovered.  Never recovers during recovery: a standby's counters would be
- * stale at promotion.
+ * The attached partition handle.  Each cached partition (ElPartitionMeta)
+ * keeps a reference (slot pointer, incarnation) to its partition's slot in
+ * shared memory; a new cache entry (after every reload of the topic cache)
+ * starts unattached, and a slot may be freed or given to another partition
+ * at any time (its topic dropped, or room needed: shmem.c).  So no code
+ * outside el_with_partition touches that reference: every operation on a
+ * partition's shared state goes through it, and it attaches, recovers the
+ * counter after a server start, and attaches again whenever the slot turned
+ * out stale.
+ *
+ * "op" does the work under the slot's lock and returns false, having done
+ * nothing, if the reference is stale or the counter not recovered (the
+ * shmem.c functions taking an ElSlotRef all behave so).  The usual case,
+ * attached and ready, costs one lock.  Never recovers a counter during
+ * recovery: a standby's counters would be stale at promotion.
  */
+typedef bool (*ElSlotOp) (const ElSlotRef *ref, void *arg);
+
 static void
-el_partition_ready(ElTopic *topic, int32 partition)
+el_with_partition(ElTopic *topic, int32 partition, ElSlotOp op, void *arg)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
+	ElSlotRef  *ref = &topic->parts[partition].ref;
 	int			attempt;
 
+	/*
+	 * Each turn either succeeds or finds the slot freed or reassigned since
+	 * the last: ten turns in a row only under extreme slot churn.
+	 */
 	for (attempt = 0; attempt < 10; attempt++)
 	{
-		ElSlotStatus status;
-
-		if (meta->ref.slot == NULL)
+		if (ref->slot != NULL && op(ref, arg))
+			return;
+		if (ref->slot == NULL)
 		{
 			ElPartitionKey key;
 
@@ -578,25 +680,46 @@ el_partition_ready(ElTopic *topic, int32 partition)
 			key.dbid = MyDatabaseId;
 			key.topic_id = topic->topic_id;
 			key.partition = partition;
-			el_partition_attach(&key, &meta->ref);
+			el_partition_attach(&key, ref);
 		}
-		status = el_partition_status(&meta->ref);
-		if (status == EL_SLOT_READY)
-			return;
-		if (status == EL_SLOT_UNINITIALIZED)
+		switch (el_partition_status(ref))
 		{
-			ElRouting	routing;
-			int64		next;
+			case EL_SLOT_READY:
+				break;			/* run op on the next turn */
+			case EL_SLOT_UNINITIALIZED:
+				{
+					ElRouting	routing;
+					int64		next;
 
-			el_refuse_in_recovery("use");
-			next = el_recover_next_offset(topic, partition, &routing);
-			if (el_partition_set_initial(&meta->ref, next, &routing))
-				return;
+					el_refuse_in_recovery("use");
+					next = el_recover_next_offset(topic, partition, &routing);
+					if (el_partition_set_initial(ref, next, &routing))
+						break;
+				}
+				/* FALLTHROUGH */
+			case EL_SLOT_STALE:
+				ref->slot = NULL;	/* attach again */
+				break;
 		}
-		meta->ref.slot = NULL;	/* stale: attach again */
 	}
 	elog(ERROR, "could not attach to the shared state of partition %d of topic \"%s\"",
 		 partition, topic->name);
+}
+
+typedef struct ElTakeOffsetsArg
+{
+	int			count;
+	int64		first;
+	int32	   *segno;
+	TimestampTz *append_time;
+} ElTakeOffsetsArg;
+
+static bool
+el_take_offsets_op(const ElSlotRef *ref, void *arg)
+{
+	ElTakeOffsetsArg *a = arg;
+
+	return el_allocate_offsets(ref, a->count, &a->first, a->segno, a->append_time);
 }
 
 /*
@@ -607,38 +730,27 @@ int64
 el_take_offsets(ElTopic *topic, int32 partition, int count, int32 *segno,
 				TimestampTz *append_time)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	int			attempt;
-	int64		first;
+	ElTakeOffsetsArg a;
 
-	for (attempt = 0; attempt < 10; attempt++)
-	{
-		el_partition_ready(topic, partition);
-		if (el_allocate_offsets(&meta->ref, count, &first, segno, append_time))
-			return first;
-		meta->ref.slot = NULL;	/* freed meanwhile: attach again */
-	}
-	elog(ERROR, "could not take offsets in partition %d of topic \"%s\"",
-		 partition, topic->name);
-	return 0;					/* keep compiler quiet */
+	a.count = count;
+	a.first = 0;
+	a.segno = segno;
+	a.append_time = append_time;
+	el_with_partition(topic, partition, el_take_offsets_op, &a);
+	return a.first;
+}
+
+static bool
+el_routing_op(const ElSlotRef *ref, void *arg)
+{
+	return el_partition_routing(ref, (ElRouting *) arg);
 }
 
 /* Where a partition's new records go now. */
 void
 el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	int			attempt;
-
-	for (attempt = 0; attempt < 10; attempt++)
-	{
-		el_partition_ready(topic, partition);
-		if (el_partition_routing(&meta->ref, routing))
-			return;
-		meta->ref.slot = NULL;
-	}
-	elog(ERROR, "could not read the routing of partition %d of topic \"%s\"",
-		 partition, topic->name);
+	el_with_partition(topic, partition, el_routing_op, routing);
 }
 
 /* The cached segment "segno" of a partition, or NULL. */
@@ -654,32 +766,26 @@ el_find_segment(ElTopic *topic, int32 partition, int32 segno)
 	return NULL;
 }
 
+static bool
+el_stable_offset_op(const ElSlotRef *ref, void *arg)
+{
+	return el_stable_offset(ref, (ElStableOffset *) arg);
+}
+
 /*
- * A partition's last stable offset and high watermark, for a reader.  Also
- * flushes WAL up to the newest commit of a producing transaction, so that
- * no record a reader is about to return can be lost in a crash (see
- * el_release_inflight); with synchronous commits it is already flushed and
- * this costs a comparison.
+ * A partition's last stable offset and high watermark, for a reader, and
+ * the condition variable its producers broadcast now (out->cv: a long poll
+ * sleeps on it).  Also flushes WAL up to the newest commit of a producing
+ * transaction, so that no record a reader is about to return can be lost in
+ * a crash (see el_release_inflight); with synchronous commits it is already
+ * flushed and this costs a comparison.
  */
 void
 el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
 {
-	ElPartitionMeta *meta = &topic->parts[partition];
-	int			attempt;
-
-	for (attempt = 0; attempt < 10; attempt++)
-	{
-		el_partition_ready(topic, partition);
-		if (el_stable_offset(&meta->ref, out))
-		{
-			if (!XLogRecPtrIsInvalid(out->commit_lsn))
-				XLogFlush(out->commit_lsn);
-			return;
-		}
-		meta->ref.slot = NULL;
-	}
-	elog(ERROR, "could not read the offsets of partition %d of topic \"%s\"",
-		 partition, topic->name);
+	el_with_partition(topic, partition, el_stable_offset_op, out);
+	if (!XLogRecPtrIsInvalid(out->commit_lsn))
+		XLogFlush(out->commit_lsn);
 }
 
 /* ------------------------------------------------------------------------

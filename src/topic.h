@@ -34,7 +34,8 @@ typedef struct ElPartitionMeta
 	int64		offset_floor;
 	int			nsegments;
 	ElSegment  *segments;		/* ascending segment_no (and offsets) */
-	ElSlotRef	ref;			/* shared state, attached on first use */
+	ElSlotRef	ref;			/* shared state: only el_with_partition
+								 * (topic.c) touches it */
 } ElPartitionMeta;
 
 typedef struct ElTopic
@@ -56,6 +57,7 @@ extern uint64 el_cache_generation;
 
 extern void el_topic_cache_init(void);
 extern ElTopic *el_topic_lookup(text *name);
+extern ElTopic *el_topic_recheck(text *name, int32 topic_id, uint64 *drops);
 extern void el_check_topic_name(const char *name, int len);
 extern void el_topic_invalidate(void);
 extern void el_watch_catalog(void);
