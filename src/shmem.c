@@ -839,6 +839,23 @@ el_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 	ListCell   *lc;
 
+	/*
+	 * A subtransaction that aborts takes its activations with it (its
+	 * segment tables are gone).  One that commits hands them to its parent:
+	 * they must then survive a later rollback of a sibling subtransaction
+	 * at the same level, and only go when the parent itself aborts.
+	 */
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, el_pending_activations)
+		{
+			ElPendingActivation *pa = lfirst(lc);
+
+			if (pa->nest_level >= level)
+				pa->nest_level = level - 1;
+		}
+		return;
+	}
 	if (event != SUBXACT_EVENT_ABORT_SUB)
 		return;
 	foreach(lc, el_pending_activations)
