@@ -81,8 +81,11 @@ int			el_max_transaction_partitions = 128;
  * Test only: at transaction end, forget this backend's in-flight entries
  * without unlinking them, as a bug or an unforeseen exit path would.  The
  * tests use it to show that a leaked entry never holds a partition back.
+ * Only in a build for the tests (EL_TEST_HOOKS, see the Makefile).
  */
+#ifdef EL_TEST_HOOKS
 static bool el_debug_leak_inflight = false;
+#endif
 
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 #ifdef EL_HAVE_SHMEM_REQUEST_HOOK
@@ -228,6 +231,7 @@ el_shmem_init(void)
 	RegisterXactCallback(el_xact_callback, NULL);
 	RegisterSubXactCallback(el_subxact_callback, NULL);
 
+#ifdef EL_TEST_HOOKS
 	DefineCustomBoolVariable("eventlog.debug_leak_inflight",
 							 "Test only: leave in-flight entries behind at transaction end.",
 							 "Simulates a leak, to show that readers treat an entry of a finished transaction as gone.",
@@ -235,6 +239,7 @@ el_shmem_init(void)
 							 false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+#endif
 
 	/*
 	 * Settings that size shared memory can only be defined at server start
@@ -660,6 +665,7 @@ el_release_inflight(bool committed)
 
 	if (el_nheld == 0)
 		return;
+#ifdef EL_TEST_HOOKS
 	if (el_debug_leak_inflight)
 	{
 		/* Leave them linked; the next allocation here unlinks them. */
@@ -667,6 +673,7 @@ el_release_inflight(bool committed)
 		el_slice_checked = false;
 		return;
 	}
+#endif
 	slice = el_my_slice();
 	for (i = 0; i < el_nheld; i++)
 	{
