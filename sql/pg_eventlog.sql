@@ -296,6 +296,14 @@ $$;
 COMMENT ON FUNCTION @extschema@._create_segment(integer, integer, integer, bigint) IS
 'internal: creates a segment table for a partition and records it in segment_catalog';
 
+CREATE FUNCTION @extschema@._partitions_in_use(except_topic integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'el_partitions_in_use'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._partitions_in_use(integer) IS
+'internal: the partitions of every other topic of this database, as committed now (a fresh snapshot, not the caller''s)';
+REVOKE ALL ON FUNCTION @extschema@._partitions_in_use(integer) FROM PUBLIC;
+
 /* Add partitions [first, last] to a topic, each with its first segment. */
 CREATE FUNCTION @extschema@._add_partitions(topic_id integer, first integer, last integer)
 RETURNS void
@@ -306,8 +314,14 @@ DECLARE
     total bigint;
     max_partitions integer := current_setting('eventlog.max_partitions')::integer;
 BEGIN
-    SELECT coalesce(sum(t.partitions), 0) INTO total
-      FROM @extschema@.topic_catalog t WHERE t.topic_id <> _add_partitions.topic_id;
+    -- Serialise the check with every other creation or growth of a topic
+    -- in this database (create_topic takes the same lock first; alter_topic
+    -- holds only its topic's row lock, which this lock does not conflict
+    -- with): two sessions must not each find room and together exceed the
+    -- limit.  The count reads what is committed now, not the caller's
+    -- snapshot, which in REPEATABLE READ predates the wait for the lock.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    total := @extschema@._partitions_in_use(_add_partitions.topic_id);
     IF total + last + 1 > max_partitions THEN
         RAISE EXCEPTION 'too many partitions'
             USING ERRCODE = '53400',
