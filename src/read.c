@@ -365,7 +365,7 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 					long wait_ms)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	ConditionVariable *cv = &point->topic->parts[point->partition].ref.slot->cv;
+	ConditionVariable *cv = el_partition_wakeup_cv(point->topic, point->partition);
 
 	for (;;)
 	{
@@ -384,7 +384,7 @@ el_wait_for_records(FunctionCallInfo fcinfo, ElReadPoint *point, int64 from,
 		 * eventlog.max_partitions): sleep on the one its producers broadcast
 		 * now, after checking again.
 		 */
-		now_cv = &point->topic->parts[point->partition].ref.slot->cv;
+		now_cv = el_partition_wakeup_cv(point->topic, point->partition);
 		if (now_cv != cv)
 		{
 			cv = now_cv;

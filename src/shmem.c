@@ -49,12 +49,14 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -65,6 +67,7 @@
 
 ElSharedState *el_shared = NULL;
 static ElPartitionState *el_slots = NULL;	/* [el_max_partitions] */
+static ElDbPins *el_pin_dbs = NULL; /* [el_max_partitions], see el_pin_slot */
 static HTAB *el_partition_hash = NULL;
 
 /* Hash table entry: a partition's key and the slot it occupies. */
@@ -139,6 +142,7 @@ el_shmem_size(void)
 								   sizeof(ElInflight)));
 	size = MAXALIGN(size);
 	size = add_size(size, mul_size(el_max_partitions, sizeof(ElPartitionState)));
+	size = add_size(size, mul_size(el_max_partitions, sizeof(ElDbPins)));
 	size = add_size(size, hash_estimate_size(el_max_partitions,
 											 sizeof(ElPartitionHashEntry)));
 	size = add_size(size, el_worker_shmem_size());
@@ -179,6 +183,8 @@ el_shmem_startup(void)
 		el_shared->next_incarnation = 1;
 		el_shared->clock_hand = 0;
 		el_shared->nprocs = nprocs;
+		SpinLockInit(&el_shared->pin_lock);
+		el_shared->npin_dbs = 0;
 		for (int i = 0; i < EL_TOPIC_WAKEUPS; i++)
 			ConditionVariableInit(&el_shared->topic_wakeup[i]);
 		memset(el_shared->inflight, 0,
@@ -203,6 +209,10 @@ el_shmem_startup(void)
 		}
 		LWLockRegisterTranche(tranche, "pg_eventlog_partition");
 	}
+
+	el_pin_dbs = ShmemInitStruct("pg_eventlog database pins",
+								 mul_size(el_max_partitions, sizeof(ElDbPins)),
+								 &found);
 
 	{
 		void	   *registry = ShmemInitStruct("pg_eventlog workers",
@@ -359,11 +369,172 @@ el_find_free_slot(void)
 }
 
 /*
+ * Slots pinned per database (issue 13, item 6).  Slots are a cache, but a
+ * slot with offsets in flight cannot be freed until their transactions end,
+ * so one database with enough open producing transactions could pin every
+ * slot and leave every other database's producers (and, before readers
+ * learnt to do without a slot, its readers) failing with 53400.  So a
+ * database may pin at most its share of the slots:
+ *
+ *		(eventlog.max_partitions - reserve) / (1 + databases pinning besides it)
+ *
+ * with reserve = max_partitions / 8 (at least 1): alone, a database can pin
+ * all but the reserve, which a newcomer can always have at once; when
+ * several produce, each may pin an equal part, and a database above its
+ * share (it pinned before the others came) pins no new slot until its own
+ * transactions have brought it below.  The count changes only when a slot's
+ * list of in-flight entries goes from empty to not empty or back (under the
+ * slot's lock): once per partition per producing transaction at most, a
+ * spinlock and a scan of the few databases pinning at that moment.
+ */
+static int
+el_pin_reserve(void)
+{
+	return Max(1, el_max_partitions / 8);
+}
+
+/* The share of a database while "others" other databases pin slots. */
+static int
+el_pin_share_of(int others)
+{
+	return Max(1, (el_max_partitions - el_pin_reserve()) / (1 + others));
+}
+
+/* The entry of "dbid" (NULL if it pins nothing) and how many others pin. */
+static ElDbPins *
+el_pin_entry(Oid dbid, int *others)
+{
+	ElDbPins   *mine = NULL;
+	int			i;
+
+	*others = 0;
+	for (i = 0; i < el_shared->npin_dbs; i++)
+	{
+		if (el_pin_dbs[i].dbid == dbid)
+			mine = &el_pin_dbs[i];
+		else
+			(*others)++;
+	}
+	return mine;
+}
+
+/*
+ * Count one more slot pinned by "dbid", unless that would take it past its
+ * share: false then, with nothing counted.  Called under the slot's lock.
+ */
+static bool
+el_pin_slot(Oid dbid)
+{
+	ElDbPins   *mine;
+	int			others;
+	bool		ok;
+
+	SpinLockAcquire(&el_shared->pin_lock);
+	mine = el_pin_entry(dbid, &others);
+	ok = (mine ? mine->pinned : 0) < el_pin_share_of(others);
+	if (ok)
+	{
+		if (mine == NULL)
+		{
+			/* Each pinning database pins a slot of its own: room for all. */
+			Assert(el_shared->npin_dbs < el_max_partitions);
+			mine = &el_pin_dbs[el_shared->npin_dbs++];
+			mine->dbid = dbid;
+			mine->pinned = 0;
+		}
+		mine->pinned++;
+	}
+	SpinLockRelease(&el_shared->pin_lock);
+	return ok;
+}
+
+/* A slot of "dbid" has no in-flight entry any more. */
+static void
+el_unpin_slot(Oid dbid)
+{
+	ElDbPins   *mine;
+	int			others;
+
+	SpinLockAcquire(&el_shared->pin_lock);
+	mine = el_pin_entry(dbid, &others);
+	Assert(mine != NULL && mine->pinned > 0);
+	if (mine != NULL && --mine->pinned <= 0)
+		*mine = el_pin_dbs[--el_shared->npin_dbs];
+	SpinLockRelease(&el_shared->pin_lock);
+}
+
+/*
+ * For messages and monitoring: the slots the current database pins, its
+ * share, and how many other databases pin slots now.
+ */
+void
+el_pin_share(int *pinned, int *share, int *others)
+{
+	ElDbPins   *mine;
+
+	SpinLockAcquire(&el_shared->pin_lock);
+	mine = el_pin_entry(MyDatabaseId, others);
+	*pinned = mine ? mine->pinned : 0;
+	*share = el_pin_share_of(*others);
+	SpinLockRelease(&el_shared->pin_lock);
+}
+
+/* Raise the error of a producer whose database has pinned its share. */
+static void
+el_report_share_exceeded(void)
+{
+	int			pinned;
+	int			share;
+	int			others;
+	char	   *dbname = get_database_name(MyDatabaseId);
+
+	el_pin_share(&pinned, &share, &others);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("too many event log partitions have transactions in flight in database \"%s\"",
+					dbname ? dbname : "?"),
+			 errdetail("Open transactions of this database are producing to %d partitions. A database may have transactions in flight in at most %d of the %d partition slots while %d other databases do too, so that %d slots stay available to the others.",
+					   pinned, share, el_max_partitions, others, el_pin_reserve()),
+			 errhint("Commit or roll back the long-running producing transactions (idle_in_transaction_session_timeout caps them), or raise eventlog.max_partitions and restart the server.")));
+}
+
+/* Whether the partition of "key" has a slot now. */
+bool
+el_partition_has_slot(const ElPartitionKey *key)
+{
+	bool		found;
+
+	el_require_shmem();
+	LWLockAcquire(el_shared->hash_lock, LW_SHARED);
+	found = (hash_search(el_partition_hash, key, HASH_FIND, NULL) != NULL);
+	LWLockRelease(el_shared->hash_lock);
+	return found;
+}
+
+/*
  * Point "ref" at the slot of "key", assigning one (with its counter not yet
- * recovered) if the partition has none.
+ * recovered) if the partition has none.  Raises 53400 when every slot has
+ * transactions in flight.
  */
 void
 el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
+{
+	if (!el_partition_try_attach(key, ref))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many event log partitions are in use"),
+				 errdetail("All %d partition slots of shared memory have transactions in flight.",
+						   el_max_partitions),
+				 errhint("Raise eventlog.max_partitions and restart the server.")));
+}
+
+/*
+ * el_partition_attach, but false (ref untouched) instead of an error when
+ * every slot has transactions in flight: a reader can then do without one
+ * (topic.c, el_stable_offset_unslotted).
+ */
+bool
+el_partition_try_attach(const ElPartitionKey *key, ElSlotRef *ref)
 {
 	ElPartitionHashEntry *entry;
 	bool		found;
@@ -378,7 +549,7 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 		ref->slot = &el_slots[entry->slotno];
 		ref->incarnation = ref->slot->incarnation;
 		LWLockRelease(el_shared->hash_lock);
-		return;
+		return true;
 	}
 	LWLockRelease(el_shared->hash_lock);
 
@@ -392,12 +563,7 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 		if (slotno < 0)
 		{
 			LWLockRelease(el_shared->hash_lock);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("too many event log partitions are in use"),
-					 errdetail("All %d partition slots of shared memory have transactions in flight.",
-							   el_max_partitions),
-					 errhint("Raise eventlog.max_partitions and restart the server.")));
+			return false;
 		}
 		entry = hash_search(el_partition_hash, key, HASH_ENTER_NULL, &found);
 		if (entry == NULL)
@@ -426,6 +592,7 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 	ref->slot = &el_slots[entry->slotno];
 	ref->incarnation = ref->slot->incarnation;
 	LWLockRelease(el_shared->hash_lock);
+	return true;
 }
 
 /* Lock the slot of "ref"; false (and not locked) if it is stale. */
@@ -512,6 +679,8 @@ el_check_my_slice(void)
 			continue;
 		LWLockAcquire(&entry->part->lock, LW_EXCLUSIVE);
 		dlist_delete(&entry->node);
+		if (dlist_is_empty(&entry->part->inflight))
+			el_unpin_slot(entry->part->key.dbid);
 		LWLockRelease(&entry->part->lock);
 		entry->part = NULL;
 	}
@@ -569,6 +738,13 @@ el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
 	{
 		LWLockRelease(&part->lock);
 		return false;
+	}
+	/* The first entry pins the slot: within the database's share only. */
+	if (mine == NULL && dlist_is_empty(&part->inflight) &&
+		!el_pin_slot(part->key.dbid))
+	{
+		LWLockRelease(&part->lock);
+		el_report_share_exceeded();
 	}
 	*first = part->next_offset;
 	*segno = part->active_segno;
@@ -684,6 +860,8 @@ el_release_inflight(bool committed)
 
 		LWLockAcquire(&part->lock, LW_EXCLUSIVE);
 		dlist_delete(&entry->node);
+		if (dlist_is_empty(&part->inflight))
+			el_unpin_slot(part->key.dbid);
 		if (committed && part->commit_lsn < XactLastCommitEnd)
 			part->commit_lsn = XactLastCommitEnd;
 		if (notify && committed)

@@ -415,6 +415,9 @@ el_routing_locktag(LOCKTAG *tag, ElTopic *topic, int32 partition)
 }
 
 static int64 el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing);
+static bool el_reader_attach(ElTopic *topic, int32 partition);
+static bool el_stable_offset_unslotted(ElTopic *topic, int32 partition,
+									   ElStableOffset *out);
 
 int64
 el_recover_next_offset(ElTopic *topic, int32 partition, ElRouting *routing)
@@ -632,6 +635,23 @@ el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing)
 
 	for (attempt = 0; attempt < 10; attempt++)
 	{
+		/*
+		 * No slot to be had: the routing is what recovery computes, as a
+		 * slot attached now would start with (see el_stable_offset_unslotted).
+		 */
+		if (meta->ref.slot == NULL && !el_reader_attach(topic, partition))
+		{
+			ElPartitionKey key;
+
+			(void) el_recover_next_offset(topic, partition, routing);
+			memset(&key, 0, sizeof(key));
+			key.dbid = MyDatabaseId;
+			key.topic_id = topic->topic_id;
+			key.partition = partition;
+			if (!el_partition_has_slot(&key))
+				return;
+			continue;
+		}
 		el_partition_ready(topic, partition);
 		if (el_partition_routing(&meta->ref, routing))
 			return;
@@ -655,6 +675,83 @@ el_find_segment(ElTopic *topic, int32 partition, int32 segno)
 }
 
 /*
+ * Attach a reader to a partition's slot if one is free or can be freed;
+ * false if every slot has transactions in flight (then the partition has
+ * none in flight: see el_stable_offset_unslotted).
+ */
+static bool
+el_reader_attach(ElTopic *topic, int32 partition)
+{
+	ElPartitionKey key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.topic_id = topic->topic_id;
+	key.partition = partition;
+	return el_partition_try_attach(&key, &topic->parts[partition].ref);
+}
+
+/*
+ * A reader's offsets for a partition that has no shared slot and cannot
+ * get one, every slot being pinned by transactions in flight (of other
+ * databases, perhaps: issue 13, item 6).  Readers never need to pin a slot.
+ * Offsets are only ever taken under a slot, in the critical section that
+ * registers their in-flight entry, and a slot is freed only while it has no
+ * entry: so a partition without a slot has no offset in flight, and its
+ * stable offset is its high watermark, which counter recovery computes from
+ * the catalog and the segments.  The order matters: recovery reads with a
+ * snapshot taken first, the check that no slot exists comes after it.  An
+ * offset in flight when the snapshot was taken would need a slot that still
+ * existed then; if it is gone by the check, that transaction has ended and
+ * is visible to the reader's later scan snapshot, or never will be; offsets
+ * taken after the check come from a counter recovered at least this high.
+ * False if the partition has a slot by then: the caller attaches to it.
+ *
+ * Without a slot, the newest commit LSN of the partition is not known: flush
+ * all WAL written so far instead (as el_read_stable_offset flushes to the
+ * partition's, so that no record returned can vanish in a crash).  This
+ * costs recovery queries on every call: it is the exception, while slots are
+ * exhausted.
+ */
+static bool
+el_stable_offset_unslotted(ElTopic *topic, int32 partition, ElStableOffset *out)
+{
+	ElPartitionKey key;
+	ElRouting	routing;
+	int64		next;
+
+	el_refuse_in_recovery("use");
+	next = el_recover_next_offset(topic, partition, &routing);
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.topic_id = topic->topic_id;
+	key.partition = partition;
+	if (el_partition_has_slot(&key))
+		return false;
+	out->stable = next;
+	out->high_watermark = next;
+	out->holder_pid = 0;
+	out->commit_lsn = InvalidXLogRecPtr;
+	out->active_segno = routing.active_segno;
+	XLogFlush(GetXLogInsertRecPtr());
+	return true;
+}
+
+/*
+ * The condition variable a long poll of one partition sleeps on: the
+ * slot's, which producers of the partition broadcast, or, while the
+ * partition has no slot (el_stable_offset_unslotted), its topic's, which
+ * every producing transaction of the topic broadcasts when it ends.
+ */
+ConditionVariable *
+el_partition_wakeup_cv(ElTopic *topic, int32 partition)
+{
+	ElPartitionState *slot = topic->parts[partition].ref.slot;
+
+	return slot ? &slot->cv : el_topic_wakeup(topic->topic_id);
+}
+
+/*
  * A partition's last stable offset and high watermark, for a reader.  Also
  * flushes WAL up to the newest commit of a producing transaction, so that
  * no record a reader is about to return can be lost in a crash (see
@@ -669,6 +766,13 @@ el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
 
 	for (attempt = 0; attempt < 10; attempt++)
 	{
+		/* A reader does without a slot rather than fail (see above). */
+		if (meta->ref.slot == NULL && !el_reader_attach(topic, partition))
+		{
+			if (el_stable_offset_unslotted(topic, partition, out))
+				return;
+			continue;
+		}
 		el_partition_ready(topic, partition);
 		if (el_stable_offset(&meta->ref, out))
 		{

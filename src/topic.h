@@ -63,6 +63,7 @@ extern void el_check_partition(ElTopic *topic, int32 partition);
 extern int64 el_take_offsets(ElTopic *topic, int32 partition, int count,
 							 int32 *segno, TimestampTz *append_time);
 extern void el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing);
+extern ConditionVariable *el_partition_wakeup_cv(ElTopic *topic, int32 partition);
 extern ElSegment *el_find_segment(ElTopic *topic, int32 partition, int32 segno);
 extern void el_read_stable_offset(ElTopic *topic, int32 partition,
 								  ElStableOffset *out);
