@@ -415,7 +415,6 @@ el_routing_locktag(LOCKTAG *tag, ElTopic *topic, int32 partition)
 }
 
 static int64 el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing);
-static bool el_reader_attach(ElTopic *topic, int32 partition);
 static bool el_stable_offset_unslotted(ElTopic *topic, int32 partition,
 									   ElStableOffset *out);
 
@@ -561,10 +560,12 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 /*
  * Attach to a partition's shared state and make sure its counter has been
  * recovered.  Never recovers during recovery: a standby's counters would be
- * stale at promotion.
+ * stale at promotion.  A reader ("reader") gets false instead of an error
+ * when every slot has transactions in flight: it does without a slot
+ * (el_stable_offset_unslotted).
  */
-static void
-el_partition_ready(ElTopic *topic, int32 partition)
+static bool
+el_partition_ready(ElTopic *topic, int32 partition, bool reader)
 {
 	ElPartitionMeta *meta = &topic->parts[partition];
 	int			attempt;
@@ -581,11 +582,14 @@ el_partition_ready(ElTopic *topic, int32 partition)
 			key.dbid = MyDatabaseId;
 			key.topic_id = topic->topic_id;
 			key.partition = partition;
-			el_partition_attach(&key, &meta->ref);
+			if (!reader)
+				el_partition_attach(&key, &meta->ref);
+			else if (!el_partition_try_attach(&key, &meta->ref))
+				return false;
 		}
 		status = el_partition_status(&meta->ref);
 		if (status == EL_SLOT_READY)
-			return;
+			return true;
 		if (status == EL_SLOT_UNINITIALIZED)
 		{
 			ElRouting	routing;
@@ -594,12 +598,13 @@ el_partition_ready(ElTopic *topic, int32 partition)
 			el_refuse_in_recovery("use");
 			next = el_recover_next_offset(topic, partition, &routing);
 			if (el_partition_set_initial(&meta->ref, next, &routing))
-				return;
+				return true;
 		}
 		meta->ref.slot = NULL;	/* stale: attach again */
 	}
 	elog(ERROR, "could not attach to the shared state of partition %d of topic \"%s\"",
 		 partition, topic->name);
+	return false;				/* keep compiler quiet */
 }
 
 /*
@@ -616,7 +621,7 @@ el_take_offsets(ElTopic *topic, int32 partition, int count, int32 *segno,
 
 	for (attempt = 0; attempt < 10; attempt++)
 	{
-		el_partition_ready(topic, partition);
+		(void) el_partition_ready(topic, partition, false);
 		if (el_allocate_offsets(&meta->ref, count, &first, segno, append_time))
 			return first;
 		meta->ref.slot = NULL;	/* freed meanwhile: attach again */
@@ -639,7 +644,7 @@ el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing)
 		 * No slot to be had: the routing is what recovery computes, as a
 		 * slot attached now would start with (see el_stable_offset_unslotted).
 		 */
-		if (meta->ref.slot == NULL && !el_reader_attach(topic, partition))
+		if (!el_partition_ready(topic, partition, true))
 		{
 			ElPartitionKey key;
 
@@ -652,7 +657,6 @@ el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing)
 				return;
 			continue;
 		}
-		el_partition_ready(topic, partition);
 		if (el_partition_routing(&meta->ref, routing))
 			return;
 		meta->ref.slot = NULL;
@@ -672,23 +676,6 @@ el_find_segment(ElTopic *topic, int32 partition, int32 segno)
 		if (meta->segments[i].segment_no == segno)
 			return &meta->segments[i];
 	return NULL;
-}
-
-/*
- * Attach a reader to a partition's slot if one is free or can be freed;
- * false if every slot has transactions in flight (then the partition has
- * none in flight: see el_stable_offset_unslotted).
- */
-static bool
-el_reader_attach(ElTopic *topic, int32 partition)
-{
-	ElPartitionKey key;
-
-	memset(&key, 0, sizeof(key));
-	key.dbid = MyDatabaseId;
-	key.topic_id = topic->topic_id;
-	key.partition = partition;
-	return el_partition_try_attach(&key, &topic->parts[partition].ref);
 }
 
 /*
@@ -767,13 +754,12 @@ el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
 	for (attempt = 0; attempt < 10; attempt++)
 	{
 		/* A reader does without a slot rather than fail (see above). */
-		if (meta->ref.slot == NULL && !el_reader_attach(topic, partition))
+		if (!el_partition_ready(topic, partition, true))
 		{
 			if (el_stable_offset_unslotted(topic, partition, out))
 				return;
 			continue;
 		}
-		el_partition_ready(topic, partition);
 		if (el_stable_offset(&meta->ref, out))
 		{
 			if (!XLogRecPtrIsInvalid(out->commit_lsn))
