@@ -626,11 +626,20 @@ el_partition_status(const ElSlotRef *ref)
  * Install a recovered counter, unless another backend got there first (its
  * value came from the same catalog state, and it may already have handed
  * out offsets above it).  False if the reference is stale.
+ *
+ * The partition's newest commit LSN is not known any more (the slot that
+ * knew it was recycled, or the server restarted): start from the current
+ * WAL insert position, which is past every commit of the partition so far,
+ * so that the first reader flushes all of them before returning a record
+ * (with synchronous_commit = off a commit is visible before it is durable).
+ * After a restart that WAL is flushed already and it costs a comparison.
  */
 bool
 el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 						 const ElRouting *routing)
 {
+	XLogRecPtr	insert_lsn = GetXLogInsertRecPtr();
+
 	if (!el_lock_ref(ref, LW_EXCLUSIVE))
 		return false;
 	if (!ref->slot->initialized)
@@ -638,6 +647,8 @@ el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 		ref->slot->next_offset = next_offset;
 		ref->slot->active_segno = routing->active_segno;
 		ref->slot->active_base = routing->active_base;
+		if (ref->slot->commit_lsn < insert_lsn)
+			ref->slot->commit_lsn = insert_lsn;
 		ref->slot->initialized = true;
 	}
 	LWLockRelease(&ref->slot->lock);
