@@ -402,3 +402,78 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.delete_group(text, text) IS
 'forgets a consumer group of a topic: its settings and positions; refused (55006) while a transaction that polled the group is open or a member is live';
+
+-- alter_topic takes topic_catalog's lock before its topic's row when it may
+-- grow the topic (no deadlock with a transaction that changed topic_catalog).
+CREATE OR REPLACE FUNCTION @extschema@._alter_topic(
+    topic text,
+    partitions integer DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT NULL,
+    segment_bytes bigint DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur @extschema@.topic_catalog;
+    new_retention interval;
+    new_retention_bytes bigint;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    -- Growth checks eventlog.max_partitions under topic_catalog's SHARE ROW
+    -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
+    -- as create_topic does.  Waiting for it while holding the row would
+    -- deadlock with a transaction that changed topic_catalog (an alter_topic,
+    -- drop_topic or grant) and then alters this topic.
+    IF partitions IS NOT NULL THEN
+        LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    END IF;
+    SELECT * INTO cur FROM @extschema@.topic_catalog t
+     WHERE t.name = _alter_topic.topic FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = '42704';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    -- NULL leaves a setting as it is; a negative retention or
+    -- retention_bytes removes the limit (Kafka's -1).
+    new_retention := CASE WHEN retention IS NULL THEN cur.retention
+                          WHEN retention < interval '0' THEN NULL
+                          ELSE retention END;
+    new_retention_bytes := CASE WHEN retention_bytes IS NULL THEN cur.retention_bytes
+                                WHEN retention_bytes < 0 THEN NULL
+                                ELSE retention_bytes END;
+    IF retention = interval '0' OR retention_bytes = 0 THEN
+        RAISE EXCEPTION 'retention limits must be positive'
+            USING ERRCODE = '22023',
+                  HINT = 'Pass a negative value (for example interval ''-1 second'' or -1) to remove a limit, or NULL to leave it unchanged.';
+    END IF;
+    PERFORM @extschema@._check_topic_settings(new_retention, new_retention_bytes,
+        coalesce(segment_interval, cur.segment_interval),
+        coalesce(segment_bytes, cur.segment_bytes));
+    IF partitions IS NOT NULL AND partitions < cur.partitions THEN
+        RAISE EXCEPTION 'cannot reduce the number of partitions of topic "%"', topic
+            USING ERRCODE = '22023',
+                  DETAIL = format('The topic has %s partitions and %s were asked for; partitions hold records and keys are hashed over their count.',
+                                  cur.partitions, partitions),
+                  HINT = 'Create a new topic with fewer partitions and copy the records into it.';
+    END IF;
+    IF partitions > cur.partitions THEN
+        PERFORM @extschema@._add_partitions(cur.topic_id, cur.partitions, partitions - 1);
+    END IF;
+    UPDATE @extschema@.topic_catalog t
+       SET partitions = greatest(cur.partitions, coalesce(_alter_topic.partitions, cur.partitions)),
+           retention = new_retention,
+           retention_bytes = new_retention_bytes,
+           segment_interval = coalesce(_alter_topic.segment_interval, cur.segment_interval),
+           segment_bytes = coalesce(_alter_topic.segment_bytes, cur.segment_bytes)
+     WHERE t.topic_id = cur.topic_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) IS
+'internal: the body of eventlog.alter_topic, run as the extension owner on behalf of the caller eventlog.alter_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;

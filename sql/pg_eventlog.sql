@@ -689,6 +689,14 @@ DECLARE
 BEGIN
     PERFORM @extschema@._require_shmem();
     PERFORM @extschema@._check_topic_name(topic);
+    -- Growth checks eventlog.max_partitions under topic_catalog's SHARE ROW
+    -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
+    -- as create_topic does.  Waiting for it while holding the row would
+    -- deadlock with a transaction that changed topic_catalog (an alter_topic,
+    -- drop_topic or grant) and then alters this topic.
+    IF partitions IS NOT NULL THEN
+        LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    END IF;
     SELECT * INTO cur FROM @extschema@.topic_catalog t
      WHERE t.name = _alter_topic.topic FOR UPDATE;
     IF NOT FOUND THEN
