@@ -37,6 +37,17 @@ PG_CFLAGS += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
 endif
 
+# Test-only settings (eventlog.debug_*: fault injection that breaks the
+# log's guarantees on purpose) exist only in a build for the tests:
+# test/run builds with EL_TEST_HOOKS=1; a plain "make" (and test/demo) leaves
+# them out.  The choice is recorded in src/.build-flavour, so switching it
+# rebuilds every object.
+ifdef EL_TEST_HOOKS
+PG_CPPFLAGS += -DEL_TEST_HOOKS
+endif
+EL_BUILD_FLAVOUR = $(if $(EL_TEST_HOOKS),test-hooks,release)
+EXTRA_CLEAN += src/.build-flavour
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -51,3 +62,19 @@ $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 # PGXS does not track header dependencies without --enable-depend: every
 # object depends on every header (a rebuild costs seconds).
 $(OBJS): $(wildcard src/*.h)
+
+src/.build-flavour: el-force
+	@echo '$(EL_BUILD_FLAVOUR)' | cmp -s - $@ || echo '$(EL_BUILD_FLAVOUR)' > $@
+$(OBJS): src/.build-flavour
+.PHONY: el-force check-release-build
+el-force:
+
+# A release build must not contain the test-only settings: preprocess every
+# source file as a release build would and look for their names (cheap; run
+# by test/run, whose own build has them).
+check-release-build:
+	@found=$$(for f in $(OBJS:.o=.c); do \
+		$(CC) -E $(filter-out -DEL_TEST_HOOKS,$(CPPFLAGS)) $$f | grep -l '"eventlog\.debug_' >/dev/null && echo $$f; \
+	done); \
+	if [ -n "$$found" ]; then echo "test-only settings outside #ifdef EL_TEST_HOOKS in: $$found"; exit 1; fi; \
+	echo "release build: no test-only settings"

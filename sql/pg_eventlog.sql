@@ -296,6 +296,14 @@ $$;
 COMMENT ON FUNCTION @extschema@._create_segment(integer, integer, integer, bigint) IS
 'internal: creates a segment table for a partition and records it in segment_catalog';
 
+CREATE FUNCTION @extschema@._partitions_in_use(except_topic integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'el_partitions_in_use'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._partitions_in_use(integer) IS
+'internal: the partitions of every other topic of this database, as committed now (a fresh snapshot, not the caller''s)';
+REVOKE ALL ON FUNCTION @extschema@._partitions_in_use(integer) FROM PUBLIC;
+
 /* Add partitions [first, last] to a topic, each with its first segment. */
 CREATE FUNCTION @extschema@._add_partitions(topic_id integer, first integer, last integer)
 RETURNS void
@@ -306,8 +314,14 @@ DECLARE
     total bigint;
     max_partitions integer := current_setting('eventlog.max_partitions')::integer;
 BEGIN
-    SELECT coalesce(sum(t.partitions), 0) INTO total
-      FROM @extschema@.topic_catalog t WHERE t.topic_id <> _add_partitions.topic_id;
+    -- Serialise the check with every other creation or growth of a topic
+    -- in this database (create_topic takes the same lock first; alter_topic
+    -- holds only its topic's row lock, which this lock does not conflict
+    -- with): two sessions must not each find room and together exceed the
+    -- limit.  The count reads what is committed now, not the caller's
+    -- snapshot, which in REPEATABLE READ predates the wait for the lock.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    total := @extschema@._partitions_in_use(_add_partitions.topic_id);
     IF total + last + 1 > max_partitions THEN
         RAISE EXCEPTION 'too many partitions'
             USING ERRCODE = '53400',
@@ -675,6 +689,14 @@ DECLARE
 BEGIN
     PERFORM @extschema@._require_shmem();
     PERFORM @extschema@._check_topic_name(topic);
+    -- Growth checks eventlog.max_partitions under topic_catalog's SHARE ROW
+    -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
+    -- as create_topic does.  Waiting for it while holding the row would
+    -- deadlock with a transaction that changed topic_catalog (an alter_topic,
+    -- drop_topic or grant) and then alters this topic.
+    IF partitions IS NOT NULL THEN
+        LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    END IF;
     SELECT * INTO cur FROM @extschema@.topic_catalog t
      WHERE t.name = _alter_topic.topic FOR UPDATE;
     IF NOT FOUND THEN
@@ -1114,6 +1136,49 @@ RETURN pg_catalog.hashtextextended(
 COMMENT ON FUNCTION @extschema@._group_lock_key(integer, text, integer) IS
 'internal: the advisory lock a transaction holds while it owns a partition for a group';
 
+CREATE FUNCTION @extschema@._group_exists_now(topic_id integer, group_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_group_exists_now'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._group_exists_now(integer, text) IS
+'internal: whether a consumer group has settings, positions or members, as committed now (a fresh snapshot, not the caller''s)';
+
+/*
+ * Take a group's membership lock (shared for transactional polls, exclusive
+ * for members' polls), refusing to go on with a group that delete_group
+ * removed while this waited: the poll would write positions for the
+ * partitions it reads and bring the group back with those only (the others
+ * starting over).  "Existed" is judged in the caller's snapshot, so a
+ * REPEATABLE READ poll whose snapshot still shows the deleted group is
+ * refused too.  A group deleted before the poll began is simply new to it.
+ */
+CREATE FUNCTION @extschema@._group_lock_checked(tid integer, topic text, group_name text,
+                                                shared boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    existed boolean;
+BEGIN
+    existed := EXISTS (SELECT FROM @extschema@.group_offsets o
+                        WHERE o.topic_id = tid AND o.group_name = _group_lock_checked.group_name)
+            OR EXISTS (SELECT FROM @extschema@.group_catalog g
+                        WHERE g.topic_id = tid AND g.group_name = _group_lock_checked.group_name)
+            OR EXISTS (SELECT FROM @extschema@.group_members m
+                        WHERE m.topic_id = tid AND m.group_name = _group_lock_checked.group_name);
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), shared);
+    IF existed AND NOT @extschema@._group_exists_now(tid, group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" was deleted during this poll', group_name, topic
+            USING ERRCODE = '40001',
+                  DETAIL = 'eventlog.delete_group committed while this poll waited for the group, or after this transaction''s snapshot was taken.',
+                  HINT = 'Retry the transaction: the group then starts afresh, as a new group.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._group_lock_checked(integer, text, text, boolean) IS
+'internal: takes a group''s membership lock for a poll, refusing a group deleted while the poll waited';
+
 CREATE FUNCTION @extschema@._topic_id(topic text)
 RETURNS integer
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -1328,8 +1393,9 @@ BEGIN
         RETURN;
     END IF;
     -- Shared with other transactional polls, exclusive with members' polls:
-    -- a member cannot join while this transaction consumes the group.
-    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
+    -- a member cannot join while this transaction consumes the group, and
+    -- delete_group refuses to delete it.
+    PERFORM @extschema@._group_lock_checked(tid, topic, group_name, true);
     IF EXISTS (SELECT FROM @extschema@.group_members gm
                 WHERE gm.topic_id = tid AND gm.group_name = _poll.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
@@ -1524,6 +1590,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     tid integer := @extschema@._authorize(topic, 'consume');
+    n integer;
+    p integer;
+    live text;
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     IF NOT EXISTS (SELECT FROM @extschema@.group_offsets o
@@ -1532,6 +1601,40 @@ BEGIN
                         WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" does not exist', group_name, topic
             USING ERRCODE = '42704';
+    END IF;
+    -- As Kafka refuses to delete a group that has members (GROUP_NOT_EMPTY):
+    -- never wait, refuse while anyone consumes the group.  A transaction
+    -- that polled it holds its membership lock (shared) and the partitions
+    -- it took; a member's poll holds the membership lock; seek holds
+    -- partitions.  Holding them all to the end of this transaction also
+    -- keeps new polls out until the deletion is committed (they then find
+    -- no group, or are refused by _group_lock_checked).
+    IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1)) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
+            USING ERRCODE = '55006',
+                  DETAIL = 'A transaction that polled the group, or a member''s poll or commit, is still open.',
+                  HINT = 'Retry when the group''s consumers have committed or rolled back.';
+    END IF;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    FOR p IN 0 .. n - 1 LOOP
+        IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
+            RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
+                USING ERRCODE = '55006',
+                      DETAIL = format('An open transaction holds partition %s for the group (a poll or a seek).', p),
+                      HINT = 'Retry when the group''s consumers have committed or rolled back.';
+        END IF;
+    END LOOP;
+    -- Members that still heartbeat own partitions and would rejoin at their
+    -- next poll: they must leave first.  Expired members go with the group.
+    SELECT m.member INTO live FROM @extschema@.group_members m
+     WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name
+       AND m.last_heartbeat + m.session_timeout > pg_catalog.now()
+     ORDER BY m.member LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'group "%" of topic "%" has live members', group_name, topic
+            USING ERRCODE = '55006',
+                  DETAIL = format('Member %s, among others perhaps, is still in the group.', pg_catalog.quote_literal(live)),
+                  HINT = 'Have the members call eventlog.leave(), or wait until they miss their session timeout.';
     END IF;
     DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name;
     DELETE FROM @extschema@.group_members m WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name;
@@ -1547,7 +1650,7 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'el_gate'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.delete_group(text, text) IS
-'forgets a consumer group of a topic: its settings and positions';
+'forgets a consumer group of a topic: its settings and positions; refused (55006) while a transaction that polled the group is open or a member is live';
 
 /* ------------------------------------------------------------------------
  * Consumer groups, member style: named members that do their work outside
@@ -1695,7 +1798,7 @@ BEGIN
         RAISE EXCEPTION 'session_timeout must be a positive interval' USING ERRCODE = '22023';
     END IF;
     -- Membership changes of a group are serialised (briefly).
-    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._group_lock_checked(tid, topic, group_name, false);
     SELECT gm.session INTO old_session FROM @extschema@.group_members gm
      WHERE gm.topic_id = tid AND gm.group_name = _poll_member.group_name
        AND gm.member = _poll_member.member;
@@ -2463,6 +2566,8 @@ REVOKE ALL ON FUNCTION
     @extschema@._checked_position(text, text, integer, bigint, bigint, text),
     @extschema@._create_segment(integer, integer, integer, bigint),
     @extschema@._forget_topic(integer),
+    @extschema@._group_exists_now(integer, text),
+    @extschema@._group_lock_checked(integer, text, text, boolean),
     @extschema@._group_lock_key(integer, text, integer),
     @extschema@._group_position(integer, text, text, integer, text),
     @extschema@._maintain_topic(integer),

@@ -8,7 +8,8 @@
  *		(murmur2(key bytes) & 0x7fffffff) % partition count
  * with Kafka's own murmur2 variant (seed 0x9747b28c).  Hashing the key's
  * UTF-8 bytes the same way makes a key land in the partition a Kafka
- * producer would choose for a topic of the same size.
+ * producer would choose for a topic of the same size (in a SQL_ASCII
+ * database, whose text has no declared encoding, the bytes as stored).
  *
  *-------------------------------------------------------------------------
  */
@@ -67,26 +68,40 @@ el_murmur2(const unsigned char *data, int length)
 }
 
 /*
- * The partition of a key, hashing its UTF-8 bytes whatever the database
- * encoding.
+ * The bytes a Kafka client would send for the key "key" (of "len" bytes in
+ * the server encoding): its UTF-8 encoding, since Kafka's string serialiser
+ * writes UTF-8.  In a UTF8 database text already is UTF-8.  SQL_ASCII
+ * declares no encoding at all: its text is whatever bytes the client sent,
+ * so those bytes are hashed as they are (a key that is not valid UTF-8 is
+ * still a key, and Kafka hashes bytes, not characters).  In any other
+ * server encoding the key is converted first, so that it hashes as the same
+ * string sent by a Kafka client does.
  */
-int32
-el_partition_for_key(const char *key, int len, int32 partitions)
+static const unsigned char *
+el_key_bytes(const char *key, int *len)
 {
-	const unsigned char *bytes = (const unsigned char *) key;
-	int32		hash;
+	int			encoding = GetDatabaseEncoding();
 
-	if (GetDatabaseEncoding() != PG_UTF8)
+	if (encoding != PG_UTF8 && encoding != PG_SQL_ASCII)
 	{
-		char	   *utf8 = pg_server_to_any(key, len, PG_UTF8);
+		char	   *utf8 = pg_server_to_any(key, *len, PG_UTF8);
 
 		if (utf8 != key)
 		{
-			len = strlen(utf8);
-			bytes = (const unsigned char *) utf8;
+			*len = strlen(utf8);
+			return (const unsigned char *) utf8;
 		}
 	}
-	hash = el_murmur2(bytes, len);
+	return (const unsigned char *) key;
+}
+
+/* The partition of a key: see el_key_bytes for which bytes are hashed. */
+int32
+el_partition_for_key(const char *key, int len, int32 partitions)
+{
+	const unsigned char *bytes = el_key_bytes(key, &len);
+	int32		hash = el_murmur2(bytes, len);
+
 	return (int32) (((uint32) hash & 0x7fffffff) % (uint32) partitions);
 }
 
@@ -98,20 +113,10 @@ Datum
 el_murmur2_sql(PG_FUNCTION_ARGS)
 {
 	text	   *key = PG_GETARG_TEXT_PP(0);
-	const char *data = VARDATA_ANY(key);
 	int			len = VARSIZE_ANY_EXHDR(key);
+	const unsigned char *bytes = el_key_bytes(VARDATA_ANY(key), &len);
 
-	if (GetDatabaseEncoding() != PG_UTF8)
-	{
-		char	   *utf8 = pg_server_to_any(data, len, PG_UTF8);
-
-		if (utf8 != data)
-		{
-			data = utf8;
-			len = strlen(utf8);
-		}
-	}
-	PG_RETURN_INT32(el_murmur2((const unsigned char *) data, len));
+	PG_RETURN_INT32(el_murmur2(bytes, len));
 }
 
 /* eventlog.partition_for_key(key text, partitions integer) -> integer */

@@ -58,13 +58,18 @@ PG_FUNCTION_INFO_V1(el_await_records);
 /*
  * Test-only fault injection: readers use the high watermark instead of the
  * last stable offset.  The isolation specs and the stress test show they
- * fail with it on, which proves they test the stable offset.
+ * fail with it on, which proves they test the stable offset.  Only in a
+ * build for the tests (EL_TEST_HOOKS, see the Makefile): a release build
+ * has no way to turn the guarantee off.
  */
+#ifdef EL_TEST_HOOKS
 static bool el_debug_ignore_stable_offset = false;
+#endif
 
 void
 el_read_init(void)
 {
+#ifdef EL_TEST_HOOKS
 	DefineCustomBoolVariable("eventlog.debug_ignore_stable_offset",
 							 "Test only: let readers return records at or above the last stable offset.",
 							 "This breaks the no-skipped-record guarantee; it exists to show that the tests catch it.",
@@ -72,6 +77,7 @@ el_read_init(void)
 							 false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+#endif
 }
 
 /* Offsets of one partition, as a reader sees them at one moment. */
@@ -164,8 +170,10 @@ el_point_at(text *name, ElTopic *topic, int32 partition, ElReadPoint *point)
 	point->high_watermark = so.high_watermark;
 	point->holder_pid = so.holder_pid;
 	point->cv = so.cv;
+#ifdef EL_TEST_HOOKS
 	if (el_debug_ignore_stable_offset)
 		point->stable = point->high_watermark;
+#endif
 }
 
 /* Look up topic and partition arguments, and take the read point. */

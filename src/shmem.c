@@ -49,12 +49,14 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -65,6 +67,7 @@
 
 ElSharedState *el_shared = NULL;
 static ElPartitionState *el_slots = NULL;	/* [el_max_partitions] */
+static ElDbPins *el_pin_dbs = NULL; /* [el_max_partitions], see el_pin_slot */
 static HTAB *el_partition_hash = NULL;
 
 /* Hash table entry: a partition's key and the slot it occupies. */
@@ -81,8 +84,11 @@ int			el_max_transaction_partitions = 128;
  * Test only: at transaction end, forget this backend's in-flight entries
  * without unlinking them, as a bug or an unforeseen exit path would.  The
  * tests use it to show that a leaked entry never holds a partition back.
+ * Only in a build for the tests (EL_TEST_HOOKS, see the Makefile).
  */
+#ifdef EL_TEST_HOOKS
 static bool el_debug_leak_inflight = false;
+#endif
 
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 #ifdef EL_HAVE_SHMEM_REQUEST_HOOK
@@ -136,6 +142,7 @@ el_shmem_size(void)
 								   sizeof(ElInflight)));
 	size = MAXALIGN(size);
 	size = add_size(size, mul_size(el_max_partitions, sizeof(ElPartitionState)));
+	size = add_size(size, mul_size(el_max_partitions, sizeof(ElDbPins)));
 	size = add_size(size, hash_estimate_size(el_max_partitions,
 											 sizeof(ElPartitionHashEntry)));
 	size = add_size(size, el_worker_shmem_size());
@@ -176,6 +183,8 @@ el_shmem_startup(void)
 		el_shared->next_incarnation = 1;
 		el_shared->clock_hand = 0;
 		el_shared->nprocs = nprocs;
+		SpinLockInit(&el_shared->pin_lock);
+		el_shared->npin_dbs = 0;
 		for (int i = 0; i < EL_TOPIC_WAKEUPS; i++)
 			ConditionVariableInit(&el_shared->topic_wakeup[i]);
 		/* From 1: a long poll's first look (0) always reads the catalog. */
@@ -202,6 +211,10 @@ el_shmem_startup(void)
 		}
 		LWLockRegisterTranche(tranche, "pg_eventlog_partition");
 	}
+
+	el_pin_dbs = ShmemInitStruct("pg_eventlog database pins",
+								 mul_size(el_max_partitions, sizeof(ElDbPins)),
+								 &found);
 
 	{
 		void	   *registry = ShmemInitStruct("pg_eventlog workers",
@@ -230,6 +243,7 @@ el_shmem_init(void)
 	RegisterXactCallback(el_xact_callback, NULL);
 	RegisterSubXactCallback(el_subxact_callback, NULL);
 
+#ifdef EL_TEST_HOOKS
 	DefineCustomBoolVariable("eventlog.debug_leak_inflight",
 							 "Test only: leave in-flight entries behind at transaction end.",
 							 "Simulates a leak, to show that readers treat an entry of a finished transaction as gone.",
@@ -237,6 +251,7 @@ el_shmem_init(void)
 							 false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+#endif
 
 	/*
 	 * Settings that size shared memory can only be defined at server start
@@ -364,11 +379,172 @@ el_find_free_slot(void)
 }
 
 /*
+ * Slots pinned per database (issue 13, item 6).  Slots are a cache, but a
+ * slot with offsets in flight cannot be freed until their transactions end,
+ * so one database with enough open producing transactions could pin every
+ * slot and leave every other database's producers (and, before readers
+ * learnt to do without a slot, its readers) failing with 53400.  So a
+ * database may pin at most its share of the slots:
+ *
+ *		(eventlog.max_partitions - reserve) / (1 + databases pinning besides it)
+ *
+ * with reserve = max_partitions / 8 (at least 1): alone, a database can pin
+ * all but the reserve, which a newcomer can always have at once; when
+ * several produce, each may pin an equal part, and a database above its
+ * share (it pinned before the others came) pins no new slot until its own
+ * transactions have brought it below.  The count changes only when a slot's
+ * list of in-flight entries goes from empty to not empty or back (under the
+ * slot's lock): once per partition per producing transaction at most, a
+ * spinlock and a scan of the few databases pinning at that moment.
+ */
+static int
+el_pin_reserve(void)
+{
+	return Max(1, el_max_partitions / 8);
+}
+
+/* The share of a database while "others" other databases pin slots. */
+static int
+el_pin_share_of(int others)
+{
+	return Max(1, (el_max_partitions - el_pin_reserve()) / (1 + others));
+}
+
+/* The entry of "dbid" (NULL if it pins nothing) and how many others pin. */
+static ElDbPins *
+el_pin_entry(Oid dbid, int *others)
+{
+	ElDbPins   *mine = NULL;
+	int			i;
+
+	*others = 0;
+	for (i = 0; i < el_shared->npin_dbs; i++)
+	{
+		if (el_pin_dbs[i].dbid == dbid)
+			mine = &el_pin_dbs[i];
+		else
+			(*others)++;
+	}
+	return mine;
+}
+
+/*
+ * Count one more slot pinned by "dbid", unless that would take it past its
+ * share: false then, with nothing counted.  Called under the slot's lock.
+ */
+static bool
+el_pin_slot(Oid dbid)
+{
+	ElDbPins   *mine;
+	int			others;
+	bool		ok;
+
+	SpinLockAcquire(&el_shared->pin_lock);
+	mine = el_pin_entry(dbid, &others);
+	ok = (mine ? mine->pinned : 0) < el_pin_share_of(others);
+	if (ok)
+	{
+		if (mine == NULL)
+		{
+			/* Each pinning database pins a slot of its own: room for all. */
+			Assert(el_shared->npin_dbs < el_max_partitions);
+			mine = &el_pin_dbs[el_shared->npin_dbs++];
+			mine->dbid = dbid;
+			mine->pinned = 0;
+		}
+		mine->pinned++;
+	}
+	SpinLockRelease(&el_shared->pin_lock);
+	return ok;
+}
+
+/* A slot of "dbid" has no in-flight entry any more. */
+static void
+el_unpin_slot(Oid dbid)
+{
+	ElDbPins   *mine;
+	int			others;
+
+	SpinLockAcquire(&el_shared->pin_lock);
+	mine = el_pin_entry(dbid, &others);
+	Assert(mine != NULL && mine->pinned > 0);
+	if (mine != NULL && --mine->pinned <= 0)
+		*mine = el_pin_dbs[--el_shared->npin_dbs];
+	SpinLockRelease(&el_shared->pin_lock);
+}
+
+/*
+ * For messages and monitoring: the slots the current database pins, its
+ * share, and how many other databases pin slots now.
+ */
+void
+el_pin_share(int *pinned, int *share, int *others)
+{
+	ElDbPins   *mine;
+
+	SpinLockAcquire(&el_shared->pin_lock);
+	mine = el_pin_entry(MyDatabaseId, others);
+	*pinned = mine ? mine->pinned : 0;
+	*share = el_pin_share_of(*others);
+	SpinLockRelease(&el_shared->pin_lock);
+}
+
+/* Raise the error of a producer whose database has pinned its share. */
+static void
+el_report_share_exceeded(void)
+{
+	int			pinned;
+	int			share;
+	int			others;
+	char	   *dbname = get_database_name(MyDatabaseId);
+
+	el_pin_share(&pinned, &share, &others);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("too many event log partitions have transactions in flight in database \"%s\"",
+					dbname ? dbname : "?"),
+			 errdetail("Open transactions of this database are producing to %d partitions. A database may have transactions in flight in at most %d of the %d partition slots while %d other databases do too, so that %d slots stay available to the others.",
+					   pinned, share, el_max_partitions, others, el_pin_reserve()),
+			 errhint("Commit or roll back the long-running producing transactions (idle_in_transaction_session_timeout caps them), or raise eventlog.max_partitions and restart the server.")));
+}
+
+/* Whether the partition of "key" has a slot now. */
+bool
+el_partition_has_slot(const ElPartitionKey *key)
+{
+	bool		found;
+
+	el_require_shmem();
+	LWLockAcquire(el_shared->hash_lock, LW_SHARED);
+	found = (hash_search(el_partition_hash, key, HASH_FIND, NULL) != NULL);
+	LWLockRelease(el_shared->hash_lock);
+	return found;
+}
+
+/*
  * Point "ref" at the slot of "key", assigning one (with its counter not yet
- * recovered) if the partition has none.
+ * recovered) if the partition has none.  Raises 53400 when every slot has
+ * transactions in flight.
  */
 void
 el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
+{
+	if (!el_partition_try_attach(key, ref))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many event log partitions are in use"),
+				 errdetail("All %d partition slots of shared memory have transactions in flight.",
+						   el_max_partitions),
+				 errhint("Raise eventlog.max_partitions and restart the server.")));
+}
+
+/*
+ * el_partition_attach, but false (ref untouched) instead of an error when
+ * every slot has transactions in flight: a reader can then do without one
+ * (topic.c, el_stable_offset_unslotted).
+ */
+bool
+el_partition_try_attach(const ElPartitionKey *key, ElSlotRef *ref)
 {
 	ElPartitionHashEntry *entry;
 	bool		found;
@@ -383,7 +559,7 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 		ref->slot = &el_slots[entry->slotno];
 		ref->incarnation = ref->slot->incarnation;
 		LWLockRelease(el_shared->hash_lock);
-		return;
+		return true;
 	}
 	LWLockRelease(el_shared->hash_lock);
 
@@ -397,12 +573,7 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 		if (slotno < 0)
 		{
 			LWLockRelease(el_shared->hash_lock);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("too many event log partitions are in use"),
-					 errdetail("All %d partition slots of shared memory have transactions in flight.",
-							   el_max_partitions),
-					 errhint("Raise eventlog.max_partitions and restart the server.")));
+			return false;
 		}
 		entry = hash_search(el_partition_hash, key, HASH_ENTER_NULL, &found);
 		if (entry == NULL)
@@ -431,6 +602,7 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 	ref->slot = &el_slots[entry->slotno];
 	ref->incarnation = ref->slot->incarnation;
 	LWLockRelease(el_shared->hash_lock);
+	return true;
 }
 
 /* Lock the slot of "ref"; false (and not locked) if it is stale. */
@@ -464,11 +636,20 @@ el_partition_status(const ElSlotRef *ref)
  * Install a recovered counter, unless another backend got there first (its
  * value came from the same catalog state, and it may already have handed
  * out offsets above it).  False if the reference is stale.
+ *
+ * The partition's newest commit LSN is not known any more (the slot that
+ * knew it was recycled, or the server restarted): start from the current
+ * WAL insert position, which is past every commit of the partition so far,
+ * so that the first reader flushes all of them before returning a record
+ * (with synchronous_commit = off a commit is visible before it is durable).
+ * After a restart that WAL is flushed already and it costs a comparison.
  */
 bool
 el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 						 const ElRouting *routing)
 {
+	XLogRecPtr	insert_lsn = GetXLogInsertRecPtr();
+
 	if (!el_lock_ref(ref, LW_EXCLUSIVE))
 		return false;
 	if (!ref->slot->initialized)
@@ -476,6 +657,8 @@ el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 		ref->slot->next_offset = next_offset;
 		ref->slot->active_segno = routing->active_segno;
 		ref->slot->active_base = routing->active_base;
+		if (ref->slot->commit_lsn < insert_lsn)
+			ref->slot->commit_lsn = insert_lsn;
 		ref->slot->initialized = true;
 	}
 	LWLockRelease(&ref->slot->lock);
@@ -517,6 +700,8 @@ el_check_my_slice(void)
 			continue;
 		LWLockAcquire(&entry->part->lock, LW_EXCLUSIVE);
 		dlist_delete(&entry->node);
+		if (dlist_is_empty(&entry->part->inflight))
+			el_unpin_slot(entry->part->key.dbid);
 		LWLockRelease(&entry->part->lock);
 		entry->part = NULL;
 	}
@@ -574,6 +759,13 @@ el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
 	{
 		LWLockRelease(&part->lock);
 		return false;
+	}
+	/* The first entry pins the slot: within the database's share only. */
+	if (mine == NULL && dlist_is_empty(&part->inflight) &&
+		!el_pin_slot(part->key.dbid))
+	{
+		LWLockRelease(&part->lock);
+		el_report_share_exceeded();
 	}
 	*first = part->next_offset;
 	*segno = part->active_segno;
@@ -671,6 +863,7 @@ el_release_inflight(bool committed)
 
 	if (el_nheld == 0)
 		return;
+#ifdef EL_TEST_HOOKS
 	if (el_debug_leak_inflight)
 	{
 		/* Leave them linked; the next allocation here unlinks them. */
@@ -678,6 +871,7 @@ el_release_inflight(bool committed)
 		el_slice_checked = false;
 		return;
 	}
+#endif
 	slice = el_my_slice();
 	for (i = 0; i < el_nheld; i++)
 	{
@@ -688,6 +882,8 @@ el_release_inflight(bool committed)
 
 		LWLockAcquire(&part->lock, LW_EXCLUSIVE);
 		dlist_delete(&entry->node);
+		if (dlist_is_empty(&part->inflight))
+			el_unpin_slot(part->key.dbid);
 		if (committed && part->commit_lsn < XactLastCommitEnd)
 			part->commit_lsn = XactLastCommitEnd;
 		if (notify && committed)
@@ -857,6 +1053,23 @@ el_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 	ListCell   *lc;
 
+	/*
+	 * A subtransaction that aborts takes its activations with it (its
+	 * segment tables are gone).  One that commits hands them to its parent:
+	 * they must then survive a later rollback of a sibling subtransaction
+	 * at the same level, and only go when the parent itself aborts.
+	 */
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, el_pending_activations)
+		{
+			ElPendingActivation *pa = lfirst(lc);
+
+			if (pa->nest_level >= level)
+				pa->nest_level = level - 1;
+		}
+		return;
+	}
 	if (event != SUBXACT_EVENT_ABORT_SUB)
 		return;
 	foreach(lc, el_pending_activations)

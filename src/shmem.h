@@ -14,6 +14,7 @@
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 
 /* Identifies one partition of one topic in one database. */
@@ -125,6 +126,19 @@ typedef struct ElNotifyItem
 	int64		stable;			/* its last stable offset now */
 } ElNotifyItem;
 
+/*
+ * How many partition slots one database pins: slots with at least one
+ * in-flight entry of that database's transactions, which cannot be freed
+ * until those transactions end.  One entry per database that pins any;
+ * an array of eventlog.max_partitions entries (no more databases can pin at
+ * once), the first npin_dbs in use, under pin_lock.
+ */
+typedef struct ElDbPins
+{
+	Oid			dbid;
+	int			pinned;
+} ElDbPins;
+
 typedef struct ElSharedState
 {
 	pid_t		launcher_pid;	/* running launcher, 0 if none */
@@ -133,6 +147,8 @@ typedef struct ElSharedState
 	uint64		next_incarnation;	/* under hash_lock */
 	int			clock_hand;		/* next slot to consider (under hash_lock) */
 	int			nprocs;			/* PGPROC slots covered by inflight[] */
+	slock_t		pin_lock;		/* protects npin_dbs and the ElDbPins array */
+	int			npin_dbs;		/* databases pinning slots now */
 	ConditionVariable topic_wakeup[EL_TOPIC_WAKEUPS];
 	pg_atomic_uint64 topic_drops;	/* topics dropped (plus 1), counted at
 									 * the drop's commit: long polls look
@@ -147,6 +163,9 @@ extern int	el_max_partitions;
 extern int	el_max_transaction_partitions;
 
 extern void el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref);
+extern bool el_partition_try_attach(const ElPartitionKey *key, ElSlotRef *ref);
+extern bool el_partition_has_slot(const ElPartitionKey *key);
+extern void el_pin_share(int *pinned, int *share, int *others);
 extern ElSlotStatus el_partition_status(const ElSlotRef *ref);
 extern bool el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 									 const ElRouting *routing);

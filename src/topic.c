@@ -499,6 +499,8 @@ el_routing_locktag(LOCKTAG *tag, ElTopic *topic, int32 partition)
 }
 
 static int64 el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing);
+static bool el_stable_offset_unslotted(ElTopic *topic, int32 partition,
+									   ElStableOffset *out);
 
 int64
 el_recover_next_offset(ElTopic *topic, int32 partition, ElRouting *routing)
@@ -655,11 +657,17 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
  * shmem.c functions taking an ElSlotRef all behave so).  The usual case,
  * attached and ready, costs one lock.  Never recovers a counter during
  * recovery: a standby's counters would be stale at promotion.
+ *
+ * A reader ("reader") never needs a slot (issue 13, item 6): when every slot
+ * has transactions in flight, it gets false, with nothing run, instead of an
+ * error, and does without (el_stable_offset_unslotted).  Otherwise true,
+ * once "op" has run.
  */
 typedef bool (*ElSlotOp) (const ElSlotRef *ref, void *arg);
 
-static void
-el_with_partition(ElTopic *topic, int32 partition, ElSlotOp op, void *arg)
+static bool
+el_with_partition(ElTopic *topic, int32 partition, bool reader, ElSlotOp op,
+				  void *arg)
 {
 	ElSlotRef  *ref = &topic->parts[partition].ref;
 	int			attempt;
@@ -671,7 +679,7 @@ el_with_partition(ElTopic *topic, int32 partition, ElSlotOp op, void *arg)
 	for (attempt = 0; attempt < 10; attempt++)
 	{
 		if (ref->slot != NULL && op(ref, arg))
-			return;
+			return true;
 		if (ref->slot == NULL)
 		{
 			ElPartitionKey key;
@@ -680,7 +688,10 @@ el_with_partition(ElTopic *topic, int32 partition, ElSlotOp op, void *arg)
 			key.dbid = MyDatabaseId;
 			key.topic_id = topic->topic_id;
 			key.partition = partition;
-			el_partition_attach(&key, ref);
+			if (!reader)
+				el_partition_attach(&key, ref);
+			else if (!el_partition_try_attach(&key, ref))
+				return false;
 		}
 		switch (el_partition_status(ref))
 		{
@@ -704,6 +715,7 @@ el_with_partition(ElTopic *topic, int32 partition, ElSlotOp op, void *arg)
 	}
 	elog(ERROR, "could not attach to the shared state of partition %d of topic \"%s\"",
 		 partition, topic->name);
+	return false;				/* keep compiler quiet */
 }
 
 typedef struct ElTakeOffsetsArg
@@ -736,7 +748,7 @@ el_take_offsets(ElTopic *topic, int32 partition, int count, int32 *segno,
 	a.first = 0;
 	a.segno = segno;
 	a.append_time = append_time;
-	el_with_partition(topic, partition, el_take_offsets_op, &a);
+	(void) el_with_partition(topic, partition, false, el_take_offsets_op, &a);
 	return a.first;
 }
 
@@ -746,11 +758,40 @@ el_routing_op(const ElSlotRef *ref, void *arg)
 	return el_partition_routing(ref, (ElRouting *) arg);
 }
 
+/* Whether a partition has a shared slot now (see el_stable_offset_unslotted). */
+static bool
+el_has_slot(ElTopic *topic, int32 partition)
+{
+	ElPartitionKey key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.topic_id = topic->topic_id;
+	key.partition = partition;
+	return el_partition_has_slot(&key);
+}
+
 /* Where a partition's new records go now. */
 void
 el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing)
 {
-	el_with_partition(topic, partition, el_routing_op, routing);
+	int			attempt;
+
+	for (attempt = 0; attempt < 10; attempt++)
+	{
+		if (el_with_partition(topic, partition, true, el_routing_op, routing))
+			return;
+
+		/*
+		 * No slot to be had: the routing is what recovery computes, as a
+		 * slot attached now would start with (see el_stable_offset_unslotted).
+		 */
+		(void) el_recover_next_offset(topic, partition, routing);
+		if (!el_has_slot(topic, partition))
+			return;
+	}
+	elog(ERROR, "could not read the routing of partition %d of topic \"%s\"",
+		 partition, topic->name);
 }
 
 /* The cached segment "segno" of a partition, or NULL. */
@@ -783,9 +824,66 @@ el_stable_offset_op(const ElSlotRef *ref, void *arg)
 void
 el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
 {
-	el_with_partition(topic, partition, el_stable_offset_op, out);
-	if (!XLogRecPtrIsInvalid(out->commit_lsn))
-		XLogFlush(out->commit_lsn);
+	int			attempt;
+
+	for (attempt = 0; attempt < 10; attempt++)
+	{
+		if (el_with_partition(topic, partition, true, el_stable_offset_op, out))
+		{
+			if (!XLogRecPtrIsInvalid(out->commit_lsn))
+				XLogFlush(out->commit_lsn);
+			return;
+		}
+		/* A reader does without a slot rather than fail. */
+		if (el_stable_offset_unslotted(topic, partition, out))
+			return;
+	}
+	elog(ERROR, "could not read the offsets of partition %d of topic \"%s\"",
+		 partition, topic->name);
+}
+
+/*
+ * A reader's offsets for a partition that has no shared slot and cannot
+ * get one, every slot being pinned by transactions in flight (of other
+ * databases, perhaps: issue 13, item 6).  Readers never need to pin a slot.
+ * Offsets are only ever taken under a slot, in the critical section that
+ * registers their in-flight entry, and a slot is freed only while it has no
+ * entry: so a partition without a slot has no offset in flight, and its
+ * stable offset is its high watermark, which counter recovery computes from
+ * the catalog and the segments.  The order matters: recovery reads with a
+ * snapshot taken first, the check that no slot exists comes after it.  An
+ * offset in flight when the snapshot was taken would need a slot that still
+ * existed then; if it is gone by the check, that transaction has ended and
+ * is visible to the reader's later scan snapshot, or never will be; offsets
+ * taken after the check come from a counter recovered at least this high.
+ * False if the partition has a slot by then: the caller attaches to it.
+ *
+ * Without a slot, the newest commit LSN of the partition is not known: flush
+ * all WAL written so far instead (as el_read_stable_offset flushes to the
+ * partition's, so that no record returned can vanish in a crash).  A long
+ * poll sleeps on the topic's wake-up condition variable, which every
+ * producing transaction of the topic broadcasts when it ends.  This costs
+ * recovery queries on every call: it is the exception, while slots are
+ * exhausted.
+ */
+static bool
+el_stable_offset_unslotted(ElTopic *topic, int32 partition, ElStableOffset *out)
+{
+	ElRouting	routing;
+	int64		next;
+
+	el_refuse_in_recovery("use");
+	next = el_recover_next_offset(topic, partition, &routing);
+	if (el_has_slot(topic, partition))
+		return false;
+	out->stable = next;
+	out->high_watermark = next;
+	out->holder_pid = 0;
+	out->commit_lsn = InvalidXLogRecPtr;
+	out->active_segno = routing.active_segno;
+	out->cv = el_topic_wakeup(topic->topic_id);
+	XLogFlush(GetXLogInsertRecPtr());
+	return true;
 }
 
 /* ------------------------------------------------------------------------

@@ -43,9 +43,11 @@ el_ensure_packages() {
 }
 
 # el_build_install: compile (warnings are errors) and install the extension.
+# With EL_TEST_HOOKS=1 in the environment (test/run sets it) the build has
+# the test-only settings (eventlog.debug_*); without it, a release build.
 el_build_install() {
-    local make_args=(PG_CONFIG="$PG_CONFIG" WERROR=1 with_llvm=no)
-    el_log "building pg_eventlog"
+    local make_args=(PG_CONFIG="$PG_CONFIG" WERROR=1 with_llvm=no EL_TEST_HOOKS="${EL_TEST_HOOKS:-}")
+    el_log "building pg_eventlog${EL_TEST_HOOKS:+ (with test-only settings)}"
     make -s "${make_args[@]}" >/dev/null || el_die "build failed"
     if [ "$(id -u)" -eq 0 ]; then
         make -s "${make_args[@]}" install >/dev/null || el_die "make install failed"

@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * committed.c
+ *	  Catalog questions answered from what is committed now, not from the
+ *	  caller's snapshot: for checks made under a lock, where a REPEATABLE
+ *	  READ or SERIALIZABLE caller's snapshot (taken before it waited for the
+ *	  lock) would miss what the lock's previous holder committed.
+ *
+ * eventlog._partitions_in_use: eventlog._add_partitions checks a topic's growth against the limit under
+ * a SHARE ROW EXCLUSIVE lock on topic_catalog (the lock create_topic takes),
+ * so that two sessions cannot each find room and together exceed it.  The
+ * count must then see everything committed before the lock was granted:
+ * the caller's snapshot would not in REPEATABLE READ or SERIALIZABLE (taken
+ * before it waited), so the count reads the catalog with a fresh snapshot.
+ *
+ * eventlog._group_exists_now: a poll that found a consumer group, then
+ * waited for the group's lock, must not write positions of a group that
+ * delete_group removed meanwhile (it would bring the group back with some
+ * partitions' positions only); it asks whether the group still exists.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+
+PG_FUNCTION_INFO_V1(el_partitions_in_use);
+PG_FUNCTION_INFO_V1(el_group_exists_now);
+
+/*
+ * eventlog._partitions_in_use(except_topic integer) -> bigint: the
+ * partitions of every topic of this database but "except_topic", as
+ * committed now.
+ */
+Datum
+el_partitions_in_use(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+	int64		total = 0;
+	int			ret;
+	int			pin;
+
+	args[0] = PG_GETARG_DATUM(0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
+	PushActiveSnapshot(GetLatestSnapshot());
+	ret = SPI_execute_with_args(
+		"SELECT coalesce(sum(t.partitions), 0)::bigint"
+		"  FROM " EL_SCHEMA_NAME ".topic_catalog t"
+		" WHERE t.topic_id <> $1",
+		1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read eventlog.topic_catalog: %s",
+			 SPI_result_code_string(ret));
+	{
+		bool		isnull;
+
+		total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	PopActiveSnapshot();
+	el_unpin_search_path(pin);
+	SPI_finish();
+	PG_RETURN_INT64(total);
+}
+
+/*
+ * eventlog._group_exists_now(topic_id integer, group_name text) -> boolean:
+ * whether the group has settings, positions or members, as committed now
+ * (or written by the caller's own transaction).
+ */
+Datum
+el_group_exists_now(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {INT4OID, TEXTOID};
+	Datum		args[2];
+	bool		exists;
+	int			ret;
+	int			pin;
+
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
+	PushActiveSnapshot(GetLatestSnapshot());
+	ret = SPI_execute_with_args(
+		"SELECT EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_offsets o"
+		"                WHERE o.topic_id = $1 AND o.group_name = $2)"
+		"    OR EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_catalog g"
+		"                WHERE g.topic_id = $1 AND g.group_name = $2)"
+		"    OR EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_members m"
+		"                WHERE m.topic_id = $1 AND m.group_name = $2)",
+		2, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the consumer groups: %s",
+			 SPI_result_code_string(ret));
+	{
+		bool		isnull;
+
+		exists = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	PopActiveSnapshot();
+	el_unpin_search_path(pin);
+	SPI_finish();
+	PG_RETURN_BOOL(exists);
+}
