@@ -121,4 +121,15 @@
 #define el_md5_hex(buf, len, hex, errstr)	(*(errstr) = NULL, pg_md5_hash((buf), (len), (hex)))
 #endif
 
+/*
+ * PostgreSQL 15 made pgstat_report_stat return how many milliseconds to
+ * wait before flushing what it held back (0: nothing pending); on 14 it
+ * returns nothing and the next call sends what was held back.
+ */
+#if PG_VERSION_NUM >= 150000
+#define el_report_stat(force)	pgstat_report_stat(force)
+#else
+#define el_report_stat(force)	(pgstat_report_stat(force), 0L)
+#endif
+
 #endif							/* PG_EVENTLOG_COMPAT_H */

@@ -472,6 +472,7 @@ el_probe_all_databases(void)
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
+	(void) el_report_stat(false);
 }
 
 /* Start workers that are wanted and not running; reap those that ended. */
@@ -765,6 +766,8 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round)
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		/* So that autovacuum sees the catalog rows the round changed. */
+		(void) el_report_stat(false);
 		el_record_round(rolled, removed, NULL, new_round);
 	}
 	PG_CATCH();
@@ -775,6 +778,7 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		(void) el_report_stat(false);
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_eventlog maintenance of topic %d failed: %s",
@@ -846,6 +850,13 @@ el_maintenance_main(Datum main_arg)
 		}
 		list_free(topics);
 		pgstat_report_activity(STATE_IDLE, NULL);
+
+		/*
+		 * Flush the round's table statistics before sleeping: the calls
+		 * above are rate-limited and may have held some back, and
+		 * autovacuum only sees what is flushed.
+		 */
+		(void) el_report_stat(true);
 
 		/*
 		 * Sleep until the next round is due, or a reload (which runs one at
