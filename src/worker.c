@@ -270,7 +270,8 @@ el_request_worker(Oid dbid)
 	bool		worker_ok = true;
 	bool		notifier_ok = true;
 
-	if (el_registry == NULL)
+	/* Single-user mode starts no background workers: nothing to warn about. */
+	if (el_registry == NULL || !IsUnderPostmaster)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, true);
@@ -1362,6 +1363,7 @@ PG_FUNCTION_INFO_V1(el_maintenance_status);
 
 #define EL_STATUS_NO_SLOT "no background worker slot free (max_worker_processes)"
 #define EL_STATUS_AWAY "stopped while a command needs the database free of connections"
+#define EL_STATUS_NO_ENTRY "not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases)"
 
 /* Why the maintenance worker of "db" runs or not, for eventlog.maintenance. */
 static const char *
@@ -1449,7 +1451,10 @@ el_maintenance_status(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			/* No entry: the registry is full (eventlog.max_databases). */
+			/*
+			 * No entry: the database waits for its probe (after a restart),
+			 * or the registry is full (eventlog.max_databases).
+			 */
 			if (seen_mine)
 				break;
 			memset(&db, 0, sizeof(db));
@@ -1487,8 +1492,8 @@ el_maintenance_status(PG_FUNCTION_ARGS)
 			nulls[9] = true;
 		if (i == el_max_databases)
 		{
-			values[10] = CStringGetTextDatum("not running: all eventlog.max_databases registry entries are in use");
-			values[11] = CStringGetTextDatum("not running: all eventlog.max_databases registry entries are in use");
+			values[10] = CStringGetTextDatum(EL_STATUS_NO_ENTRY);
+			values[11] = CStringGetTextDatum(EL_STATUS_NO_ENTRY);
 		}
 		else
 		{

@@ -46,4 +46,33 @@ is($node->safe_psql('late2', q{
    'late1 running running,late2 running running', 'eventlog.maintenance shows them');
 
 $node->stop;
+
+# A registry of one entry: the database left out says why in
+# eventlog.maintenance, and CREATE EXTENSION warns.
+my $full = PostgreSQL::Test::Cluster->new('fullreg');
+$full->init;
+$full->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_eventlog'
+eventlog.max_databases = 1
+eventlog.database_probe_interval = '1s'
+max_worker_processes = 16
+});
+$full->start;
+$full->safe_psql('postgres', 'CREATE DATABASE a');
+$full->safe_psql('postgres', 'CREATE DATABASE b');
+# A probe may hold the only entry for a moment: a then waits for its turn.
+$full->safe_psql('a', 'CREATE EXTENSION pg_eventlog');
+ok($full->poll_query_until('a', q{
+    SELECT worker_status = 'running' FROM eventlog.maintenance WHERE database = 'a'}),
+   'with one registry entry, the first database gets it');
+my ($ret, $out, $err) = $full->psql('b', 'CREATE EXTENSION pg_eventlog');
+like($err, qr/WARNING:  pg_eventlog cannot maintain another database/,
+     'CREATE EXTENSION in a second database warns');
+is($full->safe_psql('b', q{
+    SELECT database || ': ' || worker_status || ' / ' || notifier_status
+      FROM eventlog.maintenance WHERE database = current_database()}),
+   q{b: not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases) / }
+   . q{not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases)},
+   'and eventlog.maintenance says why its workers do not run');
+$full->stop;
 done_testing();
