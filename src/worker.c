@@ -773,7 +773,9 @@ el_admit_probes(void)
 			last_report = now;
 			ereport(LOG,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("pg_eventlog cannot check %d databases for the extension", el_probe_queue_len),
+					 errmsg_plural("pg_eventlog cannot check %d database for the extension",
+								   "pg_eventlog cannot check %d databases for the extension",
+								   el_probe_queue_len, el_probe_queue_len),
 					 errdetail("All %d entries of the worker registry belong to databases with the extension.",
 							   el_max_databases),
 					 errhint("Raise eventlog.max_databases and restart the server.")));

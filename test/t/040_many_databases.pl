@@ -74,5 +74,7 @@ is($full->safe_psql('b', q{
    q{b: not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases) / }
    . q{not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases)},
    'and eventlog.maintenance says why its workers do not run');
+ok($full->wait_for_log(qr/pg_eventlog cannot check 2 databases for the extension/),
+   'the launcher logs that it cannot check the other databases (postgres and b)');
 $full->stop;
 done_testing();
