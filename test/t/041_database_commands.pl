@@ -85,5 +85,16 @@ is($node->safe_psql('postgres', q{
     SELECT pid FROM pg_stat_activity WHERE datname = 'app' AND backend_type = 'pg_eventlog maintenance'}),
    $pid, 'and the worker was not stopped');
 
+# template1 with the extension: every CREATE DATABASE copies it, also one
+# by a role with CREATEDB that does not own it.
+$node->safe_psql('template1', 'CREATE EXTENSION pg_eventlog');
+ok(workers_run('template1'), 'template1 has its workers');
+($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE fresh');
+is($ret, 0, 'CREATE DATABASE without TEMPLATE copies template1 with the extension') or diag($err);
+($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE strangers', extra_params => [ '-U', 'stranger' ]);
+is($ret, 0, 'so does a role with CREATEDB') or diag($err);
+ok(workers_run('template1'), 'template1 gets its workers back');
+ok(workers_run('strangers'), 'and the new database has its own');
+
 $node->stop;
 done_testing();
