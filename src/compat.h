@@ -114,6 +114,15 @@
 #define el_database_ownercheck(dbid, roleid) pg_database_ownercheck((dbid), (roleid))
 #endif
 
+/* PostgreSQL 16 replaced pg_tablespace_aclcheck by object_aclcheck. */
+#if PG_VERSION_NUM >= 160000
+#define el_tablespace_aclcheck(spcid, roleid, mode) \
+	object_aclcheck(TableSpaceRelationId, (spcid), (roleid), (mode))
+#else
+#define el_tablespace_aclcheck(spcid, roleid, mode) \
+	pg_tablespace_aclcheck((spcid), (roleid), (mode))
+#endif
+
 /* PostgreSQL 15 added an error-string argument to pg_md5_hash (commit b69aba7457). */
 #if PG_VERSION_NUM >= 150000
 #define el_md5_hex(buf, len, hex, errstr)	pg_md5_hash((buf), (len), (hex), (errstr))

@@ -24,6 +24,7 @@
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "commands/extension.h"
@@ -144,34 +145,61 @@ el_has_createdb(void)
  * The database whose workers must stay away while "parsetree" runs, as it
  * refuses to run while anyone else is connected there: the database
  * renamed or moved by ALTER DATABASE, or the template of CREATE DATABASE.
- * Only when the current role may run the command (so that nobody else can
- * stop the workers with a command bound to fail), else InvalidOid.
+ * Else InvalidOid.
+ *
+ * Only for a command that gets as far as counting the connections: the
+ * current role may run it, and PostgreSQL's own checks that come first
+ * (transaction block, names taken, current database, tablespace rights)
+ * pass.  Otherwise a command bound to fail would stop the workers, and a
+ * role (the owner of a database without CREATEDB, say) could keep the
+ * maintenance worker from ever finishing a round by repeating it.  The
+ * checks below follow createdb, RenameDatabase and movedb (dbcommands.c).
  */
 static Oid
-el_database_to_free(Node *parsetree)
+el_database_to_free(Node *parsetree, bool isTopLevel)
 {
 	const char *dbname = NULL;
+	const char *tablespace = NULL;
 	Oid			dbid;
-	bool		as_template = false;
+	HeapTuple	tup;
+	bool		is_template;
+	Oid			db_tablespace;
 	ListCell   *lc;
 
 	if (IsA(parsetree, RenameStmt) &&
 		((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
-		dbname = ((RenameStmt *) parsetree)->subname;
+	{
+		RenameStmt *stmt = (RenameStmt *) parsetree;
+
+		if (!el_has_createdb() ||
+			OidIsValid(get_database_oid(stmt->newname, true)))
+			return InvalidOid;
+		dbname = stmt->subname;
+	}
 	else if (IsA(parsetree, AlterDatabaseStmt))
 	{
 		AlterDatabaseStmt *stmt = (AlterDatabaseStmt *) parsetree;
 
 		foreach(lc, stmt->options)
 		{
-			if (strcmp(((DefElem *) lfirst(lc))->defname, "tablespace") == 0)
+			DefElem    *opt = (DefElem *) lfirst(lc);
+
+			if (strcmp(opt->defname, "tablespace") == 0 && opt->arg != NULL)
+			{
 				dbname = stmt->dbname;
+				tablespace = defGetString(opt);
+			}
 		}
+		if (dbname == NULL || !isTopLevel || IsTransactionBlock())
+			return InvalidOid;
 	}
 	else if (IsA(parsetree, CreatedbStmt))
 	{
 		CreatedbStmt *stmt = (CreatedbStmt *) parsetree;
 
+		if (!isTopLevel || IsTransactionBlock() || !el_has_createdb() ||
+			OidIsValid(get_database_oid(stmt->dbname, true)))
+			return InvalidOid;
 		/* Without TEMPLATE, CREATE DATABASE copies template1. */
 		dbname = "template1";
 		foreach(lc, stmt->options)
@@ -181,7 +209,6 @@ el_database_to_free(Node *parsetree)
 			if (strcmp(opt->defname, "template") == 0 && opt->arg != NULL)
 				dbname = defGetString(opt);
 		}
-		as_template = true;
 	}
 	if (dbname == NULL)
 		return InvalidOid;
@@ -189,22 +216,34 @@ el_database_to_free(Node *parsetree)
 	dbid = get_database_oid(dbname, true);
 	if (!OidIsValid(dbid))
 		return InvalidOid;
-	if (el_database_ownercheck(dbid, GetUserId()))
-		return dbid;
-	if (as_template && el_has_createdb())
-	{
-		HeapTuple	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dbid));
-		bool		is_template = false;
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dbid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	is_template = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+	db_tablespace = ((Form_pg_database) GETSTRUCT(tup))->dattablespace;
+	ReleaseSysCache(tup);
 
-		if (HeapTupleIsValid(tup))
-		{
-			is_template = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
-			ReleaseSysCache(tup);
-		}
-		if (is_template)
+	if (IsA(parsetree, CreatedbStmt))
+	{
+		/* A template copies for anyone with CREATEDB, others for owners. */
+		if (is_template || el_database_ownercheck(dbid, GetUserId()))
 			return dbid;
+		return InvalidOid;
 	}
-	return InvalidOid;
+
+	/* RENAME and SET TABLESPACE: the owner, from another database. */
+	if (!el_database_ownercheck(dbid, GetUserId()) || dbid == MyDatabaseId)
+		return InvalidOid;
+	if (tablespace)
+	{
+		Oid			spcid = get_tablespace_oid(tablespace, true);
+
+		/* Unknown, not allowed, or where it already is (nothing to do). */
+		if (!OidIsValid(spcid) || spcid == db_tablespace ||
+			el_tablespace_aclcheck(spcid, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+			return InvalidOid;
+	}
+	return dbid;
 }
 
 /* Error or exit while the workers were kept away: let them come back. */
@@ -276,7 +315,8 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	 * before a RENAME in a transaction block commits waits for its lock.
 	 */
 	if (!OidIsValid(stopped_dbid))
-		paused_dbid = el_database_to_free(parsetree);
+		paused_dbid = el_database_to_free(parsetree,
+										  context == PROCESS_UTILITY_TOPLEVEL);
 	if (OidIsValid(paused_dbid))
 	{
 		PG_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
