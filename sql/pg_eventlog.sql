@@ -2076,7 +2076,8 @@ CREATE FUNCTION @extschema@._maintenance_status(
     OUT database text, OUT pid integer, OUT rounds bigint,
     OUT last_run timestamptz, OUT last_success timestamptz,
     OUT segments_rolled bigint, OUT segments_removed bigint,
-    OUT last_error text, OUT last_error_time timestamptz)
+    OUT last_error text, OUT last_error_time timestamptz,
+    OUT notifier_pid integer, OUT worker_status text, OUT notifier_status text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'el_maintenance_status'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
@@ -2086,7 +2087,7 @@ COMMENT ON FUNCTION @extschema@._maintenance_status() IS
 CREATE VIEW @extschema@.maintenance AS
     SELECT * FROM @extschema@._maintenance_status();
 COMMENT ON VIEW @extschema@.maintenance IS
-'one row per database pg_eventlog maintains: its worker''s PID (NULL if not running), rounds run, last run and last success, segments rolled and removed since the worker started, and the last error';
+'one row per database pg_eventlog maintains (only the current database for roles that are neither superuser nor members of pg_read_all_stats): its maintenance worker''s PID (NULL if not running), rounds run, last run and last success, segments rolled and removed since the worker started, the last error, its notifier''s PID, and whether each worker runs or why not';
 
 CREATE FUNCTION @extschema@._consumer_group_info(
     OUT group_name text, OUT topic text, OUT partition integer,

@@ -114,11 +114,31 @@
 #define el_database_ownercheck(dbid, roleid) pg_database_ownercheck((dbid), (roleid))
 #endif
 
+/* PostgreSQL 16 replaced pg_tablespace_aclcheck by object_aclcheck. */
+#if PG_VERSION_NUM >= 160000
+#define el_tablespace_aclcheck(spcid, roleid, mode) \
+	object_aclcheck(TableSpaceRelationId, (spcid), (roleid), (mode))
+#else
+#define el_tablespace_aclcheck(spcid, roleid, mode) \
+	pg_tablespace_aclcheck((spcid), (roleid), (mode))
+#endif
+
 /* PostgreSQL 15 added an error-string argument to pg_md5_hash (commit b69aba7457). */
 #if PG_VERSION_NUM >= 150000
 #define el_md5_hex(buf, len, hex, errstr)	pg_md5_hash((buf), (len), (hex), (errstr))
 #else
 #define el_md5_hex(buf, len, hex, errstr)	(*(errstr) = NULL, pg_md5_hash((buf), (len), (hex)))
+#endif
+
+/*
+ * PostgreSQL 15 made pgstat_report_stat return how many milliseconds to
+ * wait before flushing what it held back (0: nothing pending); on 14 it
+ * returns nothing and the next call sends what was held back.
+ */
+#if PG_VERSION_NUM >= 150000
+#define el_report_stat(force)	pgstat_report_stat(force)
+#else
+#define el_report_stat(force)	(pgstat_report_stat(force), 0L)
 #endif
 
 #endif							/* PG_EVENTLOG_COMPAT_H */

@@ -271,6 +271,8 @@ el_send_notifications(ElNotifyItem *items, int n)
 		PopActiveSnapshot();
 	}
 	CommitTransactionCommand();
+	/* So that autovacuum sees what the round's catalog reads cost. */
+	(void) el_report_stat(false);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
@@ -378,7 +380,19 @@ el_notifier_main(Datum main_arg)
 		 * transaction's end; the timeout only covers a holder that vanished
 		 * without ending normally.
 		 */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 blocked ? 1000L : 10000L, PG_WAIT_EXTENSION);
+		{
+			long		timeout = blocked ? 1000L : 10000L;
+			long		stats_due;
+
+			/*
+			 * Statistics held back by the rate limit of pgstat_report_stat
+			 * must not wait for the next commit: wake when they are due.
+			 */
+			stats_due = el_report_stat(false);
+			if (stats_due > 0)
+				timeout = Min(timeout, stats_due);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 timeout, PG_WAIT_EXTENSION);
+		}
 	}
 }

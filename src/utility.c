@@ -11,6 +11,11 @@
  * frees the database's partition slots in shared memory at commit, so that
  * topics of a re-created extension start again at offset 0.
  *
+ * It also keeps pg_eventlog's workers (worker.c) out of a database while a
+ * command that refuses to run when anyone else is connected to it runs:
+ * DROP DATABASE, ALTER DATABASE ... RENAME TO / SET TABLESPACE, and CREATE
+ * DATABASE from it as a template.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_eventlog.h"
@@ -18,11 +23,16 @@
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
+#include "storage/ipc.h"
+#include "utils/syscache.h"
+#include "catalog/pg_authid.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 
@@ -113,6 +123,151 @@ el_drop_empty_schema(void)
 	SPI_finish();
 }
 
+/* Whether the current role may create databases (as createdb checks). */
+static bool
+el_has_createdb(void)
+{
+	HeapTuple	tup;
+	bool		result = false;
+
+	if (superuser())
+		return true;
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_authid) GETSTRUCT(tup))->rolcreatedb;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+/*
+ * The database whose workers must stay away while "parsetree" runs, as it
+ * refuses to run while anyone else is connected there: the database
+ * renamed or moved by ALTER DATABASE, or the template of CREATE DATABASE.
+ * Else InvalidOid.
+ *
+ * Only for a command that gets as far as counting the connections: the
+ * current role may run it, and PostgreSQL's own checks that come first
+ * (transaction block, names taken, current database, tablespace rights)
+ * pass.  Otherwise a command bound to fail would stop the workers, and a
+ * role (the owner of a database without CREATEDB, say) could keep the
+ * maintenance worker from ever finishing a round by repeating it.  The
+ * checks below follow createdb, RenameDatabase and movedb (dbcommands.c).
+ */
+static Oid
+el_database_to_free(Node *parsetree, bool isTopLevel)
+{
+	const char *dbname = NULL;
+	const char *tablespace = NULL;
+	Oid			dbid;
+	HeapTuple	tup;
+	bool		is_template;
+	Oid			db_tablespace;
+	ListCell   *lc;
+
+	if (IsA(parsetree, RenameStmt) &&
+		((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
+	{
+		RenameStmt *stmt = (RenameStmt *) parsetree;
+
+		if (!el_has_createdb() ||
+			OidIsValid(get_database_oid(stmt->newname, true)))
+			return InvalidOid;
+		dbname = stmt->subname;
+	}
+	else if (IsA(parsetree, AlterDatabaseStmt))
+	{
+		AlterDatabaseStmt *stmt = (AlterDatabaseStmt *) parsetree;
+
+		foreach(lc, stmt->options)
+		{
+			DefElem    *opt = (DefElem *) lfirst(lc);
+
+			if (strcmp(opt->defname, "tablespace") == 0 && opt->arg != NULL)
+			{
+				dbname = stmt->dbname;
+				tablespace = defGetString(opt);
+			}
+		}
+		if (dbname == NULL || !isTopLevel || IsTransactionBlock())
+			return InvalidOid;
+	}
+	else if (IsA(parsetree, CreatedbStmt))
+	{
+		CreatedbStmt *stmt = (CreatedbStmt *) parsetree;
+
+		if (!isTopLevel || IsTransactionBlock() || !el_has_createdb() ||
+			OidIsValid(get_database_oid(stmt->dbname, true)))
+			return InvalidOid;
+		/* Without TEMPLATE, CREATE DATABASE copies template1. */
+		dbname = "template1";
+		foreach(lc, stmt->options)
+		{
+			DefElem    *opt = (DefElem *) lfirst(lc);
+
+			if (strcmp(opt->defname, "template") == 0 && opt->arg != NULL)
+				dbname = defGetString(opt);
+		}
+	}
+	if (dbname == NULL)
+		return InvalidOid;
+
+	dbid = get_database_oid(dbname, true);
+	if (!OidIsValid(dbid))
+		return InvalidOid;
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dbid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	is_template = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+	db_tablespace = ((Form_pg_database) GETSTRUCT(tup))->dattablespace;
+	ReleaseSysCache(tup);
+
+	if (IsA(parsetree, CreatedbStmt))
+	{
+		/* A template copies for anyone with CREATEDB, others for owners. */
+		if (is_template || el_database_ownercheck(dbid, GetUserId()))
+			return dbid;
+		return InvalidOid;
+	}
+
+	/* RENAME and SET TABLESPACE: the owner, from another database. */
+	if (!el_database_ownercheck(dbid, GetUserId()) || dbid == MyDatabaseId)
+		return InvalidOid;
+	if (tablespace)
+	{
+		Oid			spcid = get_tablespace_oid(tablespace, true);
+
+		/* Unknown, not allowed, or where it already is (nothing to do). */
+		if (!OidIsValid(spcid) || spcid == db_tablespace ||
+			el_tablespace_aclcheck(spcid, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+			return InvalidOid;
+	}
+	return dbid;
+}
+
+/* Error or exit while the workers were kept away: let them come back. */
+static void
+el_resume_workers_callback(int code, Datum arg)
+{
+	el_resume_workers(DatumGetObjectId(arg));
+}
+
+/* Run the statement with the next hook, or PostgreSQL's own. */
+static void
+el_run_utility(PlannedStmt *pstmt, const char *queryString,
+			   bool readOnlyTree, ProcessUtilityContext context,
+			   ParamListInfo params, QueryEnvironment *queryEnv,
+			   DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
 static void
 el_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   bool readOnlyTree, ProcessUtilityContext context,
@@ -123,6 +278,7 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	volatile bool dropping_extension = false;
 	volatile Oid stopped_dbid = InvalidOid;
 	struct ElCaptureAlter *captured = el_capture_before_alter(parsetree);
+	volatile Oid paused_dbid = InvalidOid;
 
 	if (IsA(parsetree, DropStmt))
 	{
@@ -153,25 +309,44 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 			stopped_dbid = dbid;
 	}
 
-	PG_TRY();
+	/*
+	 * The other commands that need a database to themselves keep the
+	 * workers away while they run, then let them back whatever happens
+	 * (error, cancel, or this backend exiting).  A worker starting again
+	 * before a RENAME in a transaction block commits waits for its lock.
+	 */
+	if (!OidIsValid(stopped_dbid))
+		paused_dbid = el_database_to_free(parsetree,
+										  context == PROCESS_UTILITY_TOPLEVEL);
+	if (OidIsValid(paused_dbid))
 	{
-		/* Inside: a cancel while it waits must ask the workers back too. */
-		if (OidIsValid(stopped_dbid))
-			el_stop_worker(stopped_dbid);
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
+		PG_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
+		{
+			el_pause_workers(paused_dbid);
+			el_run_utility(pstmt, queryString, readOnlyTree, context,
+						   params, queryEnv, dest, qc);
+		}
+		PG_END_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
+		el_resume_workers(paused_dbid);
 	}
-	PG_CATCH();
+	else
 	{
-		if (OidIsValid(stopped_dbid))
-			el_unstop_worker(stopped_dbid);
-		PG_RE_THROW();
+		PG_TRY();
+		{
+			/* Inside: a cancel while it waits must ask the workers back too. */
+			if (OidIsValid(stopped_dbid))
+				el_stop_worker(stopped_dbid);
+			el_run_utility(pstmt, queryString, readOnlyTree, context,
+						   params, queryEnv, dest, qc);
+		}
+		PG_CATCH();
+		{
+			if (OidIsValid(stopped_dbid))
+				el_unstop_worker(stopped_dbid);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 	}
-	PG_END_TRY();
 
 	if (dropping_extension)
 		el_drop_empty_schema();

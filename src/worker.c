@@ -16,7 +16,19 @@
  *	  a new database gets its worker at once;
  *	- a worker that dies or is terminated is started again (once a second at
  *	  most); one that exits because the extension is gone is not;
- *	- DROP DATABASE stops the database's worker first (utility.c).
+ *	- DROP DATABASE stops the database's workers first; ALTER DATABASE
+ *	  RENAME / SET TABLESPACE and CREATE DATABASE ... TEMPLATE keep them
+ *	  away while they run (utility.c), as these refuse to run while anyone
+ *	  is connected.
+ *
+ * The registry has eventlog.max_databases entries, and a probe takes one
+ * while it runs.  Databases to probe wait in a queue (first in, first out)
+ * and are let in as entries free up, EL_MAX_PROBES at a time: every
+ * database gets probed, however many there are before it in pg_database.
+ *
+ * CREATE EXTENSION starts its database's workers itself at commit, so that
+ * it can warn at once when no background worker slot is free; the launcher
+ * then keeps them running.
  *
  * Once a maintenance worker has found the extension, the launcher also
  * keeps a notifier ("pg_eventlog notifier", notify.c) in that database
@@ -40,6 +52,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -53,6 +66,7 @@
 #include "storage/proc.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -67,6 +81,12 @@
 
 #define EL_LAUNCHER_RESTART_SECS 1
 #define EL_WORKER_RESTART_MS 1000
+/* Probes running at once: each takes a registry entry and a worker slot. */
+#define EL_MAX_PROBES 4
+/* A probe that ends this many times without an answer is given up. */
+#define EL_MAX_PROBE_FAILURES 3
+/* How often the launcher logs, per database and kind, that no slot is free. */
+#define EL_SLOT_REPORT_MS (60 * 1000)
 
 int			el_maintenance_interval_ms = 5000;
 int			el_database_probe_interval_ms = 60000;
@@ -192,32 +212,179 @@ el_wake_launcher(bool probe_all)
 }
 
 /*
- * Ask for a worker in the current database (after CREATE EXTENSION
- * committed): the launcher starts it at once.
+ * Register the maintenance worker (or, with "notifier", the notifier) of
+ * "dbid"; false if no background worker slot was free.  "notify_pid" and
+ * "handle" are the launcher's (0 and NULL from a backend).
+ */
+static bool
+el_register_worker(Oid dbid, bool notifier, pid_t notify_pid,
+				   BackgroundWorkerHandle **handle)
+{
+	BackgroundWorker worker;
+	const char *kind = notifier ? "notifier" : "maintenance";
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_eventlog");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN,
+			 notifier ? "el_notifier_main" : "el_maintenance_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_eventlog %s (database %u)", kind, dbid);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_eventlog %s", kind);
+	worker.bgw_main_arg = ObjectIdGetDatum(dbid);
+	worker.bgw_notify_pid = notify_pid;
+	return RegisterDynamicBackgroundWorker(&worker, handle);
+}
+
+/*
+ * Whether a registry entry is taken by a probe that has not answered yet
+ * (it frees the entry when the database has no extension).
+ */
+static bool
+el_registry_has_probe(void)
+{
+	int			i;
+
+	for (i = 0; i < el_max_databases; i++)
+		if (el_registry->dbs[i].dbid != InvalidOid &&
+			el_registry->dbs[i].probing && !el_registry->dbs[i].installed)
+			return true;
+	return false;
+}
+
+/*
+ * The current database has just committed CREATE EXTENSION (this runs in
+ * the commit callback): record it, and start its workers here rather than
+ * through the launcher, so that the user hears at once when no background
+ * worker slot is free.  The launcher keeps them running from then on.
+ * Nothing here may fail: the transaction has committed.
  */
 void
 el_request_worker(Oid dbid)
 {
 	ElDbWorker *db;
+	bool		start_worker = false;
+	bool		start_notifier = false;
+	bool		probe_pending = false;
+	bool		worker_ok = true;
+	bool		notifier_ok = true;
 
-	if (el_registry == NULL)
+	/* Single-user mode starts no background workers: nothing to warn about. */
+	if (el_registry == NULL || !IsUnderPostmaster)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, true);
 	if (db)
 	{
+		TimestampTz later = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														EL_WORKER_RESTART_MS);
+
 		db->wanted = true;
 		db->requested = true;
-		db->next_start = 0;
+		/* It is committed: the notifier need not wait for the worker. */
+		db->installed = true;
+		db->probe_failures = 0;
+		if (db->paused == 0 && !db->dropping)
+		{
+			start_worker = (db->pid == 0);
+			start_notifier = el_notify_enabled && db->notifier_pid == 0;
+			/* The launcher leaves these starts to us for a moment. */
+			if (start_worker)
+				db->next_start = later;
+			if (start_notifier)
+				db->notifier_next_start = later;
+		}
+	}
+	else
+		probe_pending = el_registry_has_probe();
+	if (probe_pending)
+		el_registry->probe_requested = true;
+	SpinLockRelease(&el_registry->mutex);
+
+	if (db == NULL)
+	{
+		/*
+		 * A probe holding an entry will free it: the launcher then probes
+		 * this database (queued by the probe asked for above).
+		 */
+		if (!probe_pending)
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("pg_eventlog cannot maintain another database"),
+					 errdetail("All %d entries of the worker registry are in use.", el_max_databases),
+					 errhint("Raise eventlog.max_databases and restart the server.")));
+		el_wake_launcher(false);
+		return;
+	}
+
+	if (start_worker)
+		worker_ok = el_register_worker(dbid, false, 0, NULL);
+	if (start_notifier)
+		notifier_ok = el_register_worker(dbid, true, 0, NULL);
+
+	SpinLockAcquire(&el_registry->mutex);
+	if (db->dbid == dbid)
+	{
+		if (start_worker)
+		{
+			db->no_slot = !worker_ok;
+			if (!worker_ok)
+				db->next_start = 0;
+		}
+		if (start_notifier)
+		{
+			db->notifier_no_slot = !notifier_ok;
+			if (!notifier_ok)
+				db->notifier_next_start = 0;
+		}
 	}
 	SpinLockRelease(&el_registry->mutex);
-	if (db == NULL)
+
+	if (!worker_ok && !notifier_ok)
 		ereport(WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("pg_eventlog cannot maintain another database"),
-				 errdetail("All %d entries of the worker registry are in use.", el_max_databases),
-				 errhint("Raise eventlog.max_databases and restart the server.")));
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("no background worker slot is free for the pg_eventlog maintenance worker and notifier of this database"),
+				 errdetail("Retention and notifications wait until slots are free; the launcher retries every second, and eventlog.maintenance shows the workers' status."),
+				 errhint("Raise max_worker_processes: pg_eventlog needs two background workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
+	else if (!worker_ok)
+		ereport(WARNING,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("no background worker slot is free for the pg_eventlog maintenance worker of this database"),
+				 errdetail("Retention waits until a slot is free; the launcher retries every second, and eventlog.maintenance shows the worker's status."),
+				 errhint("Raise max_worker_processes: pg_eventlog needs two background workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
+	else if (!notifier_ok)
+		ereport(WARNING,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("no background worker slot is free for the pg_eventlog notifier of this database"),
+				 errdetail("Notifications wait until a slot is free; the launcher retries every second, and eventlog.maintenance shows the notifier's status."),
+				 errhint("Raise max_worker_processes: pg_eventlog needs two background workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
 	el_wake_launcher(false);
+}
+
+/*
+ * Terminate the processes "pid" and "notifier_pid" (0: none) and wait (5 s
+ * at most) until they have gone.
+ */
+static void
+el_terminate_and_wait(pid_t pid, pid_t notifier_pid)
+{
+	int			i;
+
+	if (pid != 0)
+		(void) kill(pid, SIGTERM);
+	if (notifier_pid != 0)
+		(void) kill(notifier_pid, SIGTERM);
+	for (i = 0; i < 500; i++)
+	{
+		bool		alive = (pid != 0 && kill(pid, 0) == 0) ||
+			(notifier_pid != 0 && kill(notifier_pid, 0) == 0);
+
+		if (!alive)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+	}
 }
 
 /*
@@ -230,7 +397,6 @@ el_stop_worker(Oid dbid)
 {
 	pid_t		pid = 0;
 	pid_t		notifier_pid = 0;
-	int			i;
 
 	if (el_registry == NULL)
 		return;
@@ -247,20 +413,56 @@ el_stop_worker(Oid dbid)
 		}
 	}
 	SpinLockRelease(&el_registry->mutex);
-	if (pid != 0)
-		(void) kill(pid, SIGTERM);
-	if (notifier_pid != 0)
-		(void) kill(notifier_pid, SIGTERM);
-	for (i = 0; i < 500; i++)
-	{
-		bool		alive = (pid != 0 && kill(pid, 0) == 0) ||
-			(notifier_pid != 0 && kill(notifier_pid, 0) == 0);
+	el_terminate_and_wait(pid, notifier_pid);
+}
 
-		if (!alive)
-			break;
-		CHECK_FOR_INTERRUPTS();
-		pg_usleep(10000L);
+/*
+ * Keep the workers of "dbid" away while a command that needs the database
+ * free of other connections runs (ALTER DATABASE RENAME / SET TABLESPACE,
+ * CREATE DATABASE ... TEMPLATE): stop them, and start none until
+ * el_resume_workers.  Several such commands may overlap: a count.
+ */
+void
+el_pause_workers(Oid dbid)
+{
+	pid_t		pid = 0;
+	pid_t		notifier_pid = 0;
+
+	if (el_registry == NULL)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	{
+		ElDbWorker *db = el_registry_entry(dbid, false);
+
+		if (db)
+		{
+			db->paused++;
+			pid = db->pid;
+			notifier_pid = db->notifier_pid;
+		}
 	}
+	SpinLockRelease(&el_registry->mutex);
+	el_terminate_and_wait(pid, notifier_pid);
+}
+
+/* The command of el_pause_workers has ended: the workers may come back. */
+void
+el_resume_workers(Oid dbid)
+{
+	ElDbWorker *db;
+
+	if (el_registry == NULL)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	db = el_registry_entry(dbid, false);
+	if (db && db->paused > 0)
+	{
+		db->paused--;
+		db->next_start = 0;
+		db->notifier_next_start = 0;
+	}
+	SpinLockRelease(&el_registry->mutex);
+	el_wake_launcher(false);
 }
 
 /*
@@ -323,6 +525,8 @@ el_unstop_worker(Oid dbid)
 /* Launcher-local: the handle of each entry's workers. */
 static BackgroundWorkerHandle **el_handles = NULL;
 static BackgroundWorkerHandle **el_notifier_handles = NULL;
+/* The database each el_handles entry was started for (entries get reused). */
+static Oid *el_handle_dbids = NULL;
 
 static void
 el_launcher_shutdown(int code, Datum arg)
@@ -339,51 +543,64 @@ el_launcher_shutdown(int code, Datum arg)
 
 /*
  * Start the maintenance worker (or, with "notifier", the notifier) of entry
- * i; false if no slot was free.
+ * i; false if no slot was free.  The outcome shows in eventlog.maintenance;
+ * a failure is also logged, at most once a minute per database and kind.
  */
 static bool
 el_start_worker(int i, Oid dbid, bool notifier)
 {
-	BackgroundWorker worker;
+	ElDbWorker *db = &el_registry->dbs[i];
 	BackgroundWorkerHandle *handle;
-	const char *kind = notifier ? "notifier" : "maintenance";
+	bool		ok;
+	bool		report = false;
+	TimestampTz now = GetCurrentTimestamp();
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_eventlog");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN,
-			 notifier ? "el_notifier_main" : "el_maintenance_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_eventlog %s (database %u)", kind, dbid);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_eventlog %s", kind);
-	worker.bgw_main_arg = ObjectIdGetDatum(dbid);
-	worker.bgw_notify_pid = MyProcPid;
+	ok = el_register_worker(dbid, notifier, MyProcPid, &handle);
 
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	SpinLockAcquire(&el_registry->mutex);
+	if (db->dbid == dbid)
+	{
+		if (notifier)
+			db->notifier_no_slot = !ok;
+		else
+			db->no_slot = !ok;
+		if (!ok && (db->slot_report[notifier] == 0 ||
+					TimestampDifferenceExceeds(db->slot_report[notifier], now,
+											   EL_SLOT_REPORT_MS)))
+		{
+			db->slot_report[notifier] = now;
+			report = true;
+		}
+	}
+	SpinLockRelease(&el_registry->mutex);
+
+	if (!ok)
 	{
 		/*
 		 * The launcher retries every second; say so once a minute, not
 		 * every second, so the log stays readable.
 		 */
-		static TimestampTz last_report = 0;
-		TimestampTz now = GetCurrentTimestamp();
-
-		if (last_report == 0 || TimestampDifferenceExceeds(last_report, now, 60 * 1000))
-		{
-			last_report = now;
+		if (report && notifier)
 			ereport(LOG,
 					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-					 errmsg("could not start a pg_eventlog %s worker for database %u", kind, dbid),
-					 errdetail("No background worker slot is free; the launcher retries every second and reports this at most once a minute."),
+					 errmsg("could not start a pg_eventlog notifier worker for database %u", dbid),
+					 errdetail("No background worker slot is free; the launcher retries every second and reports this at most once a minute per database."),
 					 errhint("Raise max_worker_processes: pg_eventlog needs two workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
-		}
+		else if (report)
+			ereport(LOG,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("could not start a pg_eventlog maintenance worker for database %u", dbid),
+					 errdetail("No background worker slot is free; the launcher retries every second and reports this at most once a minute per database."),
+					 errhint("Raise max_worker_processes: pg_eventlog needs two workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
 		return false;
 	}
 	if (notifier)
 		el_notifier_handles[i] = handle;
 	else
+	{
 		el_handles[i] = handle;
+		el_handle_dbids[i] = dbid;
+	}
 	return true;
 }
 
@@ -421,7 +638,8 @@ el_supervise_notifier(int i, TimestampTz now)
 	SpinLockAcquire(&el_registry->mutex);
 	dbid = db->dbid;
 	if (el_notify_enabled && dbid != InvalidOid && db->wanted && db->installed &&
-		!db->dropping && db->notifier_pid == 0 && db->notifier_next_start <= now)
+		!db->dropping && db->paused == 0 && db->notifier_pid == 0 &&
+		db->notifier_next_start <= now)
 	{
 		start = true;
 		db->notifier_next_start = TimestampTzPlusMilliseconds(now, EL_WORKER_RESTART_MS);
@@ -432,8 +650,38 @@ el_supervise_notifier(int i, TimestampTz now)
 }
 
 /*
- * Make sure every database that allows connections and is not a template
- * has an entry, and mark it for a probe (a worker start).
+ * Launcher-local: databases waiting for a probe, oldest first.  A rescan of
+ * pg_database appends those not queued yet and keeps the order, so that
+ * every database gets its turn however many come before it.
+ */
+static Oid *el_probe_queue = NULL;
+static int	el_probe_queue_len = 0;
+static int	el_probe_queue_cap = 0;
+
+static void
+el_probe_enqueue(Oid dbid)
+{
+	int			i;
+
+	for (i = 0; i < el_probe_queue_len; i++)
+		if (el_probe_queue[i] == dbid)
+			return;
+	if (el_probe_queue_len == el_probe_queue_cap)
+	{
+		el_probe_queue_cap = Max(64, el_probe_queue_cap * 2);
+		if (el_probe_queue == NULL)
+			el_probe_queue = MemoryContextAlloc(TopMemoryContext,
+												sizeof(Oid) * el_probe_queue_cap);
+		else
+			el_probe_queue = repalloc(el_probe_queue, sizeof(Oid) * el_probe_queue_cap);
+	}
+	el_probe_queue[el_probe_queue_len++] = dbid;
+}
+
+/*
+ * Queue a probe of every database that allows connections, is not a
+ * template and has no registry entry (an entry means it is known to have
+ * the extension, or is being probed).
  */
 static void
 el_probe_all_databases(void)
@@ -455,23 +703,84 @@ el_probe_all_databases(void)
 		if (!db->datallowconn || db->datistemplate)
 			continue;
 		SpinLockAcquire(&el_registry->mutex);
-		entry = el_registry_entry(db->oid, true);
-		if (entry && !entry->dropping && !entry->wanted && entry->pid == 0)
-		{
-			entry->wanted = true;	/* probe: the worker checks */
-			entry->probing = true;
-		}
+		entry = el_registry_entry(db->oid, false);
 		SpinLockRelease(&el_registry->mutex);
 		if (entry == NULL)
-			ereport(LOG,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("pg_eventlog cannot maintain database \"%s\"", NameStr(db->datname)),
-					 errhint("Raise eventlog.max_databases (currently %d) and restart the server.",
-							 el_max_databases)));
+			el_probe_enqueue(db->oid);
 	}
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
+	(void) el_report_stat(false);
+}
+
+/*
+ * Let queued probes in while registry entries are free, EL_MAX_PROBES at
+ * a time (each also takes a background worker slot while it runs).  A
+ * probe frees its entry when it finds no extension, which lets the next
+ * one in.
+ */
+static void
+el_admit_probes(void)
+{
+	int			nprobes = 0;
+	int			nfree = 0;
+	int			next = 0;
+	int			i;
+
+	if (el_probe_queue_len == 0)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	for (i = 0; i < el_max_databases; i++)
+	{
+		ElDbWorker *db = &el_registry->dbs[i];
+
+		if (db->dbid == InvalidOid)
+			nfree++;
+		else if (db->probing && !db->installed)
+			nprobes++;
+	}
+	while (next < el_probe_queue_len && nfree > 0 && nprobes < EL_MAX_PROBES)
+	{
+		Oid			dbid = el_probe_queue[next++];
+
+		if (el_registry_entry(dbid, false) == NULL)
+		{
+			ElDbWorker *entry = el_registry_entry(dbid, true);
+
+			entry->wanted = true;	/* probe: the worker checks */
+			entry->probing = true;
+			nfree--;
+			nprobes++;
+		}
+	}
+	SpinLockRelease(&el_registry->mutex);
+
+	if (next > 0)
+	{
+		memmove(el_probe_queue, el_probe_queue + next,
+				sizeof(Oid) * (el_probe_queue_len - next));
+		el_probe_queue_len -= next;
+	}
+	else if (nfree == 0 && nprobes == 0)
+	{
+		/* Entries all belong to databases with the extension. */
+		static TimestampTz last_report = 0;
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (last_report == 0 || TimestampDifferenceExceeds(last_report, now, EL_SLOT_REPORT_MS))
+		{
+			last_report = now;
+			ereport(LOG,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg_plural("pg_eventlog cannot check %d database for the extension",
+								   "pg_eventlog cannot check %d databases for the extension",
+								   el_probe_queue_len, el_probe_queue_len),
+					 errdetail("All %d entries of the worker registry belong to databases with the extension.",
+							   el_max_databases),
+					 errhint("Raise eventlog.max_databases and restart the server.")));
+		}
+	}
 }
 
 /* Start workers that are wanted and not running; reap those that ended. */
@@ -481,6 +790,7 @@ el_supervise(void)
 	TimestampTz now = GetCurrentTimestamp();
 	int			i;
 
+	el_admit_probes();
 	for (i = 0; i < el_max_databases; i++)
 	{
 		ElDbWorker *db = &el_registry->dbs[i];
@@ -496,7 +806,23 @@ el_supervise(void)
 				pfree(el_handles[i]);
 				el_handles[i] = NULL;
 				SpinLockAcquire(&el_registry->mutex);
-				db->pid = 0;
+
+				/*
+				 * Its pid was cleared by the worker on exit (or is, below,
+				 * if it died); the entry may already serve another database.
+				 *
+				 * A probe that ended without an answer (its database was
+				 * dropped, or refuses connections): give up after a few, so
+				 * that it does not hold the entry forever.
+				 */
+				if (db->dbid == el_handle_dbids[i] && db->pid == 0 &&
+					db->probing && !db->installed && !db->requested &&
+					++db->probe_failures >= EL_MAX_PROBE_FAILURES)
+				{
+					db->wanted = false;
+					db->probing = false;
+					db->dbid = InvalidOid;
+				}
 				SpinLockRelease(&el_registry->mutex);
 			}
 			else
@@ -521,8 +847,8 @@ el_supervise(void)
 
 		SpinLockAcquire(&el_registry->mutex);
 		dbid = db->dbid;
-		if (dbid != InvalidOid && db->wanted && !db->dropping && db->pid == 0 &&
-			db->next_start <= now)
+		if (dbid != InvalidOid && db->wanted && !db->dropping && db->paused == 0 &&
+			db->pid == 0 && db->next_start <= now)
 		{
 			start = true;
 			db->next_start = TimestampTzPlusMilliseconds(now, EL_WORKER_RESTART_MS);
@@ -558,6 +884,7 @@ el_launcher_main(Datum main_arg)
 										sizeof(BackgroundWorkerHandle *) * el_max_databases);
 	el_notifier_handles = MemoryContextAllocZero(TopMemoryContext,
 												 sizeof(BackgroundWorkerHandle *) * el_max_databases);
+	el_handle_dbids = MemoryContextAllocZero(TopMemoryContext, sizeof(Oid) * el_max_databases);
 	SpinLockAcquire(&el_registry->mutex);
 	el_registry->launcher_latch = MyLatch;
 	SpinLockRelease(&el_registry->mutex);
@@ -685,7 +1012,8 @@ el_topics_or_exit(void)
 		bool		first;
 
 		SpinLockAcquire(&el_registry->mutex);
-		first = el_my_entry->probing || !el_my_entry->installed;
+		first = el_my_entry->probing || !el_my_entry->installed ||
+			el_my_entry->requested;
 		el_my_entry->probing = false;
 		el_my_entry->requested = false;
 		el_my_entry->installed = true;
@@ -765,6 +1093,8 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round)
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		/* So that autovacuum sees the catalog rows the round changed. */
+		(void) el_report_stat(false);
 		el_record_round(rolled, removed, NULL, new_round);
 	}
 	PG_CATCH();
@@ -775,6 +1105,7 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		(void) el_report_stat(false);
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_eventlog maintenance of topic %d failed: %s",
@@ -797,26 +1128,54 @@ el_maintenance_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
+	/*
+	 * Take the entry, unless another worker already serves this database
+	 * (the launcher and CREATE EXTENSION may both have started one): the
+	 * check and the claim are one step under the mutex.
+	 */
+	for (;;)
 	{
-		pid_t		other = 0;
+		pid_t		other;
 
 		SpinLockAcquire(&el_registry->mutex);
 		el_my_entry = el_registry_entry(dbid, false);
-		if (el_my_entry)
-			other = el_my_entry->pid;
+		other = el_my_entry ? el_my_entry->pid : 0;
+		if (el_my_entry && (other == 0 || other == MyProcPid))
+			el_my_entry->pid = MyProcPid;
 		SpinLockRelease(&el_registry->mutex);
-		/* Another worker already serves this database: leave it be. */
-		if (el_my_entry == NULL ||
-			(other != 0 && other != MyProcPid && kill(other, 0) == 0))
+		if (el_my_entry == NULL)
 			proc_exit(0);
+		if (other == 0 || other == MyProcPid)
+			break;
+		if (kill(other, 0) == 0)
+		{
+			el_my_entry = NULL;
+			proc_exit(0);
+		}
+		/* It died without clearing its pid: clear it and try again. */
 		SpinLockAcquire(&el_registry->mutex);
-		el_my_entry->pid = MyProcPid;
+		if (el_my_entry->pid == other)
+			el_my_entry->pid = 0;
 		SpinLockRelease(&el_registry->mutex);
 	}
 	on_shmem_exit(el_maintenance_shutdown, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
 	el_pin_search_path_for_process();
+
+	/*
+	 * A command that needs the database to itself (utility.c) may have
+	 * begun while this worker was starting: leave at once.
+	 */
+	{
+		bool		away;
+
+		SpinLockAcquire(&el_registry->mutex);
+		away = el_my_entry->paused > 0 || el_my_entry->dropping;
+		SpinLockRelease(&el_registry->mutex);
+		if (away)
+			proc_exit(0);
+	}
 
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_eventlog maintenance round",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -846,6 +1205,13 @@ el_maintenance_main(Datum main_arg)
 		}
 		list_free(topics);
 		pgstat_report_activity(STATE_IDLE, NULL);
+
+		/*
+		 * Flush the round's table statistics before sleeping: the calls
+		 * above are rate-limited and may have held some back, and
+		 * autovacuum only sees what is flushed.
+		 */
+		(void) el_report_stat(true);
 
 		/*
 		 * Sleep until the next round is due, or a reload (which runs one at
@@ -934,7 +1300,7 @@ el_notifier_wanted(void)
 		el_notifier_entry->dbid == MyDatabaseId &&
 		el_notifier_entry->notifier_pid == MyProcPid &&
 		el_notifier_entry->wanted && el_notifier_entry->installed &&
-		!el_notifier_entry->dropping;
+		!el_notifier_entry->dropping && el_notifier_entry->paused == 0;
 	SpinLockRelease(&el_registry->mutex);
 	return wanted;
 }
@@ -997,9 +1363,52 @@ el_wake_notifier(void)
 
 PG_FUNCTION_INFO_V1(el_maintenance_status);
 
+#define EL_STATUS_NO_SLOT "no background worker slot free (max_worker_processes)"
+#define EL_STATUS_AWAY "stopped while a command needs the database free of connections"
+#define EL_STATUS_NO_ENTRY "not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases)"
+
+/* Why the maintenance worker of "db" runs or not, for eventlog.maintenance. */
+static const char *
+el_worker_status(const ElDbWorker *db, bool launcher)
+{
+	if (db->pid != 0)
+		return "running";
+	if (db->dropping || db->paused > 0)
+		return EL_STATUS_AWAY;
+	if (db->no_slot)
+		return EL_STATUS_NO_SLOT;
+	if (!launcher)
+		return "not running: the pg_eventlog launcher is not running";
+	return "starting";
+}
+
+/* The same for its notifier. */
+static const char *
+el_notifier_status(const ElDbWorker *db, bool launcher)
+{
+	if (db->notifier_pid != 0)
+		return "running";
+	if (!el_notify_enabled)
+		return "off (eventlog.notify)";
+	if (db->dropping || db->paused > 0)
+		return EL_STATUS_AWAY;
+	if (db->notifier_no_slot)
+		return EL_STATUS_NO_SLOT;
+	if (!launcher)
+		return "not running: the pg_eventlog launcher is not running";
+	if (!db->installed)
+		return "waiting for the maintenance worker";
+	return "starting";
+}
+
 /*
  * eventlog._maintenance_status() -> SETOF (database, pid, ...), one row per
- * database with the extension.
+ * database with the extension; always one for the current database, which
+ * has it, even while it has no registry entry.
+ *
+ * As pg_stat_activity does for other users' sessions, a role that is
+ * neither superuser nor member of pg_read_all_stats sees only the current
+ * database's row: other databases' names and errors are theirs.
  */
 Datum
 el_maintenance_status(PG_FUNCTION_ARGS)
@@ -1007,22 +1416,52 @@ el_maintenance_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
 	int			i;
+	bool		all_databases;
+	bool		launcher;
+	bool		seen_mine = false;
 
 	el_require_shmem();
 	store = el_materialized_srf(fcinfo, "_maintenance_status", &tupdesc);
+	all_databases = superuser() ||
+		has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	SpinLockAcquire(&el_registry->mutex);
+	launcher = el_registry->launcher_latch != NULL;
+	SpinLockRelease(&el_registry->mutex);
 
-	for (i = 0; i < el_max_databases; i++)
+	for (i = 0; i <= el_max_databases; i++)
 	{
 		ElDbWorker	db;
-		Datum		values[9];
-		bool		nulls[9] = {false};
+		Datum		values[12];
+		bool		nulls[12] = {false};
 		char	   *datname;
 
-		SpinLockAcquire(&el_registry->mutex);
-		db = el_registry->dbs[i];
-		SpinLockRelease(&el_registry->mutex);
-		if (db.dbid == InvalidOid || !db.installed)
-			continue;
+		if (i < el_max_databases)
+		{
+			SpinLockAcquire(&el_registry->mutex);
+			db = el_registry->dbs[i];
+			SpinLockRelease(&el_registry->mutex);
+			if (db.dbid == InvalidOid)
+				continue;
+			if (db.dbid != MyDatabaseId && (!all_databases || !db.installed))
+				continue;
+			if (db.dbid == MyDatabaseId)
+			{
+				if (seen_mine)
+					continue;
+				seen_mine = true;
+			}
+		}
+		else
+		{
+			/*
+			 * No entry: the database waits for its probe (after a restart),
+			 * or the registry is full (eventlog.max_databases).
+			 */
+			if (seen_mine)
+				break;
+			memset(&db, 0, sizeof(db));
+			db.dbid = MyDatabaseId;
+		}
 		datname = get_database_name(db.dbid);
 		if (datname == NULL)
 			continue;
@@ -1049,6 +1488,20 @@ el_maintenance_status(PG_FUNCTION_ARGS)
 		}
 		else
 			nulls[7] = nulls[8] = true;
+		if (db.notifier_pid)
+			values[9] = Int32GetDatum(db.notifier_pid);
+		else
+			nulls[9] = true;
+		if (i == el_max_databases)
+		{
+			values[10] = CStringGetTextDatum(EL_STATUS_NO_ENTRY);
+			values[11] = CStringGetTextDatum(EL_STATUS_NO_ENTRY);
+		}
+		else
+		{
+			values[10] = CStringGetTextDatum(el_worker_status(&db, launcher));
+			values[11] = CStringGetTextDatum(el_notifier_status(&db, launcher));
+		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
 	return (Datum) 0;

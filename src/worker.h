@@ -32,6 +32,14 @@ typedef struct ElDbWorker
 	bool		installed;		/* the worker found the extension */
 	bool		dropping;		/* DROP DATABASE in progress */
 	bool		requested;		/* CREATE EXTENSION asked for a worker */
+	bool		no_slot;		/* the last start of its maintenance worker
+								 * found no free background worker slot */
+	bool		notifier_no_slot;	/* the same for its notifier */
+	int			paused;			/* commands running that need the database
+								 * free of connections (utility.c) */
+	int			probe_failures; /* probes that ended without an answer */
+	TimestampTz slot_report[2]; /* last "no slot" log line, per worker kind
+								 * (maintenance, notifier) */
 	TimestampTz next_start;		/* no (re)start before this */
 	TimestampTz last_run;
 	TimestampTz last_success;
@@ -59,6 +67,8 @@ extern void el_wake_launcher(bool probe_all);
 extern void el_request_worker(Oid dbid);
 extern void el_stop_worker(Oid dbid);
 extern void el_unstop_worker(Oid dbid);
+extern void el_pause_workers(Oid dbid);
+extern void el_resume_workers(Oid dbid);
 extern void el_request_worker_at_commit(void);
 extern void el_probe_at_commit(void);
 
