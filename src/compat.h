@@ -114,6 +114,14 @@
 #define el_database_ownercheck(dbid, roleid) pg_database_ownercheck((dbid), (roleid))
 #endif
 
+/* ... and pg_extension_ownercheck too (utility.c). */
+#if PG_VERSION_NUM >= 160000
+#define el_extension_ownercheck(extid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extid), (roleid))
+#else
+#define el_extension_ownercheck(extid, roleid) pg_extension_ownercheck((extid), (roleid))
+#endif
+
 /* PostgreSQL 15 added an error-string argument to pg_md5_hash (commit b69aba7457). */
 #if PG_VERSION_NUM >= 150000
 #define el_md5_hex(buf, len, hex, errstr)	pg_md5_hash((buf), (len), (hex), (errstr))

@@ -246,7 +246,7 @@ el_scan_open_segment(ElScan *s)
 						s->next, s->point->partition, s->point->topic->name),
 				 errdetail("Retention removed the segment holding it while it was being read."),
 				 errhint("Read from the partition's log start offset (eventlog.log_start_offset).")));
-
+	el_segment_check_shape(s->rel);
 	pk = el_primary_key_index(s->rel);
 	if (!OidIsValid(pk))
 		elog(ERROR, "segment \"%s\" has no primary key",
