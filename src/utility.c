@@ -7,11 +7,10 @@
  * Segment tables are created at run time, so they are not members of the
  * extension (members' rows would be left out of pg_dump).  DROP EXTENSION
  * would therefore leave them behind; this hook drops them first, in the
- * same transaction, so a failed DROP EXTENSION keeps them too; but only
- * once it is clear that PostgreSQL will let the role drop the extension,
- * so that another role gets PostgreSQL's own error and nothing is
- * dropped.  It also
- * frees the database's partition slots in shared memory at commit, so that
+ * same transaction, so a failed DROP EXTENSION keeps them too; and only
+ * once it has checked that the role owns the extension, so that another
+ * role gets PostgreSQL's own error and nothing is dropped.  It also frees
+ * the database's partition slots in shared memory at commit, so that
  * topics of a re-created extension start again at offset 0.
  *
  *-------------------------------------------------------------------------
