@@ -6,7 +6,21 @@
 SELECT eventlog.create_topic('survivor', 2);
 SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
 SELECT count(*) > 0 AS has_segments FROM pg_tables
- WHERE schemaname = 'eventlog' AND tablename LIKE 'seg\_%';
+ WHERE schemaname = 'eventlog_segments' AND tablename LIKE 'seg\_%';
+
+-- A role that does not own the extension gets PostgreSQL's own error,
+-- and nothing is dropped.
+SELECT count(*) AS segments_before FROM pg_tables
+ WHERE schemaname = 'eventlog_segments' AND tablename LIKE 'seg\_%' \gset
+CREATE ROLE regress_not_owner;
+SET ROLE regress_not_owner;
+SELECT * FROM expect_error($$DROP EXTENSION pg_eventlog$$);
+SELECT * FROM expect_error($$DROP EXTENSION IF EXISTS pg_eventlog CASCADE$$);
+RESET ROLE;
+DROP ROLE regress_not_owner;
+SELECT count(*) = :segments_before AS segments_kept FROM pg_tables
+ WHERE schemaname = 'eventlog_segments' AND tablename LIKE 'seg\_%';
+SELECT count(*) FROM eventlog.read('survivor', 1, 0);
 
 -- A failed DROP EXTENSION keeps everything.
 BEGIN;
@@ -31,8 +45,8 @@ SELECT count(*) AS functions_left FROM pg_proc p JOIN pg_namespace n ON n.oid = 
  WHERE n.nspname = 'eventlog';
 SELECT count(*) AS types_left FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
  WHERE n.nspname = 'eventlog';
--- CREATE EXTENSION made the schema; it goes too.
-SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'eventlog';
+-- CREATE EXTENSION made the schema; it goes too, with the segments' one.
+SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname IN ('eventlog', 'eventlog_segments');
 
 CREATE EXTENSION pg_eventlog;
 SELECT eventlog.create_topic('survivor', 2);
@@ -41,7 +55,7 @@ SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
 -- DROP SCHEMA ... CASCADE takes the extension and every segment with it,
 -- and offsets start again at 0 in the re-created extension.
 DROP SCHEMA eventlog CASCADE;
-SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'eventlog';
+SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname IN ('eventlog', 'eventlog_segments');
 CREATE EXTENSION pg_eventlog;
 SELECT eventlog.create_topic('survivor', 2);
 SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);

@@ -98,7 +98,7 @@ CREATE TABLE @extschema@.segment_catalog (
         REFERENCES @extschema@.partition_catalog ON DELETE CASCADE
 );
 COMMENT ON TABLE @extschema@.segment_catalog IS
-'pg_eventlog segments: the tables (in schema eventlog) holding each partition''s records, from base_offset on (NULL: a spare not yet active, or just activated and not recorded yet)';
+'pg_eventlog segments: the tables (in schema eventlog_segments) holding each partition''s records, from base_offset on (NULL: a spare not yet active, or just activated and not recorded yet)';
 
 /*
  * Anyone may see which topics exist.  What a role may do with a topic is
@@ -109,6 +109,20 @@ COMMENT ON TABLE @extschema@.segment_catalog IS
 GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
 GRANT SELECT ON @extschema@.topic_catalog, @extschema@.partition_catalog,
                 @extschema@.segment_catalog TO PUBLIC;
+
+/*
+ * Segment tables live in a schema of their own that no other role may use
+ * (USAGE is not granted, not even to PUBLIC).  Without USAGE a role cannot
+ * name a segment table: it cannot read it, LOCK it, or create a view, a
+ * function or a type over it, which would let it hold a lock that
+ * retention's DROP must wait for.  Consumers read through eventlog.read and
+ * eventlog.poll.  The schema is a member of the extension, so
+ * DROP EXTENSION drops it and pg_dump leaves it to CREATE EXTENSION.
+ */
+CREATE SCHEMA eventlog_segments;
+REVOKE ALL ON SCHEMA eventlog_segments FROM PUBLIC;
+COMMENT ON SCHEMA eventlog_segments IS
+'pg_eventlog segment tables (see eventlog.segment_catalog); no role but the extension owner may use this schema';
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.topic_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.topic_catalog_topic_id_seq', '');
@@ -262,7 +276,7 @@ BEGIN
     SELECT t.name INTO topic_name
       FROM @extschema@.topic_catalog t WHERE t.topic_id = _create_segment.topic_id;
     EXECUTE format(
-        'CREATE TABLE @extschema@.%I ('
+        'CREATE TABLE eventlog_segments.%I ('
         '    offset_id bigint NOT NULL,'
         '    key text,'
         '    value jsonb,'
@@ -273,18 +287,18 @@ BEGIN
         ') USING heap', tbl, tbl || '_pkey');
     EXECUTE format(
         'CREATE TRIGGER segment_guard BEFORE INSERT OR UPDATE OR DELETE'
-        ' ON @extschema@.%I FOR EACH ROW'
+        ' ON eventlog_segments.%I FOR EACH ROW'
         ' EXECUTE FUNCTION @extschema@._segment_guard()', tbl);
     EXECUTE format(
         'CREATE TRIGGER segment_guard_truncate BEFORE TRUNCATE'
-        ' ON @extschema@.%I FOR EACH STATEMENT'
+        ' ON eventlog_segments.%I FOR EACH STATEMENT'
         ' EXECUTE FUNCTION @extschema@._segment_guard()', tbl);
     -- ALWAYS: the guard also fires under session_replication_role = replica,
     -- that is in logical replication apply workers.
     EXECUTE format(
-        'ALTER TABLE @extschema@.%I ENABLE ALWAYS TRIGGER segment_guard,'
+        'ALTER TABLE eventlog_segments.%I ENABLE ALWAYS TRIGGER segment_guard,'
         ' ENABLE ALWAYS TRIGGER segment_guard_truncate', tbl);
-    EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', tbl,
+    EXECUTE format('COMMENT ON TABLE eventlog_segments.%I IS %L', tbl,
         format('pg_eventlog records of topic %s, partition %s, segment %s (read-only: write with eventlog.produce)',
                topic_name, partition, segment_no));
     INSERT INTO @extschema@.segment_catalog (topic_id, partition, segment_no, base_offset, table_name)
@@ -651,9 +665,9 @@ BEGIN
     FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                 WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
     LOOP
-        -- CASCADE: any role may create a view or type over a segment table
-        -- (it needs no privilege on it) and would otherwise block the drop.
-        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I CASCADE', seg.table_name);
+        -- CASCADE: objects made to depend on a segment (a view by the
+        -- extension owner, a regclass constant by anyone) go with it.
+        EXECUTE format('DROP TABLE IF EXISTS eventlog_segments.%I CASCADE', seg.table_name);
     END LOOP;
     DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
     PERFORM @extschema@._forget_topic(old_id);
@@ -913,6 +927,12 @@ DECLARE
     oldest timestamptz;
     stable bigint;
     spare name;
+    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    -- The caller's lock_timeout if shorter (0 is none).
+    drop_lock_timeout text := CASE
+        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
+         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
+        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
 BEGIN
     SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _maintain_topic.topic_id;
     IF NOT FOUND THEN
@@ -943,7 +963,7 @@ BEGIN
 
         -- 2. Retention, oldest sealed segment first.
         SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
-                   pg_catalog.to_regclass(format('@extschema@.%I', s.table_name)))), 0)
+                   pg_catalog.to_regclass(format('eventlog_segments.%I', s.table_name)))), 0)
           INTO part_bytes
           FROM @extschema@.segment_catalog s
          WHERE s.topic_id = t.topic_id AND s.partition = p;
@@ -959,16 +979,26 @@ BEGIN
              ORDER BY s.segment_no LIMIT 1;
             -- Every offset of the segment must be stable: none in flight.
             EXIT WHEN nxt IS NULL OR nxt > stable;
-            EXECUTE format('SELECT append_time FROM @extschema@.%I ORDER BY offset_id DESC LIMIT 1',
+            EXECUTE format('SELECT append_time FROM eventlog_segments.%I ORDER BY offset_id DESC LIMIT 1',
                            seg.table_name) INTO newest;
             EXIT WHEN NOT (
                 (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
                 OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
             -- Never queue behind a reader or a writer: skip till next round.
+            -- DROP ... CASCADE also drops, and so must lock, every object
+            -- made to depend on the segment (a view, a column default or a
+            -- constraint holding its regclass): whoever holds one of those
+            -- is waited for at most drop_lock_timeout, never longer.
             BEGIN
-                EXECUTE format('LOCK TABLE @extschema@.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
                                seg.table_name);
-            EXCEPTION WHEN lock_not_available THEN
+                seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+                PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
+                -- CASCADE: see _drop_topic.
+                EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', seg.table_name);
+                PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                -- The sub-block's abort has restored lock_timeout.
                 r.action := 'skipped (busy)';
                 r.segment := seg.table_name;
                 r.first_offset := seg.base_offset;
@@ -977,9 +1007,6 @@ BEGIN
                 RETURN NEXT r;
                 EXIT;
             END;
-            seg_bytes := pg_catalog.pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
-            -- CASCADE: see _drop_topic.
-            EXECUTE format('DROP TABLE @extschema@.%I CASCADE', seg.table_name);
             DELETE FROM @extschema@.segment_catalog s
              WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
             UPDATE @extschema@.partition_catalog pc
@@ -1002,11 +1029,11 @@ BEGIN
            AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
         CONTINUE WHEN NOT FOUND;
         EXECUTE format('SELECT a.append_time, b.append_time FROM '
-                       '(SELECT append_time FROM @extschema@.%1$I ORDER BY offset_id LIMIT 1) a, '
-                       '(SELECT append_time FROM @extschema@.%1$I ORDER BY offset_id DESC LIMIT 1) b',
+                       '(SELECT append_time FROM eventlog_segments.%1$I ORDER BY offset_id LIMIT 1) a, '
+                       '(SELECT append_time FROM eventlog_segments.%1$I ORDER BY offset_id DESC LIMIT 1) b',
                        seg.table_name) INTO oldest, newest;
         CONTINUE WHEN oldest IS NULL;
-        seg_bytes := pg_catalog.pg_total_relation_size(format('@extschema@.%I', seg.table_name)::regclass);
+        seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
         IF oldest < pg_catalog.now() - t.segment_interval
            OR seg_bytes >= t.segment_bytes
            OR (t.retention IS NOT NULL AND newest < pg_catalog.now() - t.retention) THEN
@@ -1997,6 +2024,28 @@ COMMENT ON FUNCTION @extschema@.leave(text, text, text) IS
  * Monitoring views
  * ------------------------------------------------------------------------ */
 
+/*
+ * What the monitoring views need from the segments, read without waiting
+ * for a lock or keeping one (src/segment.c).  The extension owner's only:
+ * they skip privilege checks on the segments.
+ */
+CREATE FUNCTION @extschema@._append_time(topic text, partition integer, from_offset bigint,
+                                         below_offset bigint, newest boolean)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'el_append_time_sql'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._append_time(text, integer, bigint, bigint, boolean) IS
+'internal: the append time of the first (newest: last) record of a partition with an offset in [from_offset, below_offset), NULL if none or if its segment is being removed';
+REVOKE ALL ON FUNCTION @extschema@._append_time(text, integer, bigint, bigint, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._partition_bytes(topic text, partition integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'el_partition_bytes_sql'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._partition_bytes(text, integer) IS
+'internal: the bytes of a partition''s segments, a segment being removed not counted';
+REVOKE ALL ON FUNCTION @extschema@._partition_bytes(text, integer) FROM PUBLIC;
+
 CREATE FUNCTION @extschema@._partition_info(
     OUT topic text, OUT partition integer,
     OUT log_start_offset bigint, OUT high_watermark bigint,
@@ -2011,9 +2060,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p record;
-    seg record;
 BEGIN
-    FOR p IN SELECT t.name, t.topic_id, pc.partition, pc.log_start_offset AS start
+    -- Offsets come from shared memory and the catalog; the segments are
+    -- only looked at by _partition_bytes and _append_time, which never wait
+    -- for a lock nor keep one, so that a view left open in a transaction
+    -- pins no segment.
+    FOR p IN SELECT t.name, t.topic_id, pc.partition, pc.log_start_offset AS start,
+                    (SELECT count(*) FROM @extschema@.segment_catalog s
+                      WHERE s.topic_id = t.topic_id AND s.partition = pc.partition) AS nsegs
                FROM @extschema@.topic_catalog t
                JOIN @extschema@.partition_catalog pc USING (topic_id)
               ORDER BY t.name, pc.partition
@@ -2025,41 +2079,12 @@ BEGIN
           INTO high_watermark, last_stable_offset, stable_offset_holder_pid
           FROM @extschema@._partition_state(p.name, p.partition) s;
         records := greatest(last_stable_offset - log_start_offset, 0);
-        bytes := 0;
-        segments := 0;
-        oldest_append_time := NULL;
-        newest_append_time := NULL;
-        -- Retention may drop a segment while we look: skip it then.
-        FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
-                    WHERE s.topic_id = p.topic_id AND s.partition = p.partition
-                    ORDER BY s.segment_no
-        LOOP
-            BEGIN
-                bytes := bytes + coalesce(pg_total_relation_size(
-                    format('@extschema@.%I', seg.table_name)::regclass), 0);
-                segments := segments + 1;
-                IF oldest_append_time IS NULL THEN
-                    EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id >= $1 AND offset_id < $2 ORDER BY offset_id LIMIT 1',
-                                   seg.table_name)
-                       INTO oldest_append_time USING log_start_offset, last_stable_offset;
-                END IF;
-            EXCEPTION WHEN undefined_table THEN
-                NULL;
-            END;
-        END LOOP;
-        FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
-                    WHERE s.topic_id = p.topic_id AND s.partition = p.partition
-                    ORDER BY s.segment_no DESC
-        LOOP
-            BEGIN
-                EXECUTE format('SELECT append_time FROM @extschema@.%I WHERE offset_id < $1 ORDER BY offset_id DESC LIMIT 1',
-                               seg.table_name)
-                   INTO newest_append_time USING last_stable_offset;
-            EXCEPTION WHEN undefined_table THEN
-                NULL;
-            END;
-            EXIT WHEN newest_append_time IS NOT NULL;
-        END LOOP;
+        segments := p.nsegs;
+        bytes := @extschema@._partition_bytes(p.name, p.partition);
+        oldest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
+                                                       last_stable_offset, false);
+        newest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
+                                                       last_stable_offset, true);
         RETURN NEXT;
     END LOOP;
 END
@@ -2128,12 +2153,11 @@ BEGIN
         lag := greatest(last_stable_offset - greatest(o.next_offset, start_offset), 0);
         oldest := NULL;
         IF lag > 0 THEN
-            BEGIN
-                SELECT r.append_time INTO oldest
-                  FROM @extschema@.read(o.name, o.partition, greatest(o.next_offset, start_offset), 1) r;
-            EXCEPTION WHEN numeric_value_out_of_range OR insufficient_privilege THEN
-                oldest := NULL;
-            END;
+            -- Not eventlog.read: it keeps its segment locked to the end of
+            -- the transaction, as a consumer's read must.
+            oldest := @extschema@._append_time(o.name, o.partition,
+                                               greatest(o.next_offset, start_offset),
+                                               last_stable_offset, false);
         END IF;
         lag_time := CASE WHEN oldest IS NULL THEN interval '0' ELSE pg_catalog.now() - oldest END;
         RETURN NEXT;

@@ -80,15 +80,21 @@ SELECT code, message FROM expect_error($$SELECT eventlog._forget_topic(1)$$);
 SELECT code, message FROM expect_error($$SELECT eventlog._activate_segment_at_commit(1, 0, 1000)$$);
 SELECT code, message FROM expect_error($$SELECT eventlog._xact_lock(3, 0)$$);
 SELECT code, message FROM expect_error($$SELECT * FROM eventlog._maintain_topic(1)$$);
--- A view over a segment needs no privilege on it; it must not block
--- retention or drop_topic (they drop such objects with the segment).
-SELECT set_config('regress.seg', :'seg', false) IS NOT NULL AS seg_noted;
-DO $$ BEGIN
-    EXECUTE format('CREATE TEMP VIEW regress_seg_view AS SELECT offset_id FROM eventlog.%I',
-                   current_setting('regress.seg'));
-END $$;
-SELECT code, regexp_replace(message, 'seg_\d+', 'seg_N') AS message FROM expect_error(format('INSERT INTO eventlog.%I VALUES (1000, ''k'', ''{}'', NULL, now(), now())', :'seg'));
-SELECT code, regexp_replace(message, 'seg_\d+', 'seg_N') AS message FROM expect_error(format('SELECT * FROM eventlog.%I', :'seg'));
+-- Segment tables live in a schema no other role may use: a role without
+-- consume cannot read a segment, LOCK it, or name it in a view, a type or a
+-- function (which would let it hold a lock retention's DROP waits for).
+SELECT code, regexp_replace(message, 'seg_\d+', 'seg_N') AS message
+  FROM (VALUES
+    (format('CREATE TEMP VIEW regress_seg_view AS SELECT offset_id FROM eventlog_segments.%I', :'seg')),
+    (format('CREATE TEMP VIEW regress_seg_view AS SELECT 1 FROM pg_class WHERE oid = %L::regclass', 'eventlog_segments.' || :'seg')),
+    (format('CREATE TEMP TABLE regress_seg_row (r eventlog_segments.%I)', :'seg')),
+    (format('CREATE FUNCTION pg_temp.regress_seg_f(eventlog_segments.%I) RETURNS int LANGUAGE sql AS ''SELECT 1''', :'seg')),
+    (format('LOCK TABLE eventlog_segments.%I IN ACCESS SHARE MODE', :'seg')),
+    (format('SELECT * FROM eventlog_segments.%I', :'seg')),
+    (format('INSERT INTO eventlog_segments.%I VALUES (1000, ''k'', ''{}'', NULL, now(), now())', :'seg')),
+    (format('SELECT to_regclass(%L)', 'eventlog_segments.' || :'seg')),
+    (format('SELECT to_regtype(%L)', 'eventlog_segments.' || :'seg'))
+  ) AS v(sql), LATERAL expect_error(v.sql);
 RESET ROLE;
 SELECT partition, committed_offset FROM eventlog.consumer_groups
  WHERE topic = 'priv.orders' AND group_name = 'billing' ORDER BY 1;

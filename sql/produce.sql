@@ -120,16 +120,16 @@ RESET eventlog.max_record_bytes;
 SELECT s.table_name AS seg FROM eventlog.segment_catalog s
   JOIN eventlog.topic_catalog t USING (topic_id) WHERE t.name = 'events' AND s.partition = 0 \gset
 SELECT e.* FROM (VALUES
-    (format('INSERT INTO eventlog.%I VALUES (1000, NULL, NULL, NULL, now(), now())', :'seg')),
-    (format('UPDATE eventlog.%I SET value = NULL', :'seg')),
-    (format('DELETE FROM eventlog.%I', :'seg')),
-    (format('TRUNCATE eventlog.%I', :'seg')),
-    (format('COPY eventlog.%I FROM PROGRAM ''echo 1000,,,,2020-01-01,2020-01-01'' (FORMAT csv)', :'seg'))
+    (format('INSERT INTO eventlog_segments.%I VALUES (1000, NULL, NULL, NULL, now(), now())', :'seg')),
+    (format('UPDATE eventlog_segments.%I SET value = NULL', :'seg')),
+    (format('DELETE FROM eventlog_segments.%I', :'seg')),
+    (format('TRUNCATE eventlog_segments.%I', :'seg')),
+    (format('COPY eventlog_segments.%I FROM PROGRAM ''echo 1000,,,,2020-01-01,2020-01-01'' (FORMAT csv)', :'seg'))
   ) AS v(sql), LATERAL expect_error(v.sql) e;
 SET session_replication_role = replica;
-SELECT * FROM expect_error(format('INSERT INTO eventlog.%I VALUES (1000, NULL, NULL, NULL, now(), now())', :'seg'));
+SELECT * FROM expect_error(format('INSERT INTO eventlog_segments.%I VALUES (1000, NULL, NULL, NULL, now(), now())', :'seg'));
 RESET session_replication_role;
-SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = ('eventlog.' || :'seg')::regclass ORDER BY 1;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = ('eventlog_segments.' || :'seg')::regclass ORDER BY 1;
 SELECT count(*) AS records_in_partition_0 FROM eventlog.read('events', 0, 0);
 
 -- Privileges: producing needs the topic's produce privilege, reading its

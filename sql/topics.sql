@@ -33,7 +33,7 @@ SELECT eventlog.create_topic('si0', segment_interval => '-1 day');
 SELECT eventlog.create_topic('sb', segment_bytes => 100);
 SELECT count(*) AS topics, (SELECT count(*) FROM eventlog.partition_catalog) AS partitions,
        (SELECT count(*) FROM eventlog.segment_catalog) AS segments,
-       (SELECT count(*) FROM pg_tables WHERE schemaname = 'eventlog' AND tablename LIKE 'seg\_%') AS segment_tables
+       (SELECT count(*) FROM pg_tables WHERE schemaname = 'eventlog_segments' AND tablename LIKE 'seg\_%') AS segment_tables
   FROM eventlog.topic_catalog;
 
 -- NULL retention keeps records forever.
@@ -67,4 +67,4 @@ SELECT eventlog.drop_topic('forever');
 SELECT eventlog.drop_topic('audit.log_v2-x');
 SELECT topic FROM eventlog.topics;
 SELECT count(*) AS segment_tables FROM pg_tables
- WHERE schemaname = 'eventlog' AND tablename LIKE 'seg\_%';
+ WHERE schemaname = 'eventlog_segments' AND tablename LIKE 'seg\_%';

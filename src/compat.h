@@ -123,6 +123,14 @@
 	pg_tablespace_aclcheck((spcid), (roleid), (mode))
 #endif
 
+/* PostgreSQL 16 replaced pg_extension_ownercheck by object_ownercheck (utility.c). */
+#if PG_VERSION_NUM >= 160000
+#define el_extension_ownercheck(extid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extid), (roleid))
+#else
+#define el_extension_ownercheck(extid, roleid) pg_extension_ownercheck((extid), (roleid))
+#endif
+
 /* PostgreSQL 15 added an error-string argument to pg_md5_hash (commit b69aba7457). */
 #if PG_VERSION_NUM >= 150000
 #define el_md5_hex(buf, len, hex, errstr)	pg_md5_hash((buf), (len), (hex), (errstr))

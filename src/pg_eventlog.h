@@ -16,6 +16,8 @@
 
 #define EL_EXTENSION_NAME	"pg_eventlog"
 #define EL_SCHEMA_NAME		"eventlog"
+/* Segment tables, from 0.3.0 on (topic.c: el_segment_schema_oid). */
+#define EL_SEGMENT_SCHEMA_NAME	"eventlog_segments"
 #define EL_VERSION			"0.3.0"
 
 /* Subsystem initialisation, called from _PG_init (pg_eventlog.c). */

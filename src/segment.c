@@ -2,7 +2,9 @@
  *
  * segment.c
  *	  Segment tables: the append path used by produce, the record size
- *	  limit, and the trigger that refuses every other write.
+ *	  limit, the trigger that refuses every other write, the check that a
+ *	  segment still has a segment's columns, and the lock-free look at
+ *	  segments behind the monitoring views.
  *
  * A segment is a plain heap table (docs/design.md says why not a
  * declarative partition) with a primary key on offset_id.  produce
@@ -20,19 +22,27 @@
 
 #include "access/genam.h"
 #include "access/relation.h"
+#include "access/stratnum.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/snapmgr.h"
 
 #include "segment.h"
+#include "topic.h"
 
 int			el_max_record_bytes = 1024 * 1024;
 
@@ -81,6 +91,62 @@ el_check_record_size(const ElRecordIn *rec)
 				 errdetail("Headers map names to values, for example {\"trace-id\": \"abc\"}.")));
 }
 
+/* Column types of a segment table, by column number - 1. */
+static const Oid el_seg_types[EL_SEG_NATTS] = {
+	INT8OID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID
+};
+
+/*
+ * Does "rel" still have a segment table's columns?  Its owner (the
+ * extension owner, or a superuser) can ALTER it; the appender and the
+ * readers address columns by number and store datums of the types above.
+ * Columns added and dropped again are allowed (they read as NULL).
+ */
+static bool
+el_segment_shape_ok(Relation rel, int *badcol)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (i < EL_SEG_NATTS ?
+			(att->attisdropped || att->atttypid != el_seg_types[i]) :
+			!att->attisdropped)
+		{
+			*badcol = i + 1;
+			return false;
+		}
+	}
+	if (desc->natts < EL_SEG_NATTS)
+	{
+		*badcol = desc->natts + 1;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Raise a clear error, instead of writing or reading garbage, if a segment
+ * opened for insertion or reading no longer has a segment's columns.
+ */
+void
+el_segment_check_shape(Relation rel)
+{
+	int			badcol;
+
+	if (!el_segment_shape_ok(rel, &badcol))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("event log segment \"%s\" does not have the columns of a segment table",
+						RelationGetRelationName(rel)),
+				 errdetail("Column %d differs from offset_id bigint, key text, value jsonb, headers jsonb, event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
+						   badcol),
+				 errhint("Undo the ALTER TABLE that changed the segment: drop columns added to it and give its columns back their types.")));
+}
+
 /*
  * Prepare to insert into "rel", which the caller has opened with
  * RowExclusiveLock.  The executor state exists only to let the executor
@@ -89,6 +155,7 @@ el_check_record_size(const ElRecordIn *rec)
 void
 el_appender_begin(ElAppender *app, Relation rel)
 {
+	el_segment_check_shape(rel);
 	app->rel = rel;
 	app->estate = CreateExecutorState();
 	app->rri = makeNode(ResultRelInfo);
@@ -105,7 +172,9 @@ el_appender_insert(ElAppender *app, const ElRecordIn *rec, int64 offset,
 	TupleTableSlot *slot = app->slot;
 
 	ExecClearTuple(slot);
-	memset(slot->tts_isnull, 0, sizeof(bool) * EL_SEG_NATTS);
+	/* Columns dropped after the sixth (el_segment_check_shape) are NULL. */
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	memset(slot->tts_isnull, false, sizeof(bool) * EL_SEG_NATTS);
 	slot->tts_values[EL_SEG_OFFSET - 1] = Int64GetDatum(offset);
 	if (rec->key)
 		slot->tts_values[EL_SEG_KEY - 1] = PointerGetDatum(rec->key);
@@ -158,6 +227,7 @@ el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
 	rel = try_relation_open(relid, AccessShareLock);
 	if (rel == NULL)
 		return false;
+	el_segment_check_shape(rel);
 	pk = el_primary_key_index(rel);
 	if (!OidIsValid(pk))
 		elog(ERROR, "segment \"%s\" has no primary key",
@@ -179,6 +249,203 @@ el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
 	index_close(index, AccessShareLock);
 	relation_close(rel, AccessShareLock);
 	return found;
+}
+
+/*
+ * The monitoring views (eventlog.partitions, topics, consumer_groups) look
+ * at segments without ever waiting for a lock or keeping one: a view left
+ * open in a transaction by any role must not pin segments (retention would
+ * skip them, "skipped (busy)", as long as it stays open), and a view must
+ * not queue behind retention.  A segment that someone holds in a
+ * conflicting mode, which can only be retention or drop_topic removing it,
+ * or an administrator's DDL, counts as gone.
+ */
+static Relation
+el_segment_open_now(Oid relid)
+{
+	Relation	rel;
+
+	if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, AccessShareLock))
+		return NULL;
+	rel = try_relation_open(relid, NoLock);
+	if (rel == NULL)
+	{
+		UnlockRelationOid(relid, AccessShareLock);
+		return NULL;
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+	{
+		relation_close(rel, AccessShareLock);
+		return NULL;
+	}
+	return rel;
+}
+
+typedef enum ElEdge
+{
+	EL_EDGE_NONE,				/* nothing here (or the segment is gone) */
+	EL_EDGE_FOUND,				/* the record in range nearest the start */
+	EL_EDGE_BEYOND				/* the nearest record is out of range */
+} ElEdge;
+
+/*
+ * The append time of the first record of segment "relid" with an offset in
+ * [from, below) (the last one if "newest"), read through the primary key
+ * as read.c does, the locks released at once.
+ */
+static ElEdge
+el_segment_append_time(Oid relid, Snapshot snapshot, int64 from, int64 below,
+					   bool newest, TimestampTz *ts)
+{
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData key;
+	Oid			pk;
+	int			badcol;
+	ElEdge		edge = EL_EDGE_NONE;
+
+	rel = el_segment_open_now(relid);
+	if (rel == NULL)
+		return EL_EDGE_NONE;
+	pk = el_primary_key_index(rel);
+	if (!OidIsValid(pk) || !el_segment_shape_ok(rel, &badcol) ||
+		!ConditionalLockRelationOid(pk, AccessShareLock))
+	{
+		relation_close(rel, AccessShareLock);
+		return EL_EDGE_NONE;
+	}
+	index = index_open(pk, NoLock);
+	slot = table_slot_create(rel, NULL);
+	scan = el_index_beginscan(rel, index, snapshot, 1, 0);
+	if (newest)
+		ScanKeyInit(&key, 1, BTLessStrategyNumber, F_INT8LT, Int64GetDatum(below));
+	else
+		ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(from));
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, newest ? BackwardScanDirection : ForwardScanDirection,
+						   slot))
+	{
+		bool		isnull;
+		int64		off = DatumGetInt64(slot_getattr(slot, EL_SEG_OFFSET, &isnull));
+
+		if (newest ? off < from : off >= below)
+			edge = EL_EDGE_BEYOND;
+		else
+		{
+			*ts = DatumGetTimestampTz(slot_getattr(slot, EL_SEG_APPEND_TIME, &isnull));
+			edge = EL_EDGE_FOUND;
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	relation_close(rel, AccessShareLock);
+	return edge;
+}
+
+PG_FUNCTION_INFO_V1(el_append_time_sql);
+
+/*
+ * eventlog._append_time(topic, partition, from_offset, below_offset,
+ * newest): the append time of the first (or, if newest, the last) record
+ * of the partition with an offset in [from_offset, below_offset), NULL if
+ * none.  For the monitoring views: callers pass the last stable offset as
+ * below_offset, so every offset below it is committed or aborted and a
+ * fresh snapshot sees exactly the readable ones.
+ */
+Datum
+el_append_time_sql(PG_FUNCTION_ARGS)
+{
+	ElTopic    *topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+	int32		partition = PG_GETARG_INT32(1);
+	int64		from = PG_GETARG_INT64(2);
+	int64		below = PG_GETARG_INT64(3);
+	bool		newest = PG_GETARG_BOOL(4);
+	ElPartitionMeta *meta;
+	int			nsegs;
+	Oid		   *relids;
+	int64	   *bases;
+	Snapshot	snapshot;
+	TimestampTz ts = 0;
+	ElEdge		edge = EL_EDGE_NONE;
+	int			start = 0;
+	int			i;
+
+	el_check_partition(topic, partition);
+	if (from >= below)
+		PG_RETURN_NULL();
+	/* Copied: taking a lock may process invalidations of the cache. */
+	meta = &topic->parts[partition];
+	nsegs = meta->nsegments;
+	relids = palloc(sizeof(Oid) * Max(nsegs, 1));
+	bases = palloc(sizeof(int64) * Max(nsegs, 1));
+	for (i = 0; i < nsegs; i++)
+	{
+		relids[i] = meta->segments[i].relid;
+		bases[i] = meta->segments[i].base_offset;
+		/* Forward: from the last segment whose base is at or below "from". */
+		if (bases[i] != EL_BASE_UNKNOWN && bases[i] <= from)
+			start = i;
+	}
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	if (newest)
+	{
+		for (i = nsegs - 1; i >= 0 && edge == EL_EDGE_NONE; i--)
+			if (bases[i] == EL_BASE_UNKNOWN || bases[i] < below)
+				edge = el_segment_append_time(relids[i], snapshot, from, below,
+											  true, &ts);
+	}
+	else
+	{
+		for (i = start; i < nsegs && edge == EL_EDGE_NONE; i++)
+			edge = el_segment_append_time(relids[i], snapshot, from, below,
+										  false, &ts);
+	}
+	UnregisterSnapshot(snapshot);
+	if (edge != EL_EDGE_FOUND)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(ts);
+}
+
+PG_FUNCTION_INFO_V1(el_partition_bytes_sql);
+
+/*
+ * eventlog._partition_bytes(topic, partition): the bytes of the partition's
+ * segments (tables, indexes and TOAST), without waiting for or keeping a
+ * lock: a segment being removed counts as gone.
+ */
+Datum
+el_partition_bytes_sql(PG_FUNCTION_ARGS)
+{
+	ElTopic    *topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
+	int32		partition = PG_GETARG_INT32(1);
+	ElPartitionMeta *meta;
+	int			nsegs;
+	Oid		   *relids;
+	int64		bytes = 0;
+	int			i;
+
+	el_check_partition(topic, partition);
+	meta = &topic->parts[partition];
+	nsegs = meta->nsegments;
+	relids = palloc(sizeof(Oid) * Max(nsegs, 1));
+	for (i = 0; i < nsegs; i++)
+		relids[i] = meta->segments[i].relid;
+	for (i = 0; i < nsegs; i++)
+	{
+		Relation	rel = el_segment_open_now(relids[i]);
+
+		if (rel == NULL)
+			continue;
+		/* Under our lock: pg_total_relation_size's own is granted at once. */
+		bytes += DatumGetInt64(DirectFunctionCall1(pg_total_relation_size,
+												   ObjectIdGetDatum(relids[i])));
+		relation_close(rel, AccessShareLock);
+	}
+	PG_RETURN_INT64(bytes);
 }
 
 PG_FUNCTION_INFO_V1(el_segment_guard);

@@ -23,7 +23,10 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogdefs.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "access/htup_details.h"
@@ -132,6 +135,25 @@ el_schema_oid(void)
 	return nsp;
 }
 
+/*
+ * The schema holding the segment tables: eventlog_segments from 0.3.0 on,
+ * the extension's own schema in a database whose extension has not been
+ * updated yet.  A schema named eventlog_segments counts only if it belongs
+ * to the extension: one made by another role is never used, so records are
+ * never written to (or read from) tables that role owns.
+ */
+Oid
+el_segment_schema_oid(void)
+{
+	Oid			nsp = get_namespace_oid(EL_SEGMENT_SCHEMA_NAME, true);
+	Oid			ext = get_extension_oid(EL_EXTENSION_NAME, true);
+
+	if (OidIsValid(nsp) && OidIsValid(ext) &&
+		getExtensionOfObject(NamespaceRelationId, nsp) == ext)
+		return nsp;
+	return el_schema_oid();
+}
+
 /* Validate a topic name argument: 22023 outside Kafka's alphabet. */
 void
 el_check_topic_name(const char *name, int len)
@@ -197,6 +219,7 @@ static bool
 el_topic_load(ElTopic *entry, const char *name)
 {
 	Oid			nsp = el_schema_oid();
+	Oid			segnsp = el_segment_schema_oid();
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
 	MemoryContext old;
@@ -304,7 +327,7 @@ el_topic_load(ElTopic *entry, const char *name)
 			if (isnull)
 				seg->base_offset = EL_BASE_UNKNOWN;
 			relname = SPI_getvalue(tup, desc, 6);
-			seg->relid = get_relname_relid(relname, nsp);
+			seg->relid = get_relname_relid(relname, segnsp);
 		}
 	}
 
@@ -525,7 +548,7 @@ el_recover_next_offset(ElTopic *topic, int32 partition, ElRouting *routing)
 static int64
 el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 {
-	Oid			nsp = el_schema_oid();
+	Oid			nsp = el_segment_schema_oid();
 	Snapshot	snapshot;
 	Oid			argtypes[2] = {INT4OID, INT4OID};
 	Datum		args[2];

@@ -61,6 +61,7 @@ extern ElTopic *el_topic_recheck(text *name, int32 topic_id, uint64 *drops);
 extern void el_check_topic_name(const char *name, int len);
 extern void el_topic_invalidate(void);
 extern void el_watch_catalog(void);
+extern Oid	el_segment_schema_oid(void);
 extern void el_check_partition(ElTopic *topic, int32 partition);
 extern int64 el_take_offsets(ElTopic *topic, int32 partition, int count,
 							 int32 *segno, TimestampTz *append_time);

@@ -7,8 +7,10 @@
  * Segment tables are created at run time, so they are not members of the
  * extension (members' rows would be left out of pg_dump).  DROP EXTENSION
  * would therefore leave them behind; this hook drops them first, in the
- * same transaction, so a failed DROP EXTENSION keeps them too.  It also
- * frees the database's partition slots in shared memory at commit, so that
+ * same transaction, so a failed DROP EXTENSION keeps them too; and only
+ * once it has checked that the role owns the extension, so that another
+ * role gets PostgreSQL's own error and nothing is dropped.  It also frees
+ * the database's partition slots in shared memory at commit, so that
  * topics of a re-created extension start again at offset 0.
  *
  * It also keeps pg_eventlog's workers (worker.c) out of a database while a
@@ -27,6 +29,7 @@
 #include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
@@ -35,8 +38,10 @@
 #include "catalog/pg_authid.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "shmem.h"
+#include "topic.h"
 #include "worker.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -67,10 +72,12 @@ el_drop_all_segments(void)
 	uint64		i;
 	uint64		nsegments;
 	SPITupleTable *segments;
+	char	   *segnsp;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	pin = el_pin_search_path();
+	segnsp = get_namespace_name(el_segment_schema_oid());
 	ret = SPI_execute("SELECT table_name FROM " EL_SCHEMA_NAME ".segment_catalog"
 					  " ORDER BY 1", false, 0);
 	if (ret != SPI_OK_SELECT)
@@ -84,7 +91,7 @@ el_drop_all_segments(void)
 		char	   *relname = SPI_getvalue(segments->vals[i],
 										   segments->tupdesc, 1);
 		char	   *sql = psprintf("DROP TABLE IF EXISTS %s.%s",
-								   quote_identifier(EL_SCHEMA_NAME),
+								   quote_identifier(segnsp),
 								   quote_identifier(relname));
 
 		ret = SPI_execute(sql, false, 0);
@@ -286,6 +293,18 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 		if (el_drop_names(stmt, OBJECT_EXTENSION, EL_EXTENSION_NAME))
 		{
+			Oid			extid = get_extension_oid(EL_EXTENSION_NAME, false);
+
+			/*
+			 * PostgreSQL checks ownership of the extension only once it
+			 * runs the DROP, after this hook: check it first, so that a
+			 * role that may not drop the extension gets PostgreSQL's own
+			 * error rather than one about the first segment table, and so
+			 * that nothing is dropped or scheduled on its behalf.
+			 */
+			if (!el_extension_ownercheck(extid, GetUserId()))
+				aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_EXTENSION,
+							   EL_EXTENSION_NAME);
 			dropping_extension = true;
 			el_drop_all_segments();
 			el_forget_database_at_commit();

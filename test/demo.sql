@@ -47,10 +47,10 @@ SELECT count(*) AS readable_now FROM eventlog.read('orders', 1, :held_offset);
 SELECT pg_sleep(2) \gset
 SELECT offset_id, value FROM eventlog.read('orders', 1, :held_offset);
 
-\echo '8. Where records live: plain tables you can query (read-only):'
+\echo '8. Where records live: plain tables the extension owner can query (read-only):'
 SELECT s.partition, s.table_name FROM eventlog.segment_catalog s
   JOIN eventlog.topic_catalog t USING (topic_id) WHERE t.name = 'orders' ORDER BY 1;
-SELECT count(*) AS rows_in_partition_0 FROM eventlog.seg_1_0_0;
+SELECT count(*) AS rows_in_partition_0 FROM eventlog_segments.seg_1_0_0;
 
 \echo '9. Find an offset by time (Kafka''s offsetsForTimes):'
 SELECT eventlog.offset_for_time('orders', 0, now() - interval '1 hour') AS first_offset_in_last_hour;

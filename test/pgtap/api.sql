@@ -107,17 +107,17 @@ SELECT is(
 SELECT lives_ok($$SELECT eventlog.create_topic('tap_api', 2)$$, 'create a topic');
 SELECT is(
     (SELECT array_agg(DISTINCT t.tgenabled::text) FROM pg_trigger t
-       JOIN eventlog.segment_catalog s ON t.tgrelid = ('eventlog.' || quote_ident(s.table_name))::regclass
+       JOIN eventlog.segment_catalog s ON t.tgrelid = ('eventlog_segments.' || quote_ident(s.table_name))::regclass
        JOIN eventlog.topic_catalog c USING (topic_id) WHERE c.name = 'tap_api'),
     ARRAY['A'], 'segment guards fire always, also in replication apply');
 SELECT throws_ok(
-    format('INSERT INTO eventlog.%I (offset_id, event_time, append_time) VALUES (0, now(), now())',
+    format('INSERT INTO eventlog_segments.%I (offset_id, event_time, append_time) VALUES (0, now(), now())',
            (SELECT s.table_name FROM eventlog.segment_catalog s JOIN eventlog.topic_catalog c USING (topic_id)
              WHERE c.name = 'tap_api' LIMIT 1)),
     '0A000', NULL, 'a direct INSERT into a segment is refused');
 SELECT results_eq(
     $$SELECT count(*)::int FROM pg_tables t JOIN eventlog.segment_catalog s ON s.table_name = t.tablename
-       JOIN eventlog.topic_catalog c USING (topic_id) WHERE c.name = 'tap_api' AND t.schemaname = 'eventlog'$$,
+       JOIN eventlog.topic_catalog c USING (topic_id) WHERE c.name = 'tap_api' AND t.schemaname = 'eventlog_segments'$$,
     ARRAY[2], 'one segment table per partition');
 
 SELECT * FROM finish();

@@ -67,8 +67,12 @@ my $next = $node->safe_psql('dst', q{
 is($next, 't', 'producing continues above the restored offsets');
 is($node->safe_psql('dst', q{
     SELECT count(*) FROM pg_trigger t JOIN eventlog.segment_catalog s
-        ON t.tgrelid = ('eventlog.' || quote_ident(s.table_name))::regclass
+        ON t.tgrelid = ('eventlog_segments.' || quote_ident(s.table_name))::regclass
      WHERE t.tgenabled = 'A'}), '4', 'segment guards restored, enabled always');
+is($node->safe_psql('dst', q{
+    CREATE ROLE dump_nobody;
+    SELECT has_schema_privilege('dump_nobody', 'eventlog_segments', 'USAGE')}),
+   'f', 'the restored segments\' schema is still closed to other roles');
 $node->safe_psql('dst', q{SELECT eventlog.create_topic('dropped', 1)});
 is($node->safe_psql('dst', q{SELECT topic_id FROM eventlog.topic_catalog WHERE name = 'dropped'}),
    '3', 'the restored topic id sequence gives a new topic a fresh id');
@@ -76,7 +80,7 @@ is($node->safe_psql('dst', q{SELECT offset_id FROM eventlog.produce('dropped', N
    '0', 'and its offsets start at 0');
 
 $node->safe_psql('dst', 'DROP EXTENSION pg_eventlog');
-is($node->safe_psql('dst', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'eventlog'}),
+is($node->safe_psql('dst', q{SELECT count(*) FROM pg_namespace WHERE nspname IN ('eventlog', 'eventlog_segments')}),
    '0', 'DROP EXTENSION in the restored database leaves nothing behind');
 
 $node->stop;

@@ -131,7 +131,7 @@ $node->safe_psql('with_ext', q{
     SELECT eventlog.create_topic('broken', 1);
     SELECT eventlog.produce('broken', NULL, '1');
     -- Sabotage: an administrator renames the active segment's table.
-    SELECT format('ALTER TABLE eventlog.%I RENAME TO renamed_by_mistake', s.table_name)
+    SELECT format('ALTER TABLE eventlog_segments.%I RENAME TO renamed_by_mistake', s.table_name)
       FROM eventlog.segment_catalog s JOIN eventlog.topic_catalog t USING (topic_id)
      WHERE t.name = 'broken' \gexec
 });

@@ -69,6 +69,9 @@ my $fingerprint = q{
          WHERE c.relnamespace = 'eventlog'::regnamespace AND c.relname !~ '^seg_'
            AND NOT t.tgisinternal
         UNION ALL
+        SELECT format('schema %s acl=%s', n.nspname, n.nspacl)
+          FROM pg_namespace n WHERE n.nspname IN ('eventlog', 'eventlog_segments')
+        UNION ALL
         SELECT format('type %s', t.oid::regtype)
           FROM pg_type t WHERE t.typnamespace = 'eventlog'::regnamespace
            AND t.typname !~ '^_?seg_'
@@ -157,6 +160,10 @@ foreach my $from (@released)
         fail("$from updated equals a fresh $current install");
     }
     is($node->safe_psql($db, $state), $before, "$from: records and positions survive the update");
+    is($node->safe_psql($db, q{
+        SELECT count(*) > 0 AND bool_and(c.relnamespace = 'eventlog_segments'::regnamespace)
+          FROM eventlog.segment_catalog s JOIN pg_class c ON c.relname = s.table_name AND c.relkind = 'r'}),
+       't', "$from: the update moves every segment to eventlog_segments");
     if ($from eq '0.1.0')
     {
         is($node->psql($db, q{SET ROLE upg_producer; SELECT eventlog.produce('kept', 'p', '"updated"', partition => 0)}),
@@ -165,11 +172,11 @@ foreach my $from (@released)
             SELECT count(*) FILTER (WHERE c.relowner <> e.extowner) || ' ' ||
                    count(*) FILTER (WHERE EXISTS (SELECT FROM aclexplode(c.relacl) a WHERE a.grantee <> c.relowner))
               FROM eventlog.segment_catalog s
-              JOIN pg_class c ON c.relname = s.table_name AND c.relnamespace = 'eventlog'::regnamespace,
+              JOIN pg_class c ON c.relname = s.table_name AND c.relnamespace = 'eventlog_segments'::regnamespace,
                    pg_extension e WHERE e.extname = 'pg_eventlog'}),
            '0 0', '0.1.0: the update leaves the segments to the extension owner, without grants');
-        my ($rc, $out, $err) = $node->psql($db, q{SET ROLE upg_consumer; SELECT count(*) FROM eventlog.seg_1_0_0});
-        like($err, qr/permission denied for table seg_1_0_0/, '... so a former reader cannot read the segments directly');
+        my ($rc, $out, $err) = $node->psql($db, q{SET ROLE upg_consumer; SELECT count(*) FROM eventlog_segments.seg_1_0_0});
+        like($err, qr/permission denied for schema eventlog_segments/, '... so a former reader cannot read the segments directly');
     }
     my $next = $node->safe_psql($db, q{
         SELECT bool_and(n.offset_id > m.maxo)

@@ -237,7 +237,7 @@ sub final_log
             my ($out, $err) = sq($s, "SELECT offset_id, coalesce(value->>'id', '') "
                   . "FROM eventlog.read('$t', $p, $ls, 100000000)");
             next if $err ne '';    # retention moved on meanwhile: again
-            my ($seg) = sq($s, qq{SELECT string_agg(format('SELECT offset_id, coalesce(value->>''id'', '''') FROM eventlog.%I WHERE offset_id >= $ls', s.table_name), ' UNION ALL ')
+            my ($seg) = sq($s, qq{SELECT string_agg(format('SELECT offset_id, coalesce(value->>''id'', '''') FROM eventlog_segments.%I WHERE offset_id >= $ls', s.table_name), ' UNION ALL ')
                 FROM eventlog.segment_catalog s JOIN eventlog.topic_catalog c USING (topic_id)
                WHERE c.name = '$t' AND s.partition = $p});
             chomp $seg;
