@@ -66,7 +66,7 @@ $(OBJS): $(wildcard src/*.h)
 src/.build-flavour: el-force
 	@echo '$(EL_BUILD_FLAVOUR)' | cmp -s - $@ || echo '$(EL_BUILD_FLAVOUR)' > $@
 $(OBJS): src/.build-flavour
-.PHONY: el-force check-release-build
+.PHONY: el-force check-release-build check-messages
 el-force:
 
 # A release build must not contain the test-only settings: preprocess every
@@ -78,3 +78,11 @@ check-release-build:
 	done); \
 	if [ -n "$$found" ]; then echo "test-only settings outside #ifdef EL_TEST_HOOKS in: $$found"; exit 1; fi; \
 	echo "release build: no test-only settings"
+
+# Error messages follow PostgreSQL's style guide: no primary message pasted
+# together from a verb or a function name ("cannot %s ...", "%s must be
+# called ...", "foo() must ...").  A grep over the sources (issue 13, item 20).
+check-messages:
+	@bad=$$(grep -nE 'errmsg(_plural)?\("[^"]*((cannot|could not|can.t) %s|%s (an|a|the|must be called) |[a-z_.]+\(\))' src/*.c); \
+	if [ -n "$$bad" ]; then echo "error messages assembled from fragments or naming functions:"; echo "$$bad"; exit 1; fi; \
+	echo "error messages: no fragments, no function names"

@@ -638,14 +638,17 @@ el_capture_trigger(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("eventlog._capture_trigger() must be called as a trigger")));
+				 errmsg("function \"%s\" was not called by trigger manager",
+						"eventlog._capture_trigger")));
 	ev = td->tg_event;
 	tg = td->tg_trigger;
 	if (!TRIGGER_FIRED_AFTER(ev) || !TRIGGER_FIRED_FOR_ROW(ev) || tg->tgnargs < 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("eventlog._capture_trigger() must fire AFTER each row, with a topic and key columns as arguments"),
-				 errhint("Use eventlog.capture() to capture a table.")));
+				 errmsg("trigger \"%s\" of table \"%s\" is not a capture trigger",
+						tg->tgname, RelationGetRelationName(td->tg_relation)),
+				 errdetail("The capture trigger function fires AFTER each row, with a topic and the key columns as arguments."),
+				 errhint("Use eventlog.capture to capture a table.")));
 
 	/*
 	 * The table's description, built once per statement: its shape cannot

@@ -71,7 +71,7 @@ el_choose_partition(ElTopic *topic, const ElRecordIn *rec, bool explicit_set,
 static void
 el_check_writable(void)
 {
-	el_refuse_in_recovery("produce to");
+	el_refuse_in_recovery(EL_USE_PRODUCE);
 	if (XactReadOnly)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -235,13 +235,14 @@ el_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname,
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s must be a one-dimensional array", argname)));
+				 errmsg("argument \"%s\" must be a one-dimensional array", argname)));
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, elems, nulls, &n);
 	if (n != expected)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s has %d elements but value has %d", argname, n, expected),
+				 errmsg("argument \"%s\" has %d elements but argument \"value\" has %d",
+						argname, n, expected),
 				 errdetail("Element i of each array describes record i, so the arrays must be of equal length.")));
 }
 
@@ -293,7 +294,7 @@ el_produce_batch(PG_FUNCTION_ARGS)
 	if (ARR_NDIM(values_arr) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("value must be a one-dimensional array")));
+				 errmsg("argument \"value\" must be a one-dimensional array")));
 	deconstruct_array(values_arr, JSONBOID, -1, false, TYPALIGN_INT,
 					  &value_elems, &value_nulls, &n);
 	el_batch_array(fcinfo, 1, "key", TEXTOID, n, &key_elems, &key_nulls);

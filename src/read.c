@@ -184,7 +184,7 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	int32		partition;
 
 	topic = el_topic_partition_args(fcinfo, &partition);
-	el_refuse_in_recovery("read");
+	el_refuse_in_recovery(EL_USE_READ);
 	el_point_at(PG_GETARG_TEXT_PP(0), topic, partition, point);
 }
 

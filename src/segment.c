@@ -458,25 +458,36 @@ Datum
 el_segment_guard(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	const char *op;
+	const char *name;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "el_segment_guard must be called as a trigger");
+	name = RelationGetRelationName(trigdata->tg_relation);
 
+	/* One complete message per statement kind (error message style guide). */
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		op = "insert into";
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot insert into event log segment \"%s\"", name),
+				 errdetail("Segment tables are append-only and written only by eventlog.produce, which tracks in-flight offsets; retention removes whole segments."),
+				 errhint("Use eventlog.produce or eventlog.produce_batch to append records.")));
 	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		op = "update";
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot update event log segment \"%s\"", name),
+				 errdetail("Segment tables are append-only and written only by eventlog.produce, which tracks in-flight offsets; retention removes whole segments."),
+				 errhint("Use eventlog.produce or eventlog.produce_batch to append records.")));
 	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
-		op = "delete from";
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot delete from event log segment \"%s\"", name),
+				 errdetail("Segment tables are append-only and written only by eventlog.produce, which tracks in-flight offsets; retention removes whole segments."),
+				 errhint("Use eventlog.produce or eventlog.produce_batch to append records.")));
 	else
-		op = "truncate";
-
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot %s event log segment \"%s\"", op,
-					RelationGetRelationName(trigdata->tg_relation)),
-			 errdetail("Segment tables are append-only and written only by eventlog.produce, which tracks in-flight offsets; retention removes whole segments."),
-			 errhint("Use eventlog.produce or eventlog.produce_batch to append records.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot truncate event log segment \"%s\"", name),
+				 errdetail("Segment tables are append-only and written only by eventlog.produce, which tracks in-flight offsets; retention removes whole segments."),
+				 errhint("Use eventlog.produce or eventlog.produce_batch to append records.")));
 	PG_RETURN_NULL();
 }

@@ -33,7 +33,8 @@ el_materialized_srf(FunctionCallInfo fcinfo, const char *funcname,
 		!(rsinfo->allowedModes & SFRM_Materialize))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s must be called in a context that accepts a set", funcname)));
+				 errmsg("set-valued function called in context that cannot accept a set"),
+				 errdetail("Function %s returns a set; call it in the FROM clause.", funcname)));
 
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	if (get_call_result_type(fcinfo, NULL, tupdesc) != TYPEFUNC_COMPOSITE)

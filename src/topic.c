@@ -484,15 +484,47 @@ el_check_partition(ElTopic *topic, int32 partition)
 						   topic->npartitions, topic->npartitions - 1)));
 }
 
+/*
+ * Refuse to run during recovery: a hot standby has no in-flight table.  One
+ * complete message per use, as the error message style guide asks (a verb
+ * pasted into a sentence cannot be translated).
+ */
 void
-el_refuse_in_recovery(const char *what)
+el_refuse_in_recovery(ElRecoveryUse use)
 {
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot %s an event log during recovery", what),
-				 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
-				 errhint("Connect to the primary.")));
+	if (!RecoveryInProgress())
+		return;
+	switch (use)
+	{
+		case EL_USE_PRODUCE:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot produce to an event log during recovery"),
+					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
+					 errhint("Connect to the primary.")));
+			break;
+		case EL_USE_READ:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot read an event log during recovery"),
+					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
+					 errhint("Connect to the primary.")));
+			break;
+		case EL_USE_MAINTAIN:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot maintain an event log during recovery"),
+					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
+					 errhint("Connect to the primary; its maintenance worker runs there.")));
+			break;
+		case EL_USE_COUNTER:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot recover an event log partition's offset counter during recovery"),
+					 errdetail("A counter recovered on a hot standby would be stale at promotion."),
+					 errhint("Connect to the primary.")));
+			break;
+	}
 }
 
 /*
@@ -725,7 +757,7 @@ el_with_partition(ElTopic *topic, int32 partition, bool reader, ElSlotOp op,
 					ElRouting	routing;
 					int64		next;
 
-					el_refuse_in_recovery("use");
+					el_refuse_in_recovery(EL_USE_COUNTER);
 					next = el_recover_next_offset(topic, partition, &routing);
 					if (el_partition_set_initial(ref, next, &routing))
 						break;
@@ -895,7 +927,7 @@ el_stable_offset_unslotted(ElTopic *topic, int32 partition, ElStableOffset *out)
 	ElRouting	routing;
 	int64		next;
 
-	el_refuse_in_recovery("use");
+	el_refuse_in_recovery(EL_USE_COUNTER);
 	next = el_recover_next_offset(topic, partition, &routing);
 	if (el_has_slot(topic, partition))
 		return false;
@@ -937,7 +969,7 @@ el_partition_routing_sql(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	topic = el_topic_lookup(PG_GETARG_TEXT_PP(0));
 	el_check_partition(topic, partition);
-	el_refuse_in_recovery("maintain");
+	el_refuse_in_recovery(EL_USE_MAINTAIN);
 	el_get_routing(topic, partition, &routing);
 	values[0] = Int32GetDatum(routing.active_segno);
 	values[1] = Int64GetDatum(routing.active_base);

@@ -71,7 +71,16 @@ extern void el_read_stable_offset(ElTopic *topic, int32 partition,
 								  ElStableOffset *out);
 extern int64 el_recover_next_offset(ElTopic *topic, int32 partition,
 									ElRouting *routing);
-extern void el_refuse_in_recovery(const char *what);
+/* What a call refused during recovery was about to do. */
+typedef enum ElRecoveryUse
+{
+	EL_USE_PRODUCE,
+	EL_USE_READ,
+	EL_USE_MAINTAIN,
+	EL_USE_COUNTER				/* recover a partition's offset counter */
+} ElRecoveryUse;
+
+extern void el_refuse_in_recovery(ElRecoveryUse use);
 extern char *el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
 #endif							/* PG_EVENTLOG_TOPIC_H */
