@@ -48,6 +48,7 @@
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "common/hashfn.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
@@ -633,6 +634,27 @@ el_partition_status(const ElSlotRef *ref)
 }
 
 /*
+ * The end of the WAL inserted so far, as a position XLogFlush accepts.
+ * GetXLogInsertRecPtr() gives the position where the next record will
+ * start: right after the page header when the last record ended exactly at
+ * a page boundary.  Asking XLogFlush for that position, before anything is
+ * written past the header, fails ("xlog flush request ... is not
+ * satisfied"); the page boundary before the header covers the same records.
+ */
+XLogRecPtr
+el_wal_insert_end(void)
+{
+	XLogRecPtr	ptr = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(ptr, wal_segment_size) == SizeOfXLogLongPHD)
+		ptr -= SizeOfXLogLongPHD;
+	else if (ptr % XLOG_BLCKSZ == SizeOfXLogShortPHD &&
+			 XLogSegmentOffset(ptr, wal_segment_size) > XLOG_BLCKSZ)
+		ptr -= SizeOfXLogShortPHD;
+	return ptr;
+}
+
+/*
  * Install a recovered counter, unless another backend got there first (its
  * value came from the same catalog state, and it may already have handed
  * out offsets above it).  False if the reference is stale.
@@ -648,7 +670,7 @@ bool
 el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 						 const ElRouting *routing)
 {
-	XLogRecPtr	insert_lsn = GetXLogInsertRecPtr();
+	XLogRecPtr	insert_lsn = el_wal_insert_end();
 
 	if (!el_lock_ref(ref, LW_EXCLUSIVE))
 		return false;

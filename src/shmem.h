@@ -167,6 +167,7 @@ extern bool el_partition_try_attach(const ElPartitionKey *key, ElSlotRef *ref);
 extern bool el_partition_has_slot(const ElPartitionKey *key);
 extern void el_pin_share(int *pinned, int *share, int *others);
 extern ElSlotStatus el_partition_status(const ElSlotRef *ref);
+extern XLogRecPtr el_wal_insert_end(void);
 extern bool el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 									 const ElRouting *routing);
 extern bool el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,

@@ -937,7 +937,7 @@ el_stable_offset_unslotted(ElTopic *topic, int32 partition, ElStableOffset *out)
 	out->commit_lsn = InvalidXLogRecPtr;
 	out->active_segno = routing.active_segno;
 	out->cv = el_topic_wakeup(topic->topic_id);
-	XLogFlush(GetXLogInsertRecPtr());
+	XLogFlush(el_wal_insert_end());
 	return true;
 }
 

@@ -59,7 +59,7 @@ is($node->safe_psql('postgres', q{SELECT active_segment FROM eventlog._partition
 my $off = $node->safe_psql('postgres', q{SELECT offset_id FROM eventlog.produce('t', NULL, '2')});
 my $seg1 = $node->safe_psql('postgres', q{
     SELECT table_name FROM eventlog.segment_catalog WHERE partition = 0 AND segment_no = 1});
-is($node->safe_psql('postgres', qq{SELECT count(*) FROM eventlog."$seg1" WHERE offset_id = $off}),
+is($node->safe_psql('postgres', qq{SELECT count(*) FROM eventlog_segments."$seg1" WHERE offset_id = $off}),
    '1', 'the next record is stored in the new segment');
 
 # The same with the round in a savepoint that is rolled back: nothing rolls.

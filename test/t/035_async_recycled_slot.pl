@@ -73,5 +73,20 @@ $node->start;
 is($node->safe_psql('postgres', q{SELECT string_agg(value #>> '{}', ',' ORDER BY offset_id) FROM eventlog.read('async', 0, 0)}),
    'durable,async, read', 'the record a reader returned survived the crash');
 
+# The insert position right after a WAL switch (or any page boundary) is
+# past the new page's header, where nothing is written yet: flushing to it
+# failed ("xlog flush request ... is not satisfied").  Reads that install
+# recovered counters (their slots recycled) right after a switch must flush
+# to the boundary instead and return their records.
+$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
+my ($ret, $out, $err) = $node->psql('other', q{
+    SELECT count(*) FROM eventlog.read('other', 0, 0);
+    SELECT count(*) FROM eventlog.read('other', 1, 0)});
+is($ret, 0, 'reads that attach recycled slots right after a WAL switch succeed') or diag($err);
+($ret, $out, $err) = $node->psql('postgres',
+    q{SELECT string_agg(value #>> '{}', ',' ORDER BY offset_id) FROM eventlog.read('async', 0, 0)});
+is($ret, 0, 'and so does the read that takes its slot back') or diag($err);
+is($out, 'durable,async, read', 'which returns the records');
+
 $node->stop;
 done_testing();
