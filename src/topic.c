@@ -773,12 +773,11 @@ el_stable_offset_op(const ElSlotRef *ref, void *arg)
 }
 
 /*
- * A partition's last stable offset and high watermark, for a reader, and
- * the condition variable its producers broadcast now (out->cv: a long poll
- * sleeps on it).  Also flushes WAL up to the newest commit of a producing
- * transaction, so that no record a reader is about to return can be lost in
- * a crash (see el_release_inflight); with synchronous commits it is already
- * flushed and this costs a comparison.
+ * A partition's last stable offset and high watermark, for a reader.  Also
+ * flushes WAL up to the newest commit of a producing transaction, so that
+ * no record a reader is about to return can be lost in a crash (see
+ * el_release_inflight); with synchronous commits it is already flushed and
+ * this costs a comparison.
  */
 void
 el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
