@@ -139,5 +139,31 @@ is($$out, '', 'the read returns no records after the gap');
 like($$err, qr/ERROR:  22003: offset 5 is before the log start offset of partition 0 of topic "r"/,
      'it fails as a read from below the log start does');
 
+# ------------------------------------------------------------------------
+# 3. A long poll lets go of the segments its empty scans opened, but never
+#    of a lock its transaction took reading records there before: such a
+#    transaction keeps retention from removing the segment until it ends.
+# ------------------------------------------------------------------------
+$node->safe_psql('postgres', q{
+    SELECT eventlog.create_topic('k', 1, retention => '1 millisecond', segment_interval => '1 millisecond');
+    SELECT eventlog.produce('k', NULL, ('"k' || i || '"')::jsonb) FROM generate_series(0, 2) i;
+    BEGIN; SELECT eventlog.produce('k', NULL, '"aborted"'); ROLLBACK;
+});
+my ($kh, $kin, $kout) = holder();
+$$kin .= "BEGIN;\nSELECT 'read ' || count(*) FROM eventlog.read('k', 0, 0, max_records => 100);\n"
+  . "SELECT 'waited ' || count(*) FROM eventlog.read('k', 0, 3, wait => '1 second');\n";
+$kh->pump until $$kout =~ /^waited (\d+)$/m;
+is($1, '0', 'in one transaction, a read returns records, then a long poll of the same segment (from a rolled-back offset) finds nothing');
+like($$kout, qr/^read 3$/m, 'the first read returned the three records');
+sleep 0.01;
+is($node->safe_psql('postgres', q{SELECT string_agg(action, ',' ORDER BY action) FROM eventlog.enforce_retention('k')}),
+   'rolled', 'a round rolls the partition');
+is($node->safe_psql('postgres', q{SELECT string_agg(action, ',' ORDER BY action) FROM eventlog.enforce_retention('k')}),
+   'skipped (busy)', 'retention skips the segment the open transaction read records from');
+$$kin .= "COMMIT;\n\\q\n";
+$kh->finish;
+is($node->safe_psql('postgres', q{SELECT string_agg(action, ',' ORDER BY action) FROM eventlog.enforce_retention('k')}),
+   'removed', 'and removes it once that transaction ended');
+
 $node->stop;
 done_testing();
