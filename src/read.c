@@ -89,7 +89,6 @@ typedef struct ElReadPoint
 	int64		stable;			/* last stable offset */
 	int64		high_watermark;
 	int			holder_pid;
-	ConditionVariable *cv;		/* the one its producers broadcast now */
 } ElReadPoint;
 
 /* A scan over a partition's segments in offset order, from an offset. */
@@ -169,7 +168,6 @@ el_point_at(text *name, ElTopic *topic, int32 partition, ElReadPoint *point)
 	point->stable = so.stable;
 	point->high_watermark = so.high_watermark;
 	point->holder_pid = so.holder_pid;
-	point->cv = so.cv;
 #ifdef EL_TEST_HOOKS
 	if (el_debug_ignore_stable_offset)
 		point->stable = point->high_watermark;
@@ -439,8 +437,19 @@ el_readable_from(ElReadPoint *point, int64 from)
  * Long poll of eventlog.read: sleep until the stable offset of the
  * partition of "point" moves past "from", then true with "point" taken
  * again; false when "deadline" comes first.  Every producing transaction
- * that ends broadcasts the partition's condition variable (shmem.c), so the
- * wait costs no CPU and ends as soon as records can be readable.  Query
+ * that ends broadcasts its topic's wake-up condition variable (shmem.c), so
+ * the wait costs no CPU and ends as soon as records can be readable.
+ *
+ * Not a condition variable of the partition's slot in shared memory: a
+ * slot can be freed and given to another partition at any time (more
+ * partitions in use than eventlog.max_partitions), and a read sleeping on
+ * it would then miss its producers' broadcasts; while waking it on each
+ * freeing made two waiting reads whose partitions share a slot take it from
+ * each other in turn (each wake-up attaches again, which frees the other's
+ * slot), until one failed.  The topic's wake-up condition variable never
+ * moves.  The price: a commit in any partition of the topic (or of a topic
+ * sharing the condition variable) wakes the read, which takes the stable
+ * offset again (one lock) and sleeps again.  Query
  * cancel and pg_terminate_backend end it at once (the sleep checks for
  * interrupts), and so does the topic's drop (42704, el_topic_recheck).  The
  * caller's own transaction never holds the stable offset back, so a call
@@ -452,7 +461,7 @@ el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
 {
 	int32		topic_id = point->topic->topic_id;
 	int32		partition = point->partition;
-	ConditionVariable *cv = point->cv;
+	ConditionVariable *cv = el_topic_wakeup(topic_id);
 	uint64		drops = 0;
 	bool		moved = false;
 
@@ -469,18 +478,6 @@ el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
 		{
 			moved = true;
 			break;
-		}
-
-		/*
-		 * The partition's shared slot may have been recycled and the
-		 * partition given another one meanwhile (more partitions in use than
-		 * eventlog.max_partitions): sleep on the one its producers broadcast
-		 * now, after checking again.
-		 */
-		if (point->cv != cv)
-		{
-			cv = point->cv;
-			continue;
 		}
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
@@ -684,6 +681,15 @@ el_read(PG_FUNCTION_ARGS)
 				break;			/* the wait ended: nothing */
 			/* The cache may have been reloaded: check the privilege again. */
 			el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
+
+			/*
+			 * Retention may have removed the segment holding "from" during
+			 * the wait (once the records waited for committed).  Reading on
+			 * would return the records after the gap as if they followed
+			 * from_offset: fail as a read from there fails.
+			 */
+			if (from < point.log_start)
+				el_offset_out_of_range(&point, from);
 		}
 		if (el_read_into(&point, from, max_records, store, tupdesc) > 0 ||
 			wait_ms == 0)

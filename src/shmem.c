@@ -207,7 +207,6 @@ el_shmem_startup(void)
 			memset(&el_slots[i], 0, sizeof(ElPartitionState));
 			LWLockInitialize(&el_slots[i].lock, tranche);
 			dlist_init(&el_slots[i].inflight);
-			ConditionVariableInit(&el_slots[i].cv);
 			el_slots[i].notify_lo = el_slots[i].notify_hi = -1;
 		}
 		LWLockRegisterTranche(tranche, "pg_eventlog_partition");
@@ -338,14 +337,6 @@ el_free_slot(int slotno, bool even_unannounced)
 		freed = true;
 	}
 	LWLockRelease(&slot->lock);
-
-	/*
-	 * Long polls of the partition sleep on this slot's condition variable:
-	 * wake them, so that they attach again and sleep on the slot its
-	 * producers will broadcast from now on (or find their topic dropped).
-	 */
-	if (freed)
-		ConditionVariableBroadcast(&slot->cv);
 	return freed;
 }
 
@@ -854,7 +845,6 @@ el_stable_offset(const ElSlotRef *ref, ElStableOffset *out)
 	out->high_watermark = part->next_offset;
 	out->commit_lsn = part->commit_lsn;
 	out->active_segno = part->active_segno;
-	out->cv = &part->cv;
 	LWLockRelease(&part->lock);
 	return true;
 }
@@ -920,9 +910,12 @@ el_release_inflight(bool committed)
 		topic_id = part->key.topic_id;
 		LWLockRelease(&part->lock);
 		entry->part = NULL;
-		/* Wake long-polling readers: the stable offset may have moved. */
-		ConditionVariableBroadcast(&part->cv);
-		/* Each topic's condition variable once (entries of a topic are usually adjacent). */
+
+		/*
+		 * Wake long polls (read and poll): the stable offset may have
+		 * moved.  Each topic's condition variable once (entries of a topic
+		 * are usually adjacent).
+		 */
 		if (i == 0 || topic_id != last_topic_id)
 			ConditionVariableBroadcast(el_topic_wakeup(topic_id));
 		last_topic_id = topic_id;
@@ -1127,8 +1120,8 @@ el_forget_database_at_commit(void)
  * A slot with in-flight entries is left alone.
  *
  * Then end the long polls of those topics: count the drop and wake every
- * read(wait) (partition condition variables) and poll(wait) (topic wake-up
- * condition variables) of them.  They look their topic up again and raise
+ * read(wait) and poll(wait) of them (they sleep on the topics' wake-up
+ * condition variables).  They look their topic up again and raise
  * "dropped while waiting" (topic.c, el_topic_recheck).  This runs after the
  * drop became visible to new snapshots, and a waiter always prepares to
  * sleep before it reads the count, so none misses the drop.
@@ -1153,8 +1146,7 @@ el_forget_partitions(void)
 		if (!el_forget_database &&
 			!list_member_int(el_forget_topics, slot->key.topic_id))
 			continue;
-		if (!el_free_slot(i, true))
-			ConditionVariableBroadcast(&slot->cv);	/* freeing broadcasts */
+		(void) el_free_slot(i, true);
 	}
 	LWLockRelease(el_shared->hash_lock);
 	if (el_forget_database)

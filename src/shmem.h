@@ -49,8 +49,6 @@ typedef struct ElPartitionState
 	int32		active_segno;	/* segment new offsets go to */
 	int64		active_base;	/* first offset routed to it */
 	dlist_head	inflight;		/* ElInflight, ascending first_offset */
-	ConditionVariable cv;		/* broadcast when a producing transaction
-								 * ends: the stable offset may have moved */
 	int64		notify_lo;		/* lowest committed offset not yet announced
 								 * to LISTENers, -1 if none (notify.c) */
 	int64		notify_hi;		/* highest committed offset not yet announced */
@@ -85,10 +83,6 @@ typedef struct ElStableOffset
 	int			holder_pid;		/* backend holding it back, 0 if none */
 	XLogRecPtr	commit_lsn;		/* flush WAL to here before returning rows */
 	int32		active_segno;	/* newest segment that may hold records */
-	ConditionVariable *cv;		/* the slot's, which producers broadcast: a
-								 * long poll sleeps on it (a slot is never
-								 * unmapped, so a stale one is still safe to
-								 * sleep on; freeing a slot broadcasts it) */
 } ElStableOffset;
 
 /*

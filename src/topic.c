@@ -869,12 +869,11 @@ el_stable_offset_op(const ElSlotRef *ref, void *arg)
 }
 
 /*
- * A partition's last stable offset and high watermark, for a reader, and
- * the condition variable its producers broadcast now (out->cv: a long poll
- * sleeps on it).  Also flushes WAL up to the newest commit of a producing
- * transaction, so that no record a reader is about to return can be lost in
- * a crash (see el_release_inflight); with synchronous commits it is already
- * flushed and this costs a comparison.
+ * A partition's last stable offset and high watermark, for a reader.  Also
+ * flushes WAL up to the newest commit of a producing transaction, so that
+ * no record a reader is about to return can be lost in a crash (see
+ * el_release_inflight); with synchronous commits it is already flushed and
+ * this costs a comparison.
  */
 void
 el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
@@ -915,9 +914,7 @@ el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
  *
  * Without a slot, the newest commit LSN of the partition is not known: flush
  * all WAL written so far instead (as el_read_stable_offset flushes to the
- * partition's, so that no record returned can vanish in a crash).  A long
- * poll sleeps on the topic's wake-up condition variable, which every
- * producing transaction of the topic broadcasts when it ends.  This costs
+ * partition's, so that no record returned can vanish in a crash).  This costs
  * recovery queries on every call: it is the exception, while slots are
  * exhausted.
  */
@@ -936,7 +933,6 @@ el_stable_offset_unslotted(ElTopic *topic, int32 partition, ElStableOffset *out)
 	out->holder_pid = 0;
 	out->commit_lsn = InvalidXLogRecPtr;
 	out->active_segno = routing.active_segno;
-	out->cv = el_topic_wakeup(topic->topic_id);
 	XLogFlush(el_wal_insert_end());
 	return true;
 }

@@ -366,7 +366,8 @@ $bystander->finish;
 
 # A waiting read whose partition slot is recycled (more partitions in use
 # than eventlog.max_partitions) attaches again and is still woken by the
-# next commit: freeing a slot wakes the reads sleeping on it.
+# next commit: it sleeps on its topic's wake-up condition variable, which
+# never moves (see also 020_long_poll_attack.pl).
 $node->append_conf('postgresql.conf', "eventlog.max_partitions = 3\n");
 $node->restart;
 $node->safe_psql('postgres', q{
