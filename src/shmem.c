@@ -335,6 +335,14 @@ el_free_slot(int slotno, bool even_unannounced)
 		freed = true;
 	}
 	LWLockRelease(&slot->lock);
+
+	/*
+	 * Long polls of the partition sleep on this slot's condition variable
+	 * (read.c), but its producers will broadcast the partition's next slot:
+	 * wake them, so that they look again and sleep on that one.
+	 */
+	if (freed)
+		ConditionVariableBroadcast(&slot->cv);
 	return freed;
 }
 
