@@ -1879,12 +1879,15 @@ BEGIN
     IF next_offset < 0 THEN
         RAISE EXCEPTION 'next_offset must not be negative' USING ERRCODE = '22023';
     END IF;
+    -- The group's membership lock, shared: it waits for member polls in
+    -- progress (they hold it exclusively), and keeps delete_group away while
+    -- this transaction holds the group's rows (it refuses instead of waiting
+    -- for them, and deadlocking with this member's next poll).
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
     -- Committing "what the polls returned" is only safe in the session that
     -- polled: a member restarted in another session got those records again
-    -- (_poll_member), and the fetch positions are now its.  Wait for member
-    -- polls in progress (they hold this lock exclusively), then compare.
+    -- (_poll_member), and the fetch positions are now its.
     IF next_offset IS NULL THEN
-        PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
         SELECT gm.session INTO msession FROM @extschema@.group_members gm
          WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name AND gm.member = _commit.member;
         IF FOUND AND msession IS DISTINCT FROM @extschema@._session_id() THEN
