@@ -693,8 +693,10 @@ BEGIN
     -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
     -- as create_topic does.  Waiting for it while holding the row would
     -- deadlock with a transaction that changed topic_catalog (an alter_topic,
-    -- drop_topic or grant) and then alters this topic.
+    -- drop_topic or grant) and then alters this topic.  Only for the
+    -- topic's owner: no one else may hold up topic DDL with it.
     IF partitions IS NOT NULL THEN
+        PERFORM @extschema@._authorize(topic, 'owner');
         LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
     END IF;
     SELECT * INTO cur FROM @extschema@.topic_catalog t
