@@ -696,7 +696,9 @@ BEGIN
     -- drop_topic or grant) and then alters this topic.  Only for the
     -- topic's owner: no one else may hold up topic DDL with it.
     IF partitions IS NOT NULL THEN
-        PERFORM @extschema@._authorize(topic, 'owner');
+        IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _alter_topic.topic) THEN
+            PERFORM @extschema@._authorize(topic, 'owner');
+        END IF;
         LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
     END IF;
     SELECT * INTO cur FROM @extschema@.topic_catalog t
