@@ -41,7 +41,7 @@ endif
 # log's guarantees on purpose) exist only in a build for the tests:
 # test/run builds with EL_TEST_HOOKS=1; a plain "make" (and test/demo) leaves
 # them out.  The choice is recorded in src/.build-flavour, so switching it
-# rebuilds every object.
+# rebuilds every object, and the LLVM bitcode "make install" also installs.
 ifdef EL_TEST_HOOKS
 PG_CPPFLAGS += -DEL_TEST_HOOKS
 endif
@@ -61,11 +61,11 @@ $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 
 # PGXS does not track header dependencies without --enable-depend: every
 # object depends on every header (a rebuild costs seconds).
-$(OBJS): $(wildcard src/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(wildcard src/*.h)
 
 src/.build-flavour: el-force
 	@echo '$(EL_BUILD_FLAVOUR)' | cmp -s - $@ || echo '$(EL_BUILD_FLAVOUR)' > $@
-$(OBJS): src/.build-flavour
+$(OBJS) $(OBJS:.o=.bc): src/.build-flavour
 .PHONY: el-force check-release-build check-messages
 el-force:
 

@@ -634,8 +634,12 @@ BEGIN
     -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
     -- as create_topic does.  Waiting for it while holding the row would
     -- deadlock with a transaction that changed topic_catalog (an alter_topic,
-    -- drop_topic or grant) and then alters this topic.
+    -- drop_topic or grant) and then alters this topic.  Only for the
+    -- topic's owner: no one else may hold up topic DDL with it.
     IF partitions IS NOT NULL THEN
+        IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _alter_topic.topic) THEN
+            PERFORM @extschema@._authorize(topic, 'owner');
+        END IF;
         LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
     END IF;
     SELECT * INTO cur FROM @extschema@.topic_catalog t
@@ -683,6 +687,110 @@ $$;
 COMMENT ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) IS
 'internal: the body of eventlog.alter_topic, run as the extension owner on behalf of the caller eventlog.alter_topic notes (see src/acl.c)';
 REVOKE ALL ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+
+-- A member's commit of an explicit offset takes the group's membership lock
+-- too, so that delete_group refuses instead of waiting for its rows.
+CREATE OR REPLACE FUNCTION @extschema@._commit(topic text, group_name text, member text,
+                                   partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
+                                   generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+    o record;
+    pos bigint;
+    res @extschema@.position;
+    msession text;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF member IS NULL OR member = '' THEN
+        RAISE EXCEPTION 'member must be given' USING ERRCODE = '22023',
+            HINT = 'Transactional consumers commit with their transaction; members commit with their name.';
+    END IF;
+    IF next_offset IS NOT NULL AND partition IS NULL THEN
+        RAISE EXCEPTION 'next_offset needs a partition' USING ERRCODE = '22023';
+    END IF;
+    IF next_offset < 0 THEN
+        RAISE EXCEPTION 'next_offset must not be negative' USING ERRCODE = '22023';
+    END IF;
+    -- The group's membership lock, shared: it waits for member polls in
+    -- progress (they hold it exclusively), and keeps delete_group away while
+    -- this transaction holds the group's rows (it refuses instead of waiting
+    -- for them, and deadlocking with this member's next poll).
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
+    -- Committing "what the polls returned" is only safe in the session that
+    -- polled: a member restarted in another session got those records again
+    -- (_poll_member), and the fetch positions are now its.
+    IF next_offset IS NULL THEN
+        SELECT gm.session INTO msession FROM @extschema@.group_members gm
+         WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name AND gm.member = _commit.member;
+        IF FOUND AND msession IS DISTINCT FROM @extschema@._session_id() THEN
+            RAISE EXCEPTION 'member "%" of group "%" of topic "%" last polled from another session', member, group_name, topic
+                USING ERRCODE = '55000',
+                      DETAIL = 'That session was given again what this one polled and did not commit; committing the fetch positions could skip records it has not processed.',
+                      HINT = 'Poll again from this session, or commit explicit offsets with partition and next_offset.';
+        END IF;
+    END IF;
+    IF partition IS NOT NULL THEN
+        SELECT go.partition, go.owner_member, go.generation, go.fetch_offset, go.next_offset INTO o
+          FROM @extschema@.group_offsets go
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = _commit.partition
+           FOR UPDATE;
+        IF NOT FOUND OR o.owner_member IS DISTINCT FROM member
+           OR (generation IS NOT NULL AND o.generation <> generation) THEN
+            RAISE EXCEPTION 'member "%" does not own partition % of topic "%" in group "%"',
+                            member, partition, topic, group_name
+                USING ERRCODE = '55000',
+                      DETAIL = format('The partition is assigned to %s in generation %s.',
+                                      coalesce(quote_literal(o.owner_member), 'no member'),
+                                      coalesce(o.generation::text, '0')),
+                      HINT = 'The member lost the partition (it left, or missed its session timeout); poll again to get an assignment.';
+        END IF;
+        pos := coalesce(next_offset, o.fetch_offset, o.next_offset);
+        IF pos > @extschema@.high_watermark(topic, partition) THEN
+            RAISE EXCEPTION 'offset % is beyond the high watermark of partition % of topic "%"', pos, partition, topic
+                USING ERRCODE = '22003';
+        END IF;
+        UPDATE @extschema@.group_offsets go
+           SET next_offset = pos, committed_at = pg_catalog.now(),
+               metadata = coalesce(_commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = _commit.partition;
+        res.partition := partition;
+        res.offset_id := pos;
+        RETURN NEXT res;
+        RETURN;
+    END IF;
+    -- A member that is no longer in the group owns nothing: say so, rather
+    -- than commit nothing in silence (the same fencing as for one partition).
+    IF NOT EXISTS (SELECT FROM @extschema@.group_members gm
+                    WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name
+                      AND gm.member = _commit.member) THEN
+        RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
+            USING ERRCODE = '55000',
+                  HINT = 'The member left, or missed its session timeout; poll again to rejoin the group.';
+    END IF;
+    -- Everything the member's last polls returned, in the partitions it owns.
+    FOR o IN SELECT go.partition, go.fetch_offset FROM @extschema@.group_offsets go
+              WHERE go.topic_id = tid AND go.group_name = _commit.group_name
+                AND go.owner_member = member AND go.fetch_offset IS NOT NULL
+              ORDER BY go.partition FOR UPDATE
+    LOOP
+        UPDATE @extschema@.group_offsets go
+           SET next_offset = o.fetch_offset, committed_at = pg_catalog.now(),
+               metadata = coalesce(_commit.metadata, go.metadata)
+         WHERE go.topic_id = tid AND go.group_name = _commit.group_name AND go.partition = o.partition;
+        res.partition := o.partition;
+        res.offset_id := o.fetch_offset;
+        RETURN NEXT res;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._commit(text, text, text, integer, bigint, bigint, text) IS
+'internal: the body of eventlog.commit, run as the extension owner on behalf of the caller eventlog.commit notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._commit(text, text, text, integer, bigint, bigint, text) FROM PUBLIC;
 -- eventlog.maintenance shows each worker's status and the notifier's PID,
 -- and only the current database to roles without pg_read_all_stats (issue
 -- 13, items 8 and 17): new OUT columns need the function and view made anew.
@@ -1022,19 +1130,25 @@ BEGIN
                JOIN @extschema@.partition_catalog pc USING (topic_id)
               ORDER BY t.name, pc.partition
     LOOP
-        topic := p.name;
-        partition := p.partition;
-        log_start_offset := p.start;
-        SELECT s.high_watermark, s.last_stable_offset, s.stable_offset_holder_pid
-          INTO high_watermark, last_stable_offset, stable_offset_holder_pid
-          FROM @extschema@._partition_state(p.name, p.partition) s;
-        records := greatest(last_stable_offset - log_start_offset, 0);
-        segments := p.nsegs;
-        bytes := @extschema@._partition_bytes(p.name, p.partition);
-        oldest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
-                                                       last_stable_offset, false);
-        newest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
-                                                       last_stable_offset, true);
+        -- A topic dropped since this statement's snapshot was taken is
+        -- left out: the lookups below see the latest catalog.
+        BEGIN
+            topic := p.name;
+            partition := p.partition;
+            log_start_offset := p.start;
+            SELECT s.high_watermark, s.last_stable_offset, s.stable_offset_holder_pid
+              INTO high_watermark, last_stable_offset, stable_offset_holder_pid
+              FROM @extschema@._partition_state(p.name, p.partition) s;
+            records := greatest(last_stable_offset - log_start_offset, 0);
+            segments := p.nsegs;
+            bytes := @extschema@._partition_bytes(p.name, p.partition);
+            oldest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
+                                                           last_stable_offset, false);
+            newest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
+                                                           last_stable_offset, true);
+        EXCEPTION WHEN undefined_object THEN
+            CONTINUE;
+        END;
         RETURN NEXT;
     END LOOP;
 END
@@ -1064,30 +1178,36 @@ BEGIN
                JOIN @extschema@.topic_catalog t USING (topic_id)
               ORDER BY 1, 2, 3
     LOOP
-        group_name := o.group_name;
-        topic := o.name;
-        partition := o.partition;
-        committed_offset := o.next_offset;
-        last_commit := o.committed_at;
-        owner_member := o.owner_member;
-        generation := o.generation;
-        SELECT s.high_watermark, s.last_stable_offset INTO high_watermark, last_stable_offset
-          FROM @extschema@._partition_state(o.name, o.partition) s;
-        start_offset := @extschema@.log_start_offset(o.name, o.partition);
-        lost_records := o.next_offset < start_offset;
-        -- Lag counts offsets the group has not consumed below the stable
-        -- offset (aborted gaps included); lag_time is the age of the
-        -- oldest unread record.
-        lag := greatest(last_stable_offset - greatest(o.next_offset, start_offset), 0);
-        oldest := NULL;
-        IF lag > 0 THEN
-            -- Not eventlog.read: it keeps its segment locked to the end of
-            -- the transaction, as a consumer's read must.
-            oldest := @extschema@._append_time(o.name, o.partition,
-                                               greatest(o.next_offset, start_offset),
-                                               last_stable_offset, false);
-        END IF;
-        lag_time := CASE WHEN oldest IS NULL THEN interval '0' ELSE pg_catalog.now() - oldest END;
+        -- A topic dropped since this statement's snapshot was taken is
+        -- left out: the lookups below see the latest catalog.
+        BEGIN
+            group_name := o.group_name;
+            topic := o.name;
+            partition := o.partition;
+            committed_offset := o.next_offset;
+            last_commit := o.committed_at;
+            owner_member := o.owner_member;
+            generation := o.generation;
+            SELECT s.high_watermark, s.last_stable_offset INTO high_watermark, last_stable_offset
+              FROM @extschema@._partition_state(o.name, o.partition) s;
+            start_offset := @extschema@.log_start_offset(o.name, o.partition);
+            lost_records := o.next_offset < start_offset;
+            -- Lag counts offsets the group has not consumed below the stable
+            -- offset (aborted gaps included); lag_time is the age of the
+            -- oldest unread record.
+            lag := greatest(last_stable_offset - greatest(o.next_offset, start_offset), 0);
+            oldest := NULL;
+            IF lag > 0 THEN
+                -- Not eventlog.read: it keeps its segment locked to the end of
+                -- the transaction, as a consumer's read must.
+                oldest := @extschema@._append_time(o.name, o.partition,
+                                                   greatest(o.next_offset, start_offset),
+                                                   last_stable_offset, false);
+            END IF;
+            lag_time := CASE WHEN oldest IS NULL THEN interval '0' ELSE pg_catalog.now() - oldest END;
+        EXCEPTION WHEN undefined_object THEN
+            CONTINUE;
+        END;
         RETURN NEXT;
     END LOOP;
 END

@@ -707,8 +707,12 @@ BEGIN
     -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
     -- as create_topic does.  Waiting for it while holding the row would
     -- deadlock with a transaction that changed topic_catalog (an alter_topic,
-    -- drop_topic or grant) and then alters this topic.
+    -- drop_topic or grant) and then alters this topic.  Only for the
+    -- topic's owner: no one else may hold up topic DDL with it.
     IF partitions IS NOT NULL THEN
+        IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _alter_topic.topic) THEN
+            PERFORM @extschema@._authorize(topic, 'owner');
+        END IF;
         LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
     END IF;
     SELECT * INTO cur FROM @extschema@.topic_catalog t
@@ -1906,12 +1910,15 @@ BEGIN
     IF next_offset < 0 THEN
         RAISE EXCEPTION 'next_offset must not be negative' USING ERRCODE = '22023';
     END IF;
+    -- The group's membership lock, shared: it waits for member polls in
+    -- progress (they hold it exclusively), and keeps delete_group away while
+    -- this transaction holds the group's rows (it refuses instead of waiting
+    -- for them, and deadlocking with this member's next poll).
+    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
     -- Committing "what the polls returned" is only safe in the session that
     -- polled: a member restarted in another session got those records again
-    -- (_poll_member), and the fetch positions are now its.  Wait for member
-    -- polls in progress (they hold this lock exclusively), then compare.
+    -- (_poll_member), and the fetch positions are now its.
     IF next_offset IS NULL THEN
-        PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), true);
         SELECT gm.session INTO msession FROM @extschema@.group_members gm
          WHERE gm.topic_id = tid AND gm.group_name = _commit.group_name AND gm.member = _commit.member;
         IF FOUND AND msession IS DISTINCT FROM @extschema@._session_id() THEN
