@@ -30,6 +30,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "dependents.h"
 #include "shmem.h"
 #include "topic.h"
 #include "worker.h"
@@ -190,6 +191,12 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+
+	/*
+	 * The statement may have made an object depend on a segment table
+	 * (dependents.c): refuse that now, so that the statement rolls back.
+	 */
+	el_check_new_dependents();
 
 	if (dropping_extension)
 		el_drop_empty_schema();
