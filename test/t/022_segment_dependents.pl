@@ -91,9 +91,11 @@ for my $sql ("CREATE TEMP VIEW v AS SELECT * FROM $seg_a",
 # an index or a policy.  Each such object would have to be dropped (and so
 # locked) with the segment, and a lock on it held open would keep
 # retention from the segment for as long as the role liked.
-my ($type_a, $pkey_a, $toast_a) = split /\|/, $node->safe_psql('postgres', qq{
-    SELECT c.reltype || '|' || i.indexrelid || '|' || c.reltoastrelid
+my ($type_a, $pkey_a, $toast_a, $array_a, $toastidx_a) = split /\|/, $node->safe_psql('postgres', qq{
+    SELECT c.reltype || '|' || i.indexrelid || '|' || c.reltoastrelid || '|' || t.typarray
+           || '|' || (SELECT ti.indexrelid FROM pg_index ti WHERE ti.indrelid = c.reltoastrelid)
       FROM pg_class c JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+      JOIN pg_type t ON t.oid = c.reltype
      WHERE c.oid = $oid_a});
 $node->safe_psql('postgres', q{
     CREATE SCHEMA nob AUTHORIZATION nobody;
@@ -106,6 +108,8 @@ for my $sql ("CREATE TEMP VIEW by_oid AS SELECT '${oid_a}'::regclass AS seg",
              "CREATE TEMP VIEW by_type AS SELECT '${type_a}'::regtype AS t",
              "CREATE TEMP VIEW by_pkey AS SELECT '${pkey_a}'::regclass AS i",
              "CREATE TEMP VIEW by_toast AS SELECT '${toast_a}'::regclass AS t",
+             "CREATE TEMP VIEW by_array AS SELECT '${array_a}'::regtype AS t",
+             "CREATE TEMP VIEW by_toast_index AS SELECT '${toastidx_a}'::regclass AS t",
              "CREATE TEMP TABLE dflt (r regclass DEFAULT '${oid_a}'::regclass)",
              "CREATE TEMP TABLE chk (r regclass CHECK (r <> '${oid_a}'::regclass))",
              "ALTER TABLE nob.own ADD COLUMN r regclass DEFAULT '${oid_a}'",
@@ -137,7 +141,7 @@ for my $sql ("ALTER POLICY q ON nob.own USING (x::oid <> '${oid_a}'::regclass)",
 }
 is($node->safe_psql('postgres', qq{
     SELECT count(*) FROM pg_depend
-     WHERE refobjid IN ($oid_a, $type_a, $pkey_a, $toast_a) AND deptype = 'n'}),
+     WHERE refobjid IN ($oid_a, $type_a, $pkey_a, $toast_a, $array_a, $toastidx_a) AND deptype = 'n'}),
    '0', 'the refused statements leave no dependent of the segment behind');
 
 # What remains: the extension owner may make objects over segments (it
