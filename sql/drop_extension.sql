@@ -38,6 +38,22 @@ SELECT topic FROM eventlog.topics WHERE topic IN ('captured', 'survivor') ORDER 
 SELECT eventlog.uncapture('captured');
 DROP TABLE captured;
 
+-- An object of the owner's over a segment: DROP EXTENSION is refused as
+-- PostgreSQL refuses it, and DROP EXTENSION ... CASCADE drops the object
+-- with the segments (it must not fail on the segment).
+BEGIN;
+DO $$BEGIN
+    EXECUTE format('CREATE VIEW over_segment AS SELECT offset_id FROM eventlog_segments.%I',
+                   (SELECT table_name FROM eventlog.segment_catalog ORDER BY table_name LIMIT 1));
+END$$;
+SELECT e.code, regexp_replace(e.message, '[0-9]+', 'N', 'g') AS message
+  FROM expect_error($$DROP EXTENSION pg_eventlog$$) e;
+SET LOCAL client_min_messages = warning;
+DROP EXTENSION pg_eventlog CASCADE;
+SELECT to_regclass('over_segment') IS NULL AS view_dropped,
+       to_regnamespace('eventlog_segments') IS NULL AS segments_dropped;
+ROLLBACK;
+
 DROP EXTENSION pg_eventlog;
 SELECT count(*) AS relations_left FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'eventlog';

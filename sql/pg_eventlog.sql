@@ -2079,19 +2079,25 @@ BEGIN
                JOIN @extschema@.partition_catalog pc USING (topic_id)
               ORDER BY t.name, pc.partition
     LOOP
-        topic := p.name;
-        partition := p.partition;
-        log_start_offset := p.start;
-        SELECT s.high_watermark, s.last_stable_offset, s.stable_offset_holder_pid
-          INTO high_watermark, last_stable_offset, stable_offset_holder_pid
-          FROM @extschema@._partition_state(p.name, p.partition) s;
-        records := greatest(last_stable_offset - log_start_offset, 0);
-        segments := p.nsegs;
-        bytes := @extschema@._partition_bytes(p.name, p.partition);
-        oldest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
-                                                       last_stable_offset, false);
-        newest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
-                                                       last_stable_offset, true);
+        -- A topic dropped since this statement's snapshot was taken is
+        -- left out: the lookups below see the latest catalog.
+        BEGIN
+            topic := p.name;
+            partition := p.partition;
+            log_start_offset := p.start;
+            SELECT s.high_watermark, s.last_stable_offset, s.stable_offset_holder_pid
+              INTO high_watermark, last_stable_offset, stable_offset_holder_pid
+              FROM @extschema@._partition_state(p.name, p.partition) s;
+            records := greatest(last_stable_offset - log_start_offset, 0);
+            segments := p.nsegs;
+            bytes := @extschema@._partition_bytes(p.name, p.partition);
+            oldest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
+                                                           last_stable_offset, false);
+            newest_append_time := @extschema@._append_time(p.name, p.partition, log_start_offset,
+                                                           last_stable_offset, true);
+        EXCEPTION WHEN undefined_object THEN
+            CONTINUE;
+        END;
         RETURN NEXT;
     END LOOP;
 END
@@ -2143,30 +2149,36 @@ BEGIN
                JOIN @extschema@.topic_catalog t USING (topic_id)
               ORDER BY 1, 2, 3
     LOOP
-        group_name := o.group_name;
-        topic := o.name;
-        partition := o.partition;
-        committed_offset := o.next_offset;
-        last_commit := o.committed_at;
-        owner_member := o.owner_member;
-        generation := o.generation;
-        SELECT s.high_watermark, s.last_stable_offset INTO high_watermark, last_stable_offset
-          FROM @extschema@._partition_state(o.name, o.partition) s;
-        start_offset := @extschema@.log_start_offset(o.name, o.partition);
-        lost_records := o.next_offset < start_offset;
-        -- Lag counts offsets the group has not consumed below the stable
-        -- offset (aborted gaps included); lag_time is the age of the
-        -- oldest unread record.
-        lag := greatest(last_stable_offset - greatest(o.next_offset, start_offset), 0);
-        oldest := NULL;
-        IF lag > 0 THEN
-            -- Not eventlog.read: it keeps its segment locked to the end of
-            -- the transaction, as a consumer's read must.
-            oldest := @extschema@._append_time(o.name, o.partition,
-                                               greatest(o.next_offset, start_offset),
-                                               last_stable_offset, false);
-        END IF;
-        lag_time := CASE WHEN oldest IS NULL THEN interval '0' ELSE pg_catalog.now() - oldest END;
+        -- A topic dropped since this statement's snapshot was taken is
+        -- left out: the lookups below see the latest catalog.
+        BEGIN
+            group_name := o.group_name;
+            topic := o.name;
+            partition := o.partition;
+            committed_offset := o.next_offset;
+            last_commit := o.committed_at;
+            owner_member := o.owner_member;
+            generation := o.generation;
+            SELECT s.high_watermark, s.last_stable_offset INTO high_watermark, last_stable_offset
+              FROM @extschema@._partition_state(o.name, o.partition) s;
+            start_offset := @extschema@.log_start_offset(o.name, o.partition);
+            lost_records := o.next_offset < start_offset;
+            -- Lag counts offsets the group has not consumed below the stable
+            -- offset (aborted gaps included); lag_time is the age of the
+            -- oldest unread record.
+            lag := greatest(last_stable_offset - greatest(o.next_offset, start_offset), 0);
+            oldest := NULL;
+            IF lag > 0 THEN
+                -- Not eventlog.read: it keeps its segment locked to the end of
+                -- the transaction, as a consumer's read must.
+                oldest := @extschema@._append_time(o.name, o.partition,
+                                                   greatest(o.next_offset, start_offset),
+                                                   last_stable_offset, false);
+            END IF;
+            lag_time := CASE WHEN oldest IS NULL THEN interval '0' ELSE pg_catalog.now() - oldest END;
+        EXCEPTION WHEN undefined_object THEN
+            CONTINUE;
+        END;
         RETURN NEXT;
     END LOOP;
 END

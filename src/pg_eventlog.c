@@ -37,6 +37,7 @@ _PG_init(void)
 	el_segment_init();
 	el_read_init();
 	el_utility_init();
+	el_dependents_init();
 	el_worker_init();
 	el_notify_init();
 

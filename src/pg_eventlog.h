@@ -27,6 +27,7 @@ extern void el_topic_cache_init(void);
 extern void el_segment_init(void);
 extern void el_read_init(void);
 extern void el_utility_init(void);
+extern void el_dependents_init(void);
 extern void el_notify_init(void);
 
 /* capture.c: ALTER TABLE must not give a captured table's key a refused type */

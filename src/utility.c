@@ -40,6 +40,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "dependents.h"
 #include "shmem.h"
 #include "topic.h"
 #include "worker.h"
@@ -64,8 +65,13 @@ el_drop_names(DropStmt *stmt, ObjectType type, const char *name)
 	return false;
 }
 
+/*
+ * Drop every segment table, with CASCADE if the DROP EXTENSION said so: an
+ * object built over a segment (by the extension owner, or by anyone before
+ * 0.3.0) then goes with it, as it would go with the extension.
+ */
 static void
-el_drop_all_segments(void)
+el_drop_all_segments(bool cascade)
 {
 	int			ret;
 	int			pin;
@@ -90,9 +96,10 @@ el_drop_all_segments(void)
 	{
 		char	   *relname = SPI_getvalue(segments->vals[i],
 										   segments->tupdesc, 1);
-		char	   *sql = psprintf("DROP TABLE IF EXISTS %s.%s",
+		char	   *sql = psprintf("DROP TABLE IF EXISTS %s.%s%s",
 								   quote_identifier(segnsp),
-								   quote_identifier(relname));
+								   quote_identifier(relname),
+								   cascade ? " CASCADE" : "");
 
 		ret = SPI_execute(sql, false, 0);
 		if (ret != SPI_OK_UTILITY)
@@ -306,7 +313,7 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 				aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_EXTENSION,
 							   EL_EXTENSION_NAME);
 			dropping_extension = true;
-			el_drop_all_segments();
+			el_drop_all_segments(stmt->behavior == DROP_CASCADE);
 			el_forget_database_at_commit();
 		}
 		/* DROP SCHEMA eventlog CASCADE drops segments and extension alike. */
@@ -366,6 +373,12 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 		}
 		PG_END_TRY();
 	}
+
+	/*
+	 * The statement may have made an object depend on a segment table
+	 * (dependents.c): refuse that now, so that the statement rolls back.
+	 */
+	el_check_new_dependents();
 
 	if (dropping_extension)
 		el_drop_empty_schema();

@@ -84,10 +84,73 @@ for my $sql ("CREATE TEMP VIEW v AS SELECT * FROM $seg_a",
          "a role without grants is refused: $sql");
 }
 
-# 2. It can still make a view depend on a segment by OID (numeric regclass
-# input looks no name up), and hold a lock on the view.
-my ($hold_a, $err_a) = holder('nobody',
-    "CREATE TEMP VIEW by_oid AS SELECT '${oid_a}'::regclass AS seg", 'SELECT * FROM by_oid');
+# 2. Nor can it make an object depend on a segment without naming it: by
+# OID (numeric regclass/regtype input looks no name up), on the segment,
+# its row type, its primary key index or its TOAST table, in a view, a
+# column default, a check constraint, a function body, a domain, a rule,
+# an index or a policy.  Each such object would have to be dropped (and so
+# locked) with the segment, and a lock on it held open would keep
+# retention from the segment for as long as the role liked.
+my ($type_a, $pkey_a, $toast_a, $array_a, $toastidx_a) = split /\|/, $node->safe_psql('postgres', qq{
+    SELECT c.reltype || '|' || i.indexrelid || '|' || c.reltoastrelid || '|' || t.typarray
+           || '|' || (SELECT ti.indexrelid FROM pg_index ti WHERE ti.indrelid = c.reltoastrelid)
+      FROM pg_class c JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+      JOIN pg_type t ON t.oid = c.reltype
+     WHERE c.oid = $oid_a});
+$node->safe_psql('postgres', q{
+    CREATE SCHEMA nob AUTHORIZATION nobody;
+    CREATE TABLE nob.own (x int);
+    ALTER TABLE nob.own OWNER TO nobody;
+    CREATE VIEW nob.harmless AS SELECT 1 AS r;
+    ALTER VIEW nob.harmless OWNER TO nobody;
+});
+for my $sql ("CREATE TEMP VIEW by_oid AS SELECT '${oid_a}'::regclass AS seg",
+             "CREATE TEMP VIEW by_type AS SELECT '${type_a}'::regtype AS t",
+             "CREATE TEMP VIEW by_pkey AS SELECT '${pkey_a}'::regclass AS i",
+             "CREATE TEMP VIEW by_toast AS SELECT '${toast_a}'::regclass AS t",
+             "CREATE TEMP VIEW by_array AS SELECT '${array_a}'::regtype AS t",
+             "CREATE TEMP VIEW by_toast_index AS SELECT '${toastidx_a}'::regclass AS t",
+             "CREATE TEMP TABLE dflt (r regclass DEFAULT '${oid_a}'::regclass)",
+             "CREATE TEMP TABLE chk (r regclass CHECK (r <> '${oid_a}'::regclass))",
+             "ALTER TABLE nob.own ADD COLUMN r regclass DEFAULT '${oid_a}'",
+             "ALTER TABLE nob.own ADD CONSTRAINT c CHECK (x::oid <> '${oid_a}'::regclass)",
+             "CREATE INDEX ON nob.own ((x::oid = '${oid_a}'::regclass))",
+             "CREATE POLICY p ON nob.own USING (x::oid <> '${oid_a}'::regclass)",
+             "CREATE RULE r AS ON UPDATE TO nob.own DO ALSO SELECT '${oid_a}'::regclass",
+             "CREATE OR REPLACE VIEW nob.harmless AS SELECT 1 AS r, '${oid_a}'::regclass AS s",
+             "CREATE FUNCTION pg_temp.f() RETURNS regclass LANGUAGE sql BEGIN ATOMIC SELECT '${oid_a}'::regclass; END",
+             "CREATE FUNCTION pg_temp.g(r regclass DEFAULT '${oid_a}') RETURNS int LANGUAGE sql AS 'SELECT 1'",
+             "CREATE DOMAIN nob.d AS regclass CHECK (VALUE <> '${oid_a}'::regclass)",
+             "CREATE DOMAIN nob.e AS regclass DEFAULT '${oid_a}'",
+             "DO \$\$BEGIN EXECUTE \$q\$CREATE TEMP VIEW in_do AS SELECT '${oid_a}'::regclass\$q\$; END\$\$",
+             "BEGIN; CREATE TEMP VIEW sp AS SELECT 0::oid AS x; SAVEPOINT s; CREATE OR REPLACE TEMP VIEW sp AS SELECT '${oid_a}'::regclass::oid AS x; RELEASE s; COMMIT")
+{
+    my ($rc, $out, $err) = $node->psql('postgres', $sql, extra_params => [ '-U', 'nobody' ]);
+    like($err, qr/ERROR:  cannot make .* depend on event log segment/,
+         "a role without grants cannot depend on a segment by OID: $sql");
+}
+# ALTER POLICY and ALTER DOMAIN change an existing object's dependencies.
+$node->psql('postgres', q{CREATE POLICY q ON nob.own USING (true); CREATE DOMAIN nob.f AS regclass;},
+            extra_params => [ '-U', 'nobody' ]);
+for my $sql ("ALTER POLICY q ON nob.own USING (x::oid <> '${oid_a}'::regclass)",
+             "ALTER DOMAIN nob.f SET DEFAULT '${oid_a}'")
+{
+    my ($rc, $out, $err) = $node->psql('postgres', $sql, extra_params => [ '-U', 'nobody' ]);
+    like($err, qr/ERROR:  cannot make .* depend on event log segment/,
+         "a role without grants cannot depend on a segment by OID: $sql");
+}
+is($node->safe_psql('postgres', qq{
+    SELECT count(*) FROM pg_depend
+     WHERE refobjid IN ($oid_a, $type_a, $pkey_a, $toast_a, $array_a, $toastidx_a) AND deptype = 'n'}),
+   '0', 'the refused statements leave no dependent of the segment behind');
+
+# What remains: the extension owner may make objects over segments (it
+# owns them and could lock them anyway) and let others use them.
+$node->safe_psql('postgres', qq{
+    CREATE VIEW owner_oid_view AS SELECT '${oid_a}'::regclass AS seg;
+    GRANT SELECT ON owner_oid_view TO nobody;
+});
+my ($hold_a, $err_a) = holder('nobody', 'SELECT 1', 'SELECT * FROM owner_oid_view');
 # The extension owner's own view over a segment, held by another session.
 $node->safe_psql('postgres', "CREATE VIEW owner_view AS SELECT offset_id FROM $seg_b");
 my ($hold_b, $err_b) = holder($node->safe_psql('postgres', 'SELECT current_user'),
@@ -145,6 +208,8 @@ ok($node->poll_query_until('postgres', q{
    'the worker removes them once released');
 is($node->safe_psql('postgres', q{SELECT to_regclass('owner_view') IS NULL}), 't',
    'the owner\'s view went with its segment');
+is($node->safe_psql('postgres', q{SELECT to_regclass('owner_oid_view') IS NULL}), 't',
+   'and so did the one by OID');
 
 # drop_topic does not leave anything behind either.
 $node->safe_psql('postgres', q{SELECT eventlog.drop_topic(t) FROM unnest('{dep_a,dep_b,dep_c,dep_d}'::text[]) t});
