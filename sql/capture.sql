@@ -75,6 +75,7 @@ SELECT e.* FROM (VALUES
     ($$SELECT eventlog.capture('shop', 'again')$$),
     ($$SELECT eventlog.capture('shop_view', 'v')$$),
     ($$SELECT eventlog.capture('eventlog.topic_catalog', 'meta')$$),
+    ($$SELECT eventlog.capture((SELECT format('eventlog_segments.%I', min(table_name)) FROM eventlog.segment_catalog)::regclass, 'seg')$$),
     ($$SELECT eventlog.capture('no_key', 'nk')$$),
     ($$SELECT eventlog.capture('no_key', 'nk', key_columns => ARRAY['nope'])$$),
     ($$SELECT eventlog.capture('no_key', 'nk', key_columns => ARRAY[]::text[])$$),
@@ -85,7 +86,7 @@ SELECT e.* FROM (VALUES
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT * FROM expect_error($$SELECT eventlog.capture('no_key', 'nk', key_columns => ARRAY['a'], snapshot => true)$$);
 ROLLBACK;
-SELECT count(*) AS topics_created FROM eventlog.topics WHERE topic IN ('t', 'again', 'v', 'meta', 'nk');
+SELECT count(*) AS topics_created FROM eventlog.topics WHERE topic IN ('t', 'again', 'v', 'meta', 'seg', 'nk');
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'no_key'::regclass;
 
 -- A table without a primary key, keyed by chosen columns.

@@ -2304,7 +2304,7 @@ BEGIN
             DETAIL = 'Only ordinary tables can be captured (not views, foreign or partitioned tables).',
             HINT = 'Capture each partition of a partitioned table.';
     END IF;
-    IF rel.nsp = '@extschema@'::regnamespace THEN
+    IF rel.nsp = '@extschema@'::regnamespace OR rel.nsp = 'eventlog_segments'::regnamespace THEN
         RAISE EXCEPTION 'cannot capture "%", a table of the event log itself', source USING ERRCODE = '42809';
     END IF;
     IF EXISTS (SELECT FROM @extschema@.captures c WHERE c.source = capture.source) THEN
