@@ -246,6 +246,13 @@ el_database_to_free(Node *parsetree, bool isTopLevel)
 	return dbid;
 }
 
+/* DROP DATABASE failed, or its session exits: ask the workers back. */
+static void
+el_unstop_worker_callback(int code, Datum arg)
+{
+	el_unstop_worker(DatumGetObjectId(arg));
+}
+
 /* Error or exit while the workers were kept away: let them come back. */
 static void
 el_resume_workers_callback(int code, Datum arg)
@@ -317,7 +324,23 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (!OidIsValid(stopped_dbid))
 		paused_dbid = el_database_to_free(parsetree,
 										  context == PROCESS_UTILITY_TOPLEVEL);
-	if (OidIsValid(paused_dbid))
+	if (OidIsValid(stopped_dbid))
+	{
+		/*
+		 * Should the DROP fail, be cancelled or its session be terminated
+		 * (which skips PG_CATCH), the workers are asked back: else the
+		 * launcher would forget the database as dropped until its next
+		 * probe of every database.
+		 */
+		PG_ENSURE_ERROR_CLEANUP(el_unstop_worker_callback, ObjectIdGetDatum(stopped_dbid));
+		{
+			el_stop_worker(stopped_dbid);
+			el_run_utility(pstmt, queryString, readOnlyTree, context,
+						   params, queryEnv, dest, qc);
+		}
+		PG_END_ENSURE_ERROR_CLEANUP(el_unstop_worker_callback, ObjectIdGetDatum(stopped_dbid));
+	}
+	else if (OidIsValid(paused_dbid))
 	{
 		PG_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
 		{
@@ -329,23 +352,8 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 		el_resume_workers(paused_dbid);
 	}
 	else
-	{
-		PG_TRY();
-		{
-			/* Inside: a cancel while it waits must ask the workers back too. */
-			if (OidIsValid(stopped_dbid))
-				el_stop_worker(stopped_dbid);
-			el_run_utility(pstmt, queryString, readOnlyTree, context,
-						   params, queryEnv, dest, qc);
-		}
-		PG_CATCH();
-		{
-			if (OidIsValid(stopped_dbid))
-				el_unstop_worker(stopped_dbid);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-	}
+		el_run_utility(pstmt, queryString, readOnlyTree, context,
+					   params, queryEnv, dest, qc);
 
 	if (dropping_extension)
 		el_drop_empty_schema();

@@ -508,6 +508,20 @@ el_unstop_worker(Oid dbid)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, false);
+
+	/*
+	 * The launcher forgets a database being dropped once its workers have
+	 * gone, without waiting for the DROP to end (it cannot tell whether the
+	 * database still exists).  A DROP that waited for a client to leave
+	 * finds the entry gone: take one again, as a probe, so that the workers
+	 * come back now rather than at the next probe of every database.
+	 */
+	if (db == NULL)
+	{
+		db = el_registry_entry(dbid, true);
+		if (db)
+			db->probing = true;
+	}
 	if (db)
 	{
 		db->dropping = false;
