@@ -362,8 +362,12 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (IsA(parsetree, CreateExtensionStmt) &&
 		strcmp(((CreateExtensionStmt *) parsetree)->extname, EL_EXTENSION_NAME) == 0)
 		el_request_worker_at_commit();
-	/* A new database may come with the extension (from its template). */
-	if (IsA(parsetree, CreatedbStmt))
+	/*
+	 * A new database may come with the extension (from its template); a
+	 * dropped one must leave the launcher's probe queue, where it would
+	 * hold up the databases behind it.
+	 */
+	if (IsA(parsetree, CreatedbStmt) || IsA(parsetree, DropdbStmt))
 		el_probe_at_commit();
 }
 

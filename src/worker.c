@@ -134,7 +134,7 @@ el_worker_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("eventlog.database_probe_interval",
 							"Time between two checks of every database for the extension.",
-							"CREATE EXTENSION and CREATE DATABASE trigger a check at once; this catches the rest.",
+							"CREATE EXTENSION, CREATE DATABASE and DROP DATABASE trigger a check at once; this catches the rest.",
 							&el_database_probe_interval_ms,
 							60000, 1000, 24 * 3600 * 1000,
 							PGC_SIGHUP,
@@ -696,6 +696,11 @@ el_probe_enqueue(Oid dbid)
  * Queue a probe of every database that allows connections, is not a
  * template and has no registry entry (an entry means it is known to have
  * the extension, or is being probed).
+ *
+ * Databases queued before and not seen by this scan (dropped, made a
+ * template, or closed to connections meanwhile) leave the queue: let in,
+ * each would hold a registry entry for EL_MAX_PROBE_FAILURES failed probes,
+ * a second apart, before the databases behind it got their turn.
  */
 static void
 el_probe_all_databases(void)
@@ -703,10 +708,16 @@ el_probe_all_databases(void)
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tup;
+	int			nqueued = el_probe_queue_len;
+	bool	   *seen;
+	int			i;
+	int			kept;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
+	/* In the transaction's memory: freed at its commit. */
+	seen = palloc0(sizeof(bool) * Max(nqueued, 1));
 	rel = table_open(DatabaseRelationId, AccessShareLock);
 	scan = table_beginscan_catalog(rel, 0, NULL);
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
@@ -716,6 +727,14 @@ el_probe_all_databases(void)
 
 		if (!db->datallowconn || db->datistemplate)
 			continue;
+		for (i = 0; i < nqueued; i++)
+		{
+			if (el_probe_queue[i] == db->oid)
+			{
+				seen[i] = true;
+				break;
+			}
+		}
 		SpinLockAcquire(&el_registry->mutex);
 		entry = el_registry_entry(db->oid, false);
 		SpinLockRelease(&el_registry->mutex);
@@ -724,6 +743,17 @@ el_probe_all_databases(void)
 	}
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
+
+	/* Keep the order; those appended by this scan were all seen. */
+	kept = 0;
+	for (i = 0; i < el_probe_queue_len; i++)
+	{
+		if (i < nqueued && !seen[i])
+			continue;
+		el_probe_queue[kept++] = el_probe_queue[i];
+	}
+	el_probe_queue_len = kept;
+	pfree(seen);
 	CommitTransactionCommand();
 	(void) el_report_stat(false);
 }
