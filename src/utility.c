@@ -304,10 +304,12 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	/*
 	 * A database being dropped must lose its maintenance worker first (a
 	 * connected worker makes DROP DATABASE fail).  Only for a DROP that can
-	 * succeed: its owner, outside a transaction block; and should it fail
-	 * all the same, the worker is asked back.
+	 * succeed: its owner, outside a transaction block and a function (as a
+	 * top-level statement); and should it fail all the same, the worker is
+	 * asked back.
 	 */
-	if (IsA(parsetree, DropdbStmt) && !IsTransactionBlock())
+	if (IsA(parsetree, DropdbStmt) && context == PROCESS_UTILITY_TOPLEVEL &&
+		!IsTransactionBlock())
 	{
 		Oid			dbid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
 
