@@ -269,17 +269,17 @@ el_request_worker(Oid dbid)
 	bool		probe_pending = false;
 	bool		worker_ok = true;
 	bool		notifier_ok = true;
+	TimestampTz later;
 
 	/* Single-user mode starts no background workers: nothing to warn about. */
 	if (el_registry == NULL || !IsUnderPostmaster)
 		return;
+	/* Not under the spinlock: a system call. */
+	later = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), EL_WORKER_RESTART_MS);
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, true);
 	if (db)
 	{
-		TimestampTz later = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														EL_WORKER_RESTART_MS);
-
 		db->wanted = true;
 		db->requested = true;
 		/* It is committed: the notifier need not wait for the worker. */
