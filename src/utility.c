@@ -253,11 +253,24 @@ el_unstop_worker_callback(int code, Datum arg)
 	el_unstop_worker(DatumGetObjectId(arg));
 }
 
-/* Error or exit while the workers were kept away: let them come back. */
+/*
+ * Error or exit while the workers were kept away: let them come back.  The
+ * argument points to el_process_utility's record of the pause, in its
+ * frame, which is live whenever this runs (PG_CATCH, or an exit from
+ * within the command).
+ */
+typedef struct ElPause
+{
+	Oid			dbid;
+	bool		counted;		/* set by el_pause_workers */
+} ElPause;
+
 static void
 el_resume_workers_callback(int code, Datum arg)
 {
-	el_resume_workers(DatumGetObjectId(arg));
+	volatile ElPause *pause = (volatile ElPause *) DatumGetPointer(arg);
+
+	el_resume_workers(pause->dbid, pause->counted);
 }
 
 /* Run the statement with the next hook, or PostgreSQL's own. */
@@ -285,6 +298,7 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	volatile bool dropping_extension = false;
 	volatile Oid stopped_dbid = InvalidOid;
 	volatile Oid paused_dbid = InvalidOid;
+	volatile ElPause pause;
 
 	if (IsA(parsetree, DropStmt))
 	{
@@ -344,14 +358,16 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	}
 	else if (OidIsValid(paused_dbid))
 	{
-		PG_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
+		pause.dbid = paused_dbid;
+		pause.counted = false;
+		PG_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, PointerGetDatum(&pause));
 		{
-			el_pause_workers(paused_dbid);
+			el_pause_workers(paused_dbid, &pause.counted);
 			el_run_utility(pstmt, queryString, readOnlyTree, context,
 						   params, queryEnv, dest, qc);
 		}
-		PG_END_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
-		el_resume_workers(paused_dbid);
+		PG_END_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, PointerGetDatum(&pause));
+		el_resume_workers(pause.dbid, pause.counted);
 	}
 	else
 		el_run_utility(pstmt, queryString, readOnlyTree, context,

@@ -421,13 +421,20 @@ el_stop_worker(Oid dbid)
  * free of other connections runs (ALTER DATABASE RENAME / SET TABLESPACE,
  * CREATE DATABASE ... TEMPLATE): stop them, and start none until
  * el_resume_workers.  Several such commands may overlap: a count.
+ *
+ * "*counted" says whether this command added to the count (only when the
+ * database has a registry entry); it is set before anything can fail, and
+ * is what the command gives el_resume_workers, so that a command that did
+ * not count cannot take away another one's pause (the entry may appear
+ * while it runs).
  */
 void
-el_pause_workers(Oid dbid)
+el_pause_workers(Oid dbid, volatile bool *counted)
 {
 	pid_t		pid = 0;
 	pid_t		notifier_pid = 0;
 
+	*counted = false;
 	if (el_registry == NULL)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
@@ -437,6 +444,7 @@ el_pause_workers(Oid dbid)
 		if (db)
 		{
 			db->paused++;
+			*counted = true;
 			pid = db->pid;
 			notifier_pid = db->notifier_pid;
 		}
@@ -445,13 +453,16 @@ el_pause_workers(Oid dbid)
 	el_terminate_and_wait(pid, notifier_pid);
 }
 
-/* The command of el_pause_workers has ended: the workers may come back. */
+/*
+ * The command of el_pause_workers has ended: the workers may come back.
+ * "counted" is what el_pause_workers said: undo only its own pause.
+ */
 void
-el_resume_workers(Oid dbid)
+el_resume_workers(Oid dbid, bool counted)
 {
 	ElDbWorker *db;
 
-	if (el_registry == NULL)
+	if (el_registry == NULL || !counted)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, false);
