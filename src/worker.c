@@ -97,6 +97,8 @@ PGDLLEXPORT void el_maintenance_main(Datum main_arg);
 PGDLLEXPORT void el_notifier_main(Datum main_arg);
 
 static void el_worker_xact_callback(XactEvent event, void *arg);
+static void el_worker_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									   SubTransactionId parentSubid, void *arg);
 
 /* Shared registry of databases and their workers (in shmem.c's area). */
 static ElWorkerRegistry *el_registry = NULL;
@@ -142,6 +144,7 @@ el_worker_init(void)
 							NULL, NULL, NULL);
 
 	RegisterXactCallback(el_worker_xact_callback, NULL);
+	RegisterSubXactCallback(el_worker_subxact_callback, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -479,14 +482,22 @@ el_resume_workers(Oid dbid, bool counted)
 /*
  * Requests made by the current transaction (CREATE EXTENSION, CREATE
  * DATABASE), sent to the launcher only if it commits.
+ *
+ * CREATE EXTENSION may run in a subtransaction: the request belongs to the
+ * (sub)transaction level that made it (0: none), goes to the parent when
+ * that commits and is forgotten when it aborts, so that an extension rolled
+ * back to a savepoint starts no worker (nor warns about a full registry).
+ * CREATE and DROP DATABASE cannot run in a transaction block: a flag will do.
  */
-static bool el_worker_requested = false;
+static int	el_worker_request_level = 0;
 static bool el_probe_requested = false;
 
 void
 el_request_worker_at_commit(void)
 {
-	el_worker_requested = true;
+	/* An earlier request is at this level or an outer one: keep it. */
+	if (el_worker_request_level == 0)
+		el_worker_request_level = GetCurrentTransactionNestLevel();
 }
 
 void
@@ -500,13 +511,28 @@ el_worker_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT)
 	{
-		if (el_worker_requested)
+		if (el_worker_request_level > 0)
 			el_request_worker(MyDatabaseId);
 		if (el_probe_requested)
 			el_wake_launcher(true);
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
-		el_worker_requested = el_probe_requested = false;
+	{
+		el_worker_request_level = 0;
+		el_probe_requested = false;
+	}
+}
+
+static void
+el_worker_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (event == SUBXACT_EVENT_ABORT_SUB && el_worker_request_level >= level)
+		el_worker_request_level = 0;
+	else if (event == SUBXACT_EVENT_COMMIT_SUB && el_worker_request_level == level)
+		el_worker_request_level = level - 1;
 }
 
 /* DROP DATABASE failed after el_stop_worker: ask for the worker again. */
