@@ -516,7 +516,14 @@ el_worker_xact_callback(XactEvent event, void *arg)
 		if (el_probe_requested)
 			el_wake_launcher(true);
 	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+	/*
+	 * PREPARE TRANSACTION too: its requests must not leak into this
+	 * session's next transaction.  COMMIT PREPARED, in any session, does
+	 * not run them: the launcher's next probe of every database finds the
+	 * extension.
+	 */
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
 	{
 		el_worker_request_level = 0;
 		el_probe_requested = false;

@@ -17,6 +17,7 @@ shared_preload_libraries = 'pg_eventlog'
 eventlog.max_databases = 1
 eventlog.database_probe_interval = '1h'
 max_worker_processes = 16
+max_prepared_transactions = 2
 });
 $node->start;
 
@@ -61,6 +62,16 @@ for my $case (@cases)
     is($node->safe_psql($db, q{SELECT count(*) FROM pg_extension WHERE extname = 'pg_eventlog'}),
        $installed, "the extension is " . ($installed ? '' : 'not ') . "installed after $name");
 }
+
+# PREPARE TRANSACTION ends the transaction: its request must not be carried
+# into the session's next one.  Before, the next statement's commit warned.
+$node->safe_psql('postgres', 'CREATE DATABASE prep');
+my ($ret, $out, $err) = $node->psql('prep', q{
+    BEGIN; CREATE EXTENSION pg_eventlog; PREPARE TRANSACTION 'p';
+    SELECT 1;});
+is($ret, 0, 'PREPARE TRANSACTION of CREATE EXTENSION succeeds') or diag($err);
+unlike($err, $warning, 'the next transaction of the session asks for no worker');
+$node->safe_psql('prep', q{ROLLBACK PREPARED 'p'});
 
 $node->stop;
 done_testing();
