@@ -260,11 +260,31 @@ el_database_to_free(Node *parsetree, bool isTopLevel)
 	return dbid;
 }
 
-/* Error or exit while the workers were kept away: let them come back. */
+/* DROP DATABASE failed, or its session exits: ask the workers back. */
+static void
+el_unstop_worker_callback(int code, Datum arg)
+{
+	el_unstop_worker(DatumGetObjectId(arg));
+}
+
+/*
+ * Error or exit while the workers were kept away: let them come back.  The
+ * argument points to el_process_utility's record of the pause, in its
+ * frame, which is live whenever this runs (PG_CATCH, or an exit from
+ * within the command).
+ */
+typedef struct ElPause
+{
+	Oid			dbid;
+	bool		counted;		/* set by el_pause_workers */
+} ElPause;
+
 static void
 el_resume_workers_callback(int code, Datum arg)
 {
-	el_resume_workers(DatumGetObjectId(arg));
+	volatile ElPause *pause = (volatile ElPause *) DatumGetPointer(arg);
+
+	el_resume_workers(pause->dbid, pause->counted);
 }
 
 /* Run the statement with the next hook, or PostgreSQL's own. */
@@ -293,6 +313,7 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	volatile Oid stopped_dbid = InvalidOid;
 	struct ElCaptureAlter *captured = el_capture_before_alter(parsetree);
 	volatile Oid paused_dbid = InvalidOid;
+	volatile ElPause pause;
 
 	if (IsA(parsetree, DropStmt))
 	{
@@ -324,10 +345,12 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	/*
 	 * A database being dropped must lose its maintenance worker first (a
 	 * connected worker makes DROP DATABASE fail).  Only for a DROP that can
-	 * succeed: its owner, outside a transaction block; and should it fail
-	 * all the same, the worker is asked back.
+	 * succeed: its owner, outside a transaction block and a function (as a
+	 * top-level statement); and should it fail all the same, the worker is
+	 * asked back.
 	 */
-	if (IsA(parsetree, DropdbStmt) && !IsTransactionBlock())
+	if (IsA(parsetree, DropdbStmt) && context == PROCESS_UTILITY_TOPLEVEL &&
+		!IsTransactionBlock())
 	{
 		Oid			dbid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
 
@@ -344,35 +367,38 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (!OidIsValid(stopped_dbid))
 		paused_dbid = el_database_to_free(parsetree,
 										  context == PROCESS_UTILITY_TOPLEVEL);
-	if (OidIsValid(paused_dbid))
+	if (OidIsValid(stopped_dbid))
 	{
-		PG_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
+		/*
+		 * Should the DROP fail, be cancelled or its session be terminated
+		 * (which skips PG_CATCH), the workers are asked back: else the
+		 * launcher would forget the database as dropped until its next
+		 * probe of every database.
+		 */
+		PG_ENSURE_ERROR_CLEANUP(el_unstop_worker_callback, ObjectIdGetDatum(stopped_dbid));
 		{
-			el_pause_workers(paused_dbid);
+			el_stop_worker(stopped_dbid);
 			el_run_utility(pstmt, queryString, readOnlyTree, context,
 						   params, queryEnv, dest, qc);
 		}
-		PG_END_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, ObjectIdGetDatum(paused_dbid));
-		el_resume_workers(paused_dbid);
+		PG_END_ENSURE_ERROR_CLEANUP(el_unstop_worker_callback, ObjectIdGetDatum(stopped_dbid));
+	}
+	else if (OidIsValid(paused_dbid))
+	{
+		pause.dbid = paused_dbid;
+		pause.counted = false;
+		PG_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, PointerGetDatum(&pause));
+		{
+			el_pause_workers(paused_dbid, &pause.counted);
+			el_run_utility(pstmt, queryString, readOnlyTree, context,
+						   params, queryEnv, dest, qc);
+		}
+		PG_END_ENSURE_ERROR_CLEANUP(el_resume_workers_callback, PointerGetDatum(&pause));
+		el_resume_workers(pause.dbid, pause.counted);
 	}
 	else
-	{
-		PG_TRY();
-		{
-			/* Inside: a cancel while it waits must ask the workers back too. */
-			if (OidIsValid(stopped_dbid))
-				el_stop_worker(stopped_dbid);
-			el_run_utility(pstmt, queryString, readOnlyTree, context,
-						   params, queryEnv, dest, qc);
-		}
-		PG_CATCH();
-		{
-			if (OidIsValid(stopped_dbid))
-				el_unstop_worker(stopped_dbid);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-	}
+		el_run_utility(pstmt, queryString, readOnlyTree, context,
+					   params, queryEnv, dest, qc);
 
 	/*
 	 * The statement may have made an object depend on a segment table
@@ -389,8 +415,12 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (IsA(parsetree, CreateExtensionStmt) &&
 		strcmp(((CreateExtensionStmt *) parsetree)->extname, EL_EXTENSION_NAME) == 0)
 		el_request_worker_at_commit();
-	/* A new database may come with the extension (from its template). */
-	if (IsA(parsetree, CreatedbStmt))
+	/*
+	 * A new database may come with the extension (from its template); a
+	 * dropped one must leave the launcher's probe queue, where it would
+	 * hold up the databases behind it.
+	 */
+	if (IsA(parsetree, CreatedbStmt) || IsA(parsetree, DropdbStmt))
 		el_probe_at_commit();
 }
 

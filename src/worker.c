@@ -97,6 +97,8 @@ PGDLLEXPORT void el_maintenance_main(Datum main_arg);
 PGDLLEXPORT void el_notifier_main(Datum main_arg);
 
 static void el_worker_xact_callback(XactEvent event, void *arg);
+static void el_worker_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									   SubTransactionId parentSubid, void *arg);
 
 /* Shared registry of databases and their workers (in shmem.c's area). */
 static ElWorkerRegistry *el_registry = NULL;
@@ -134,7 +136,7 @@ el_worker_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("eventlog.database_probe_interval",
 							"Time between two checks of every database for the extension.",
-							"CREATE EXTENSION and CREATE DATABASE trigger a check at once; this catches the rest.",
+							"CREATE EXTENSION, CREATE DATABASE and DROP DATABASE trigger a check at once; this catches the rest.",
 							&el_database_probe_interval_ms,
 							60000, 1000, 24 * 3600 * 1000,
 							PGC_SIGHUP,
@@ -142,6 +144,7 @@ el_worker_init(void)
 							NULL, NULL, NULL);
 
 	RegisterXactCallback(el_worker_xact_callback, NULL);
+	RegisterSubXactCallback(el_worker_subxact_callback, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -269,17 +272,17 @@ el_request_worker(Oid dbid)
 	bool		probe_pending = false;
 	bool		worker_ok = true;
 	bool		notifier_ok = true;
+	TimestampTz later;
 
 	/* Single-user mode starts no background workers: nothing to warn about. */
 	if (el_registry == NULL || !IsUnderPostmaster)
 		return;
+	/* Not under the spinlock: a system call. */
+	later = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), EL_WORKER_RESTART_MS);
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, true);
 	if (db)
 	{
-		TimestampTz later = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														EL_WORKER_RESTART_MS);
-
 		db->wanted = true;
 		db->requested = true;
 		/* It is committed: the notifier need not wait for the worker. */
@@ -421,13 +424,20 @@ el_stop_worker(Oid dbid)
  * free of other connections runs (ALTER DATABASE RENAME / SET TABLESPACE,
  * CREATE DATABASE ... TEMPLATE): stop them, and start none until
  * el_resume_workers.  Several such commands may overlap: a count.
+ *
+ * "*counted" says whether this command added to the count (only when the
+ * database has a registry entry); it is set before anything can fail, and
+ * is what the command gives el_resume_workers, so that a command that did
+ * not count cannot take away another one's pause (the entry may appear
+ * while it runs).
  */
 void
-el_pause_workers(Oid dbid)
+el_pause_workers(Oid dbid, volatile bool *counted)
 {
 	pid_t		pid = 0;
 	pid_t		notifier_pid = 0;
 
+	*counted = false;
 	if (el_registry == NULL)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
@@ -437,6 +447,7 @@ el_pause_workers(Oid dbid)
 		if (db)
 		{
 			db->paused++;
+			*counted = true;
 			pid = db->pid;
 			notifier_pid = db->notifier_pid;
 		}
@@ -445,13 +456,16 @@ el_pause_workers(Oid dbid)
 	el_terminate_and_wait(pid, notifier_pid);
 }
 
-/* The command of el_pause_workers has ended: the workers may come back. */
+/*
+ * The command of el_pause_workers has ended: the workers may come back.
+ * "counted" is what el_pause_workers said: undo only its own pause.
+ */
 void
-el_resume_workers(Oid dbid)
+el_resume_workers(Oid dbid, bool counted)
 {
 	ElDbWorker *db;
 
-	if (el_registry == NULL)
+	if (el_registry == NULL || !counted)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, false);
@@ -468,14 +482,22 @@ el_resume_workers(Oid dbid)
 /*
  * Requests made by the current transaction (CREATE EXTENSION, CREATE
  * DATABASE), sent to the launcher only if it commits.
+ *
+ * CREATE EXTENSION may run in a subtransaction: the request belongs to the
+ * (sub)transaction level that made it (0: none), goes to the parent when
+ * that commits and is forgotten when it aborts, so that an extension rolled
+ * back to a savepoint starts no worker (nor warns about a full registry).
+ * CREATE and DROP DATABASE cannot run in a transaction block: a flag will do.
  */
-static bool el_worker_requested = false;
+static int	el_worker_request_level = 0;
 static bool el_probe_requested = false;
 
 void
 el_request_worker_at_commit(void)
 {
-	el_worker_requested = true;
+	/* An earlier request is at this level or an outer one: keep it. */
+	if (el_worker_request_level == 0)
+		el_worker_request_level = GetCurrentTransactionNestLevel();
 }
 
 void
@@ -489,13 +511,35 @@ el_worker_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT)
 	{
-		if (el_worker_requested)
+		if (el_worker_request_level > 0)
 			el_request_worker(MyDatabaseId);
 		if (el_probe_requested)
 			el_wake_launcher(true);
 	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
-		el_worker_requested = el_probe_requested = false;
+	/*
+	 * PREPARE TRANSACTION too: its requests must not leak into this
+	 * session's next transaction.  COMMIT PREPARED, in any session, does
+	 * not run them: the launcher's next probe of every database finds the
+	 * extension.
+	 */
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
+	{
+		el_worker_request_level = 0;
+		el_probe_requested = false;
+	}
+}
+
+static void
+el_worker_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (event == SUBXACT_EVENT_ABORT_SUB && el_worker_request_level >= level)
+		el_worker_request_level = 0;
+	else if (event == SUBXACT_EVENT_COMMIT_SUB && el_worker_request_level == level)
+		el_worker_request_level = level - 1;
 }
 
 /* DROP DATABASE failed after el_stop_worker: ask for the worker again. */
@@ -508,6 +552,20 @@ el_unstop_worker(Oid dbid)
 		return;
 	SpinLockAcquire(&el_registry->mutex);
 	db = el_registry_entry(dbid, false);
+
+	/*
+	 * The launcher forgets a database being dropped once its workers have
+	 * gone, without waiting for the DROP to end (it cannot tell whether the
+	 * database still exists).  A DROP that waited for a client to leave
+	 * finds the entry gone: take one again, as a probe, so that the workers
+	 * come back now rather than at the next probe of every database.
+	 */
+	if (db == NULL)
+	{
+		db = el_registry_entry(dbid, true);
+		if (db)
+			db->probing = true;
+	}
 	if (db)
 	{
 		db->dropping = false;
@@ -682,6 +740,11 @@ el_probe_enqueue(Oid dbid)
  * Queue a probe of every database that allows connections, is not a
  * template and has no registry entry (an entry means it is known to have
  * the extension, or is being probed).
+ *
+ * Databases queued before and not seen by this scan (dropped, made a
+ * template, or closed to connections meanwhile) leave the queue: let in,
+ * each would hold a registry entry for EL_MAX_PROBE_FAILURES failed probes,
+ * a second apart, before the databases behind it got their turn.
  */
 static void
 el_probe_all_databases(void)
@@ -689,10 +752,16 @@ el_probe_all_databases(void)
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tup;
+	int			nqueued = el_probe_queue_len;
+	bool	   *seen;
+	int			i;
+	int			kept;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
+	/* In the transaction's memory: freed at its commit. */
+	seen = palloc0(sizeof(bool) * Max(nqueued, 1));
 	rel = table_open(DatabaseRelationId, AccessShareLock);
 	scan = table_beginscan_catalog(rel, 0, NULL);
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
@@ -702,6 +771,14 @@ el_probe_all_databases(void)
 
 		if (!db->datallowconn || db->datistemplate)
 			continue;
+		for (i = 0; i < nqueued; i++)
+		{
+			if (el_probe_queue[i] == db->oid)
+			{
+				seen[i] = true;
+				break;
+			}
+		}
 		SpinLockAcquire(&el_registry->mutex);
 		entry = el_registry_entry(db->oid, false);
 		SpinLockRelease(&el_registry->mutex);
@@ -710,6 +787,17 @@ el_probe_all_databases(void)
 	}
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
+
+	/* Keep the order; those appended by this scan were all seen. */
+	kept = 0;
+	for (i = 0; i < el_probe_queue_len; i++)
+	{
+		if (i < nqueued && !seen[i])
+			continue;
+		el_probe_queue[kept++] = el_probe_queue[i];
+	}
+	el_probe_queue_len = kept;
+	pfree(seen);
 	CommitTransactionCommand();
 	(void) el_report_stat(false);
 }

@@ -67,8 +67,8 @@ extern void el_wake_launcher(bool probe_all);
 extern void el_request_worker(Oid dbid);
 extern void el_stop_worker(Oid dbid);
 extern void el_unstop_worker(Oid dbid);
-extern void el_pause_workers(Oid dbid);
-extern void el_resume_workers(Oid dbid);
+extern void el_pause_workers(Oid dbid, volatile bool *counted);
+extern void el_resume_workers(Oid dbid, bool counted);
 extern void el_request_worker_at_commit(void);
 extern void el_probe_at_commit(void);
 

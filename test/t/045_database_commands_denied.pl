@@ -6,7 +6,9 @@
 # need CREATEDB), anyone entitled did so with CREATE DATABASE or SET
 # TABLESPACE in a transaction block (refused there), and an owner without
 # CREATE on the tablespace with SET TABLESPACE: a loop of such commands kept
-# the maintenance worker from ever finishing a round.
+# the maintenance worker from ever finishing a round.  Likewise DROP
+# DATABASE inside a function (refused there) stopped the workers, which
+# came back after it failed.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -56,6 +58,8 @@ my @denied = (
       qr/cannot run inside a transaction block/, 'SET TABLESPACE in a transaction block' ],
     [ 'postgres', 'DO $$BEGIN EXECUTE $q$CREATE DATABASE copy TEMPLATE app$q$; END$$',
       qr/cannot be executed from a function/, 'CREATE DATABASE ... TEMPLATE in a function' ],
+    [ 'postgres', 'DO $$BEGIN EXECUTE $q$DROP DATABASE app$q$; END$$',
+      qr/cannot be executed from a function/, 'DROP DATABASE in a function' ],
     [ 'postgres', 'ALTER DATABASE app SET TABLESPACE pg_default', undef,
       'SET TABLESPACE to the tablespace it is in (nothing to do)' ],
 );
