@@ -1135,6 +1135,13 @@ el_forget_database_at_commit(void)
 	el_forget_database = true;
 }
 
+/* Whether this transaction dropped the extension (el_forget_database_at_commit). */
+bool
+el_forget_database_pending(void)
+{
+	return el_forget_database;
+}
+
 /*
  * Free the slots of partitions whose topic this transaction dropped (or of
  * the whole database, after DROP EXTENSION), so that they can be reused and
