@@ -76,15 +76,23 @@ CREATE EXTENSION pg_eventlog;
 SELECT eventlog.create_topic('survivor', 2);
 SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
 
--- Dropping the extension and creating it again in one transaction is
--- refused: the dropped topics' partition state stays in shared memory until
--- the drop commits, and the new extension's topics, whose ids start at 1
--- again, would take it over (an offset counter that does not start at 0, a
--- route to a segment that no longer exists).
+-- The extension dropped and created again in one transaction (as
+-- pg_restore --clean --single-transaction does): the new extension's topics,
+-- whose ids start at 1 again, start afresh instead of taking over the
+-- dropped topics' partition state, still in shared memory (an offset counter
+-- that did not start at 0, a route to a segment that no longer exists).
 BEGIN;
 DROP EXTENSION pg_eventlog;
 CREATE EXTENSION pg_eventlog;
 SELECT eventlog.create_topic('survivor', 2);
 SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
 ROLLBACK;
+-- The dropped one, back, continues where it was.
 SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+-- A transaction that produced before the drop keeps that state until it
+-- ends: creating the extension again in it is refused.
+BEGIN;
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+DROP EXTENSION pg_eventlog;
+CREATE EXTENSION pg_eventlog;
+ROLLBACK;

@@ -1135,11 +1135,36 @@ el_forget_database_at_commit(void)
 	el_forget_database = true;
 }
 
-/* Whether this transaction dropped the extension (el_forget_database_at_commit). */
+/*
+ * CREATE EXTENSION in the transaction that dropped it: the new extension
+ * numbers its topics from 1 again, so the dropped topics' slots must go now,
+ * not at commit, or the new topics would take over their counters and their
+ * routes to segments that no longer exist.  Freeing is safe (see
+ * el_forget_partitions).  Other backends cannot attach meanwhile: the drop
+ * holds the old catalog's locks until this transaction ends.  False if a
+ * slot of this database keeps in-flight entries (this transaction produced
+ * before the drop): the caller refuses the creation.
+ */
 bool
-el_forget_database_pending(void)
+el_free_database_slots_now(void)
 {
-	return el_forget_database;
+	bool		all = true;
+	int			i;
+
+	if (!el_forget_database || !el_shmem_attached())
+		return true;
+	LWLockAcquire(el_shared->hash_lock, LW_EXCLUSIVE);
+	for (i = 0; i < el_max_partitions; i++)
+	{
+		ElPartitionState *slot = &el_slots[i];
+
+		if (slot->incarnation == 0 || slot->key.dbid != MyDatabaseId)
+			continue;
+		if (!el_free_slot(i, true, true))
+			all = false;
+	}
+	LWLockRelease(el_shared->hash_lock);
+	return all;
 }
 
 /*
