@@ -106,6 +106,8 @@ static bool el_slice_checked = false;
 /* Topics dropped by the current transaction, forgotten at its commit. */
 static List *el_forget_topics = NIL;
 static bool el_forget_database = false;
+/* The database's slots were freed before the drop committed: free at abort too. */
+static bool el_forget_database_on_abort = false;
 
 /*
  * Segment activations requested by the current transaction (a maintenance
@@ -1135,15 +1137,26 @@ el_forget_database_at_commit(void)
 	el_forget_database = true;
 }
 
+/* Whether this transaction dropped the extension. */
+bool
+el_forget_database_pending(void)
+{
+	return el_forget_database;
+}
+
 /*
  * CREATE EXTENSION in the transaction that dropped it: the new extension
  * numbers its topics from 1 again, so the dropped topics' slots must go now,
  * not at commit, or the new topics would take over their counters and their
  * routes to segments that no longer exist.  Freeing is safe (see
  * el_forget_partitions).  Other backends cannot attach meanwhile: the drop
- * holds the old catalog's locks until this transaction ends.  False if a
- * slot of this database keeps in-flight entries (this transaction produced
- * before the drop): the caller refuses the creation.
+ * holds the old catalog's locks until this transaction ends.  Should the
+ * transaction abort, the dropped extension comes back while the slots may
+ * hold the new topics' counters: they are freed at abort too.  Only at the
+ * top level (the caller checks), so that no subtransaction's rollback can
+ * bring the dropped extension back before that.  False if a slot of this
+ * database keeps in-flight entries (this transaction produced before the
+ * drop): the caller refuses the creation.
  */
 bool
 el_free_database_slots_now(void)
@@ -1153,6 +1166,7 @@ el_free_database_slots_now(void)
 
 	if (!el_forget_database || !el_shmem_attached())
 		return true;
+	el_forget_database_on_abort = true;
 	LWLockAcquire(el_shared->hash_lock, LW_EXCLUSIVE);
 	for (i = 0; i < el_max_partitions; i++)
 	{
@@ -1242,6 +1256,7 @@ el_xact_callback(XactEvent event, void *arg)
 			list_free(el_forget_topics);
 			el_forget_topics = NIL;
 			el_forget_database = false;
+			el_forget_database_on_abort = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -1250,7 +1265,10 @@ el_xact_callback(XactEvent event, void *arg)
 			el_pending_activations = NIL;
 			list_free(el_forget_topics);
 			el_forget_topics = NIL;
+			if (el_forget_database_on_abort)
+				el_forget_partitions();	/* el_free_database_slots_now */
 			el_forget_database = false;
+			el_forget_database_on_abort = false;
 			break;
 		default:
 			break;

@@ -345,6 +345,15 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (IsA(parsetree, CreateExtensionStmt) &&
 		strcmp(((CreateExtensionStmt *) parsetree)->extname, EL_EXTENSION_NAME) == 0 &&
 		!OidIsValid(get_extension_oid(EL_EXTENSION_NAME, true)) &&
+		el_forget_database_pending() && GetCurrentTransactionNestLevel() > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot create extension \"pg_eventlog\" in a subtransaction of the transaction that dropped it"),
+				 errdetail("A rollback to a savepoint could bring the dropped extension back while shared memory holds the new extension's partition state."),
+				 errhint("Create the extension outside savepoints, or commit the DROP EXTENSION first.")));
+	if (IsA(parsetree, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) parsetree)->extname, EL_EXTENSION_NAME) == 0 &&
+		!OidIsValid(get_extension_oid(EL_EXTENSION_NAME, true)) &&
 		!el_free_database_slots_now())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
