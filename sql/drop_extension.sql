@@ -75,3 +75,33 @@ SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname IN ('eventlog', 
 CREATE EXTENSION pg_eventlog;
 SELECT eventlog.create_topic('survivor', 2);
 SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+
+-- The extension dropped and created again in one transaction (as
+-- pg_restore --clean --single-transaction does): the new extension's topics,
+-- whose ids start at 1 again, start afresh instead of taking over the
+-- dropped topics' partition state, still in shared memory (an offset counter
+-- that did not start at 0, a route to a segment that no longer exists).
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+BEGIN;
+DROP EXTENSION pg_eventlog;
+CREATE EXTENSION pg_eventlog;
+SELECT eventlog.create_topic('survivor', 2);
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+ROLLBACK;
+-- The dropped one, back, continues where it was (not from the new topic's
+-- counter: offset 1 again).
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+-- Not under a savepoint, whose rollback would bring the dropped extension
+-- back while the transaction goes on.
+BEGIN;
+SAVEPOINT s;
+DROP EXTENSION pg_eventlog;
+CREATE EXTENSION pg_eventlog;
+ROLLBACK;
+-- A transaction that produced before the drop keeps that state until it
+-- ends: creating the extension again in it is refused.
+BEGIN;
+SELECT * FROM eventlog.produce('survivor', 'k', '{}', partition => 1);
+DROP EXTENSION pg_eventlog;
+CREATE EXTENSION pg_eventlog;
+ROLLBACK;

@@ -106,6 +106,8 @@ static bool el_slice_checked = false;
 /* Topics dropped by the current transaction, forgotten at its commit. */
 static List *el_forget_topics = NIL;
 static bool el_forget_database = false;
+/* The database's slots were freed before the drop committed: free at abort too. */
+static bool el_forget_database_on_abort = false;
 
 /*
  * Segment activations requested by the current transaction (a maintenance
@@ -317,18 +319,20 @@ el_my_slice(void)
 
 /*
  * Free slot "slotno" if no transaction has an in-flight entry in it (and,
- * unless "even_unannounced", the notifier has announced its records).  The
- * caller holds hash_lock exclusively.  Returns whether it was freed.
+ * unless "even_unannounced", the notifier has announced its records; unless
+ * "even_recovering", its counter is recovered).  The caller holds hash_lock
+ * exclusively.  Returns whether it was freed.
  */
 static bool
-el_free_slot(int slotno, bool even_unannounced)
+el_free_slot(int slotno, bool even_unannounced, bool even_recovering)
 {
 	ElPartitionState *slot = &el_slots[slotno];
 	bool		freed = false;
 
 	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 	if (slot->incarnation != 0 && dlist_is_empty(&slot->inflight) &&
-		(even_unannounced || slot->notify_lo < 0))
+		(even_unannounced || slot->notify_lo < 0) &&
+		(even_recovering || slot->initialized))
 	{
 		hash_search(el_partition_hash, &slot->key, HASH_REMOVE, NULL);
 		slot->incarnation = 0;
@@ -343,24 +347,35 @@ el_free_slot(int slotno, bool even_unannounced)
 /*
  * A free slot, freeing the first one without in-flight entries if none is
  * (clock order), preferring one whose records the notifier has announced:
- * freeing a slot forgets what LISTENers have not been told yet.  The caller
- * holds hash_lock exclusively.  -1 if every slot has a transaction in
- * flight.
+ * freeing a slot forgets what LISTENers have not been told yet.
+ *
+ * A slot whose counter is still being recovered (given to its partition a
+ * moment ago; recovery reads the catalog, which takes milliseconds) is
+ * freed last, and never for a reader ("reader"), which can do without a
+ * slot: freeing it makes its backend find it stale and attach again, freeing
+ * another backend's slot under recovery in turn, and with more partitions in
+ * use than slots every backend could go round like that until its retries
+ * ran out (test/t/046_slot_churn.pl).  A slot left uninitialised by a
+ * backend that failed during recovery is still freed by a producer's last
+ * pass.
+ *
+ * The caller holds hash_lock exclusively.  -1 if every slot has a
+ * transaction in flight (or, for a reader, is being recovered).
  */
 static int
-el_find_free_slot(void)
+el_find_free_slot(bool reader)
 {
 	int			pass;
 	int			i;
 
-	for (pass = 0; pass < 3; pass++)
+	for (pass = 0; pass < (reader ? 3 : 4); pass++)
 	{
 		for (i = 0; i < el_max_partitions; i++)
 		{
 			int			slotno = (el_shared->clock_hand + i) % el_max_partitions;
 
 			if (el_slots[slotno].incarnation == 0 ||
-				(pass > 0 && el_free_slot(slotno, pass == 2)))
+				(pass > 0 && el_free_slot(slotno, pass >= 2, pass == 3)))
 			{
 				el_shared->clock_hand = (slotno + 1) % el_max_partitions;
 				return slotno;
@@ -500,6 +515,9 @@ el_report_share_exceeded(void)
 			 errhint("Commit or roll back the long-running producing transactions (idle_in_transaction_session_timeout caps them), or raise eventlog.max_partitions and restart the server.")));
 }
 
+static bool el_partition_attach_internal(const ElPartitionKey *key,
+										 ElSlotRef *ref, bool reader);
+
 /* Whether the partition of "key" has a slot now. */
 bool
 el_partition_has_slot(const ElPartitionKey *key)
@@ -521,7 +539,7 @@ el_partition_has_slot(const ElPartitionKey *key)
 void
 el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 {
-	if (!el_partition_try_attach(key, ref))
+	if (!el_partition_attach_internal(key, ref, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many event log partitions are in use"),
@@ -532,11 +550,19 @@ el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref)
 
 /*
  * el_partition_attach, but false (ref untouched) instead of an error when
- * every slot has transactions in flight: a reader can then do without one
- * (topic.c, el_stable_offset_unslotted).
+ * every slot has transactions in flight or its counter being recovered
+ * (el_find_free_slot): a reader can then do without one (topic.c,
+ * el_stable_offset_unslotted).
  */
 bool
 el_partition_try_attach(const ElPartitionKey *key, ElSlotRef *ref)
+{
+	return el_partition_attach_internal(key, ref, true);
+}
+
+static bool
+el_partition_attach_internal(const ElPartitionKey *key, ElSlotRef *ref,
+							 bool reader)
 {
 	ElPartitionHashEntry *entry;
 	bool		found;
@@ -561,7 +587,7 @@ el_partition_try_attach(const ElPartitionKey *key, ElSlotRef *ref)
 	{
 		ElPartitionState *slot;
 
-		slotno = el_find_free_slot();
+		slotno = el_find_free_slot(reader);
 		if (slotno < 0)
 		{
 			LWLockRelease(el_shared->hash_lock);
@@ -1111,6 +1137,50 @@ el_forget_database_at_commit(void)
 	el_forget_database = true;
 }
 
+/* Whether this transaction dropped the extension. */
+bool
+el_forget_database_pending(void)
+{
+	return el_forget_database;
+}
+
+/*
+ * CREATE EXTENSION in the transaction that dropped it: the new extension
+ * numbers its topics from 1 again, so the dropped topics' slots must go now,
+ * not at commit, or the new topics would take over their counters and their
+ * routes to segments that no longer exist.  Freeing is safe (see
+ * el_forget_partitions).  Other backends cannot attach meanwhile: the drop
+ * holds the old catalog's locks until this transaction ends.  Should the
+ * transaction abort, the dropped extension comes back while the slots may
+ * hold the new topics' counters: they are freed at abort too.  Only at the
+ * top level (the caller checks), so that no subtransaction's rollback can
+ * bring the dropped extension back before that.  False if a slot of this
+ * database keeps in-flight entries (this transaction produced before the
+ * drop): the caller refuses the creation.
+ */
+bool
+el_free_database_slots_now(void)
+{
+	bool		all = true;
+	int			i;
+
+	if (!el_forget_database || !el_shmem_attached())
+		return true;
+	el_forget_database_on_abort = true;
+	LWLockAcquire(el_shared->hash_lock, LW_EXCLUSIVE);
+	for (i = 0; i < el_max_partitions; i++)
+	{
+		ElPartitionState *slot = &el_slots[i];
+
+		if (slot->incarnation == 0 || slot->key.dbid != MyDatabaseId)
+			continue;
+		if (!el_free_slot(i, true, true))
+			all = false;
+	}
+	LWLockRelease(el_shared->hash_lock);
+	return all;
+}
+
 /*
  * Free the slots of partitions whose topic this transaction dropped (or of
  * the whole database, after DROP EXTENSION), so that they can be reused and
@@ -1146,7 +1216,7 @@ el_forget_partitions(void)
 		if (!el_forget_database &&
 			!list_member_int(el_forget_topics, slot->key.topic_id))
 			continue;
-		(void) el_free_slot(i, true);
+		(void) el_free_slot(i, true, true);
 	}
 	LWLockRelease(el_shared->hash_lock);
 	if (el_forget_database)
@@ -1186,6 +1256,7 @@ el_xact_callback(XactEvent event, void *arg)
 			list_free(el_forget_topics);
 			el_forget_topics = NIL;
 			el_forget_database = false;
+			el_forget_database_on_abort = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -1194,7 +1265,10 @@ el_xact_callback(XactEvent event, void *arg)
 			el_pending_activations = NIL;
 			list_free(el_forget_topics);
 			el_forget_topics = NIL;
+			if (el_forget_database_on_abort)
+				el_forget_partitions();	/* el_free_database_slots_now */
 			el_forget_database = false;
+			el_forget_database_on_abort = false;
 			break;
 		default:
 			break;

@@ -176,5 +176,7 @@ extern int	el_collect_notifications(ElNotifyItem *items, int max_items,
 									 bool *blocked);
 extern void el_forget_topic_at_commit(int32 topic_id);
 extern void el_forget_database_at_commit(void);
+extern bool el_forget_database_pending(void);
+extern bool el_free_database_slots_now(void);
 
 #endif							/* PG_EVENTLOG_SHMEM_H */

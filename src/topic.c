@@ -899,7 +899,9 @@ el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
 /*
  * A reader's offsets for a partition that has no shared slot and cannot
  * get one, every slot being pinned by transactions in flight (of other
- * databases, perhaps: issue 13, item 6).  Readers never need to pin a slot.
+ * databases, perhaps: issue 13, item 6) or having its counter recovered by
+ * another backend (shmem.c, el_find_free_slot).  Readers never need to pin
+ * a slot.
  * Offsets are only ever taken under a slot, in the critical section that
  * registers their in-flight entry, and a slot is freed only while it has no
  * entry: so a partition without a slot has no offset in flight, and its

@@ -359,6 +359,32 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	}
 
 	/*
+	 * The partition slots of a dropped extension's topics are freed when the
+	 * drop commits (shmem.c), and a re-created extension numbers its topics
+	 * from 1 again: re-created in the same transaction (pg_restore --clean
+	 * --single-transaction), its topics would take over the old slots (their
+	 * counters, and routes to segments that no longer exist).  Free them now.
+	 */
+	if (IsA(parsetree, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) parsetree)->extname, EL_EXTENSION_NAME) == 0 &&
+		!OidIsValid(get_extension_oid(EL_EXTENSION_NAME, true)) &&
+		el_forget_database_pending() && GetCurrentTransactionNestLevel() > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot create extension \"pg_eventlog\" in a subtransaction of the transaction that dropped it"),
+				 errdetail("A rollback to a savepoint could bring the dropped extension back while shared memory holds the new extension's partition state."),
+				 errhint("Create the extension outside savepoints, or commit the DROP EXTENSION first.")));
+	if (IsA(parsetree, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) parsetree)->extname, EL_EXTENSION_NAME) == 0 &&
+		!OidIsValid(get_extension_oid(EL_EXTENSION_NAME, true)) &&
+		!el_free_database_slots_now())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot create extension \"pg_eventlog\" in the transaction that dropped it after producing"),
+				 errdetail("This transaction's records of the dropped topics keep their partition state in shared memory until it ends, and the new extension's topics would take it over."),
+				 errhint("Commit the DROP EXTENSION first, then create the extension in a new transaction.")));
+
+	/*
 	 * The other commands that need a database to themselves keep the
 	 * workers away while they run, then let them back whatever happens
 	 * (error, cancel, or this backend exiting).  A worker starting again
