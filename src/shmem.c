@@ -355,7 +355,7 @@ el_free_slot(int slotno, bool even_unannounced, bool even_recovering)
  * slot: freeing it makes its backend find it stale and attach again, freeing
  * another backend's slot under recovery in turn, and with more partitions in
  * use than slots every backend could go round like that until its retries
- * ran out (test/t/046_slot_churn.pl).  A slot left uninitialised by a
+ * ran out (test/t/049_slot_churn.pl).  A slot left uninitialised by a
  * backend that failed during recovery is still freed by a producer's last
  * pass.
  *
