@@ -13,6 +13,9 @@
  * the caller's snapshot would not in REPEATABLE READ or SERIALIZABLE (taken
  * before it waited), so the count reads the catalog with a fresh snapshot.
  *
+ * el_catalog_value_now serves both, and the long polls' check that their
+ * topic was not dropped (topic.c).
+ *
  * eventlog._group_exists_now: a poll that found a consumer group, then
  * waited for the group's lock, must not write positions of a group that
  * delete_group removed meanwhile (it would bring the group back with some
@@ -26,10 +29,50 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(el_partitions_in_use);
 PG_FUNCTION_INFO_V1(el_group_exists_now);
+
+/*
+ * The one value of a one-row catalog query, read with a snapshot taken now
+ * and pg_eventlog's search path pinned; *isnull if the query returned no
+ * row or a NULL.  "what" names the catalog in the internal error.
+ */
+Datum
+el_catalog_value_now(const char *sql, int nargs, Oid *argtypes, Datum *args,
+					 const char *what, bool *isnull)
+{
+	Datum		value = (Datum) 0;
+	int			ret;
+	int			pin;
+
+	*isnull = true;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	pin = el_pin_search_path();
+	PushActiveSnapshot(GetLatestSnapshot());
+	ret = SPI_execute_with_args(sql, nargs, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s: %s", what, SPI_result_code_string(ret));
+	if (SPI_processed == 1)
+	{
+		int16		typlen;
+		bool		typbyval;
+
+		value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+							  isnull);
+		/* Out of SPI's memory (bigint is by reference on 32-bit builds). */
+		get_typlenbyval(SPI_gettypeid(SPI_tuptable->tupdesc, 1), &typlen, &typbyval);
+		if (!*isnull)
+			value = SPI_datumTransfer(value, typbyval, typlen);
+	}
+	PopActiveSnapshot();
+	el_unpin_search_path(pin);
+	SPI_finish();
+	return value;
+}
 
 /*
  * eventlog._partitions_in_use(except_topic integer) -> bigint: the
@@ -40,34 +83,15 @@ Datum
 el_partitions_in_use(PG_FUNCTION_ARGS)
 {
 	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
-	int64		total = 0;
-	int			ret;
-	int			pin;
+	Datum		args[1] = {PG_GETARG_DATUM(0)};
+	bool		isnull;
+	Datum		total;
 
-	args[0] = PG_GETARG_DATUM(0);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	pin = el_pin_search_path();
-	PushActiveSnapshot(GetLatestSnapshot());
-	ret = SPI_execute_with_args(
-		"SELECT coalesce(sum(t.partitions), 0)::bigint"
-		"  FROM " EL_SCHEMA_NAME ".topic_catalog t"
-		" WHERE t.topic_id <> $1",
-		1, argtypes, args, NULL, true, 1);
-	if (ret != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read eventlog.topic_catalog: %s",
-			 SPI_result_code_string(ret));
-	{
-		bool		isnull;
-
-		total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	PopActiveSnapshot();
-	el_unpin_search_path(pin);
-	SPI_finish();
-	PG_RETURN_INT64(total);
+	total = el_catalog_value_now("SELECT coalesce(sum(t.partitions), 0)::bigint"
+								 "  FROM " EL_SCHEMA_NAME ".topic_catalog t"
+								 " WHERE t.topic_id <> $1",
+								 1, argtypes, args, "eventlog.topic_catalog", &isnull);
+	PG_RETURN_INT64(isnull ? 0 : DatumGetInt64(total));
 }
 
 /*
@@ -79,36 +103,17 @@ Datum
 el_group_exists_now(PG_FUNCTION_ARGS)
 {
 	Oid			argtypes[2] = {INT4OID, TEXTOID};
-	Datum		args[2];
-	bool		exists;
-	int			ret;
-	int			pin;
+	Datum		args[2] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)};
+	bool		isnull;
+	Datum		exists;
 
-	args[0] = PG_GETARG_DATUM(0);
-	args[1] = PG_GETARG_DATUM(1);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	pin = el_pin_search_path();
-	PushActiveSnapshot(GetLatestSnapshot());
-	ret = SPI_execute_with_args(
+	exists = el_catalog_value_now(
 		"SELECT EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_offsets o"
 		"                WHERE o.topic_id = $1 AND o.group_name = $2)"
 		"    OR EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_catalog g"
 		"                WHERE g.topic_id = $1 AND g.group_name = $2)"
 		"    OR EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_members m"
 		"                WHERE m.topic_id = $1 AND m.group_name = $2)",
-		2, argtypes, args, NULL, true, 1);
-	if (ret != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read the consumer groups: %s",
-			 SPI_result_code_string(ret));
-	{
-		bool		isnull;
-
-		exists = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-											SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	PopActiveSnapshot();
-	el_unpin_search_path(pin);
-	SPI_finish();
-	PG_RETURN_BOOL(exists);
+		2, argtypes, args, "the consumer groups", &isnull);
+	PG_RETURN_BOOL(!isnull && DatumGetBool(exists));
 }

@@ -44,6 +44,10 @@ extern int	el_pin_search_path(void);
 extern void el_unpin_search_path(int level);
 extern void el_pin_search_path_for_process(void);
 
+/* committed.c */
+extern Datum el_catalog_value_now(const char *sql, int nargs, Oid *argtypes,
+								  Datum *args, const char *what, bool *isnull);
+
 /* srf.c */
 struct Tuplestorestate;
 extern struct Tuplestorestate *el_materialized_srf(FunctionCallInfo fcinfo,

@@ -405,33 +405,15 @@ el_topic_id_now(const char *name)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
-	int32		topic_id = 0;
-	int			ret;
-	int			pin;
+	bool		isnull;
+	Datum		topic_id;
 
 	(void) el_schema_oid();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	pin = el_pin_search_path();
-	PushActiveSnapshot(GetLatestSnapshot());
 	args[0] = CStringGetTextDatum(name);
-	ret = SPI_execute_with_args("SELECT topic_id FROM " EL_SCHEMA_NAME ".topic_catalog"
-								" WHERE name = $1",
-								1, argtypes, args, NULL, true, 1);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read eventlog.topic_catalog: %s",
-			 SPI_result_code_string(ret));
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-
-		topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	PopActiveSnapshot();
-	el_unpin_search_path(pin);
-	SPI_finish();
-	return topic_id;
+	topic_id = el_catalog_value_now("SELECT topic_id FROM " EL_SCHEMA_NAME ".topic_catalog"
+									" WHERE name = $1",
+									1, argtypes, args, "eventlog.topic_catalog", &isnull);
+	return isnull ? 0 : DatumGetInt32(topic_id);
 }
 
 /*
