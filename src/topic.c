@@ -711,10 +711,19 @@ el_with_partition(ElTopic *topic, int32 partition, bool reader, ElSlotOp op,
 
 	/*
 	 * Each turn either succeeds or finds the slot freed or reassigned since
-	 * the last: ten turns in a row only under extreme slot churn.
+	 * the last.  Under heavy slot churn (far more partitions in use than
+	 * eventlog.max_partitions, producers taking slots others are still
+	 * recovering) that can happen many times in a row: after ten quick
+	 * turns, pause a millisecond between turns to let the others finish,
+	 * and give up only after about a second.
 	 */
-	for (attempt = 0; attempt < 10; attempt++)
+	for (attempt = 0; attempt < 1000; attempt++)
 	{
+		if (attempt >= 10)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(1000L);
+		}
 		if (ref->slot != NULL && op(ref, arg))
 			return true;
 		if (ref->slot == NULL)
