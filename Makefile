@@ -4,8 +4,8 @@
 #   make install
 #   test/run            # every test suite, see README.md
 #
-# sql/pg_eventlog.sql is the single source of the current version's install
-# script; it is copied to the versioned name at build time.  Scripts of
+# The current version's install script is built from per-concern files in
+# sql/install/ (INSTALL_SOURCES below) to the versioned name.  Scripts of
 # released versions (sql/pg_eventlog--X.Y.Z.sql) and upgrade scripts
 # (sql/pg_eventlog--A--B.sql) are committed as they shipped.
 
@@ -56,8 +56,33 @@ ifeq ($(shell test $(VERSION_NUM) -lt 140000 && echo old),old)
 $(error pg_eventlog requires PostgreSQL 14 or later; $(PG_CONFIG) reports $(VERSION))
 endif
 
-$(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
-	cp $< $@
+# The install script's sources, in the order CREATE EXTENSION runs them.
+# The order matters where a statement names an object when it runs: tables
+# and types before the views, SQL-language functions and COMMENTs that use
+# them; grants.sql (REVOKEs of internal functions) last.  PL/pgSQL bodies
+# are resolved when they run, so they may call functions of a later file.
+INSTALL_SOURCES = $(addprefix sql/install/, \
+	setup.sql \
+	catalog.sql \
+	types.sql \
+	privileges.sql \
+	topics.sql \
+	produce_read.sql \
+	retention.sql \
+	groups.sql \
+	group_members.sql \
+	views.sql \
+	capture.sql \
+	grants.sql)
+
+# A file of sql/install/ that is not in the list would silently not be
+# installed: refuse to build.
+ifneq ($(sort $(INSTALL_SOURCES)),$(sort $(wildcard sql/install/*.sql)))
+$(error INSTALL_SOURCES in the Makefile and the files in sql/install/ differ)
+endif
+
+$(DATA_built): $(INSTALL_SOURCES) $(EXTENSION).control
+	awk 'FNR == 1 && NR > 1 { print "" } { print }' $(INSTALL_SOURCES) > $@
 
 # PGXS does not track header dependencies without --enable-depend: every
 # object depends on every header (a rebuild costs seconds).

@@ -36,7 +36,7 @@
  *
  * A maintenance worker runs a round every eventlog.maintenance_interval:
  * for each topic, in a transaction of its own, eventlog._maintain_topic()
- * (sql/pg_eventlog.sql) records active segments, applies retention and
+ * (sql/install/retention.sql) records active segments, applies retention and
  * rolls segments.  An error in one topic is logged with its context,
  * recorded for the eventlog.maintenance view, and retried next round.
  *

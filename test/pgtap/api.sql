@@ -49,7 +49,7 @@ SELECT is(
     NULL, 'every SECURITY DEFINER function is a gated body PUBLIC cannot call');
 -- The internal functions PUBLIC may call: validation, triggers, metadata,
 -- and the gate's helpers.  A new internal function must be added here or
--- revoked from PUBLIC (the end of sql/pg_eventlog.sql).
+-- revoked from PUBLIC (sql/install/grants.sql).
 SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'

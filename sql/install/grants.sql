@@ -1,0 +1,25 @@
+/* ------------------------------------------------------------------------
+ * Internal functions that change state, or take pg_eventlog's locks, run
+ * only inside the SECURITY DEFINER bodies and the background workers:
+ * PUBLIC may not call them (a role could otherwise point a partition at a
+ * missing segment, free a topic's shared memory, or hold a group's lock).
+ * test/pgtap/api.sql pins the internal functions PUBLIC may call.
+ * ------------------------------------------------------------------------ */
+REVOKE ALL ON FUNCTION
+    @extschema@._activate_segment_at_commit(integer, integer, integer),
+    @extschema@._add_partitions(integer, integer, integer),
+    @extschema@._checked_position(text, text, integer, bigint, bigint, text),
+    @extschema@._create_segment(integer, integer, integer, bigint),
+    @extschema@._forget_topic(integer),
+    @extschema@._group_exists_now(integer, text),
+    @extschema@._group_lock_checked(integer, text, text, boolean),
+    @extschema@._group_lock_key(integer, text, integer),
+    @extschema@._group_position(integer, text, text, integer, text),
+    @extschema@._maintain_topic(integer),
+    @extschema@._partition_routing(text, integer),
+    @extschema@._poll_member(integer, text, text, text, integer, interval),
+    @extschema@._rebalance(integer, text, text),
+    @extschema@._set_position(integer, text, integer, bigint, text),
+    @extschema@._try_xact_lock(integer, bigint),
+    @extschema@._xact_lock(integer, bigint, boolean)
+  FROM PUBLIC;
