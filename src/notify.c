@@ -11,7 +11,7 @@
  * commit, records in the partition's shared state (under the lock it takes
  * there anyway) which committed offsets nobody has announced yet, and sets
  * this database's notifier's latch; a flag makes that at most one SetLatch
- * per notifier round, however many producers commit (shmem.c, worker.c).
+ * per notifier round, however many producers commit (inflight.c, worker.c).
  *
  * The notifier then collects the partitions whose last stable offset has
  * passed committed, unannounced records (an abort can be what moves it:

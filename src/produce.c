@@ -36,6 +36,7 @@
 
 #include "acl.h"
 #include "hash.h"
+#include "partition.h"
 #include "segment.h"
 #include "topic.h"
 

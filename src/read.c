@@ -5,7 +5,7 @@
  *	  offset functions.
  *
  * Every reader follows the same two steps (DESIGN.md, invariant 1):
- *	1. compute the partition's last stable offset (shmem.c);
+ *	1. compute the partition's last stable offset (inflight.c);
  *	2. scan with a snapshot taken after step 1, never the transaction's
  *	   snapshot, and return nothing at or above the stable offset.
  * Whatever committed below the stable offset committed before step 1
@@ -44,6 +44,7 @@
 #include "utils/tuplestore.h"
 
 #include "acl.h"
+#include "partition.h"
 #include "segment.h"
 #include "topic.h"
 
@@ -437,7 +438,7 @@ el_readable_from(ElReadPoint *point, int64 from)
  * Long poll of eventlog.read: sleep until the stable offset of the
  * partition of "point" moves past "from", then true with "point" taken
  * again; false when "deadline" comes first.  Every producing transaction
- * that ends broadcasts its topic's wake-up condition variable (shmem.c), so
+ * that ends broadcasts its topic's wake-up condition variable (inflight.c), so
  * the wait costs no CPU and ends as soon as records can be readable.
  *
  * Not a condition variable of the partition's slot in shared memory: a
@@ -496,7 +497,7 @@ el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
  * some partitions[i] has a readable record at or after positions[i] (or
  * retention removed records there: the poll handles that), false when the
  * wait ends first.  It sleeps on the topic's wake-up condition variable
- * (shmem.c), which every producing transaction of the topic broadcasts when
+ * (inflight.c), which every producing transaction of the topic broadcasts when
  * it ends: no CPU while nothing happens, and a wake-up per commit or abort
  * of the topic while it waits.  A wake-up that brings nothing readable (a
  * rollback, a commit in another partition, a commit behind an open
@@ -704,7 +705,7 @@ el_read(PG_FUNCTION_ARGS)
  * eventlog.offset_for_time(topic text, partition integer, ts timestamptz)
  *		-> bigint
  *
- * append_time never decreases along a partition's offsets (shmem.c hands it
+ * append_time never decreases along a partition's offsets (inflight.c hands it
  * out with the offsets), so a binary search over the offset range finds
  * the first record at or after ts in O(log n) index probes.
  */

@@ -2,7 +2,10 @@
  *
  * shmem.h
  *	  pg_eventlog's shared memory: per-partition offset counters and the
- *	  in-flight table from which the last stable offset is computed.
+ *	  in-flight table from which the last stable offset is computed.  Its
+ *	  code is in three files: shmem.c (sizing, start-up, transaction
+ *	  callbacks), slots.c (the slot table) and inflight.c (offsets in
+ *	  flight); shmem_internal.h is what they share with no one else.
  *
  *-------------------------------------------------------------------------
  */
@@ -150,12 +153,17 @@ typedef struct ElSharedState
 	ElInflight	inflight[FLEXIBLE_ARRAY_MEMBER];
 } ElSharedState;
 
+/* shmem.c: the area, its settings, and the long polls' wake-ups */
 extern ElSharedState *el_shared;
-
-/* settings */
 extern int	el_max_partitions;
 extern int	el_max_transaction_partitions;
+extern ConditionVariable *el_topic_wakeup(int32 topic_id);
+extern uint64 el_topic_drop_count(void);
 
+/*
+ * slots.c: a partition's slot.  Only partition.c (el_with_partition) holds
+ * an ElSlotRef and calls the functions taking one.
+ */
 extern void el_partition_attach(const ElPartitionKey *key, ElSlotRef *ref);
 extern bool el_partition_try_attach(const ElPartitionKey *key, ElSlotRef *ref);
 extern bool el_partition_has_slot(const ElPartitionKey *key);
@@ -164,19 +172,19 @@ extern ElSlotStatus el_partition_status(const ElSlotRef *ref);
 extern XLogRecPtr el_wal_insert_end(void);
 extern bool el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 									 const ElRouting *routing);
-extern bool el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
-								int32 *segno, TimestampTz *append_time);
 extern bool el_partition_routing(const ElSlotRef *ref, ElRouting *routing);
-extern void el_activate_segment_at_commit(int32 topic_id, int32 partition,
-										  int32 segno);
-extern bool el_stable_offset(const ElSlotRef *ref, ElStableOffset *out);
-extern ConditionVariable *el_topic_wakeup(int32 topic_id);
-extern uint64 el_topic_drop_count(void);
 extern int	el_collect_notifications(ElNotifyItem *items, int max_items,
 									 bool *blocked);
 extern void el_forget_topic_at_commit(int32 topic_id);
 extern void el_forget_database_at_commit(void);
 extern bool el_forget_database_pending(void);
 extern bool el_free_database_slots_now(void);
+
+/* inflight.c: offsets in flight */
+extern bool el_allocate_offsets(const ElSlotRef *ref, int count, int64 *first,
+								int32 *segno, TimestampTz *append_time);
+extern bool el_stable_offset(const ElSlotRef *ref, ElStableOffset *out);
+extern void el_activate_segment_at_commit(int32 topic_id, int32 partition,
+										  int32 segno);
 
 #endif							/* PG_EVENTLOG_SHMEM_H */

@@ -2,7 +2,7 @@
  *
  * topic.h
  *	  Per-backend cache of topic metadata, loaded from the catalog tables
- *	  (topic.c).
+ *	  (topic.c).  Operations on a partition's shared state: partition.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +35,7 @@ typedef struct ElPartitionMeta
 	int			nsegments;
 	ElSegment  *segments;		/* ascending segment_no (and offsets) */
 	ElSlotRef	ref;			/* shared state: only el_with_partition
-								 * (topic.c) touches it */
+								 * (partition.c) touches it */
 } ElPartitionMeta;
 
 typedef struct ElTopic
@@ -63,14 +63,7 @@ extern void el_topic_invalidate(void);
 extern void el_watch_catalog(void);
 extern Oid	el_segment_schema_oid(void);
 extern void el_check_partition(ElTopic *topic, int32 partition);
-extern int64 el_take_offsets(ElTopic *topic, int32 partition, int count,
-							 int32 *segno, TimestampTz *append_time);
-extern void el_get_routing(ElTopic *topic, int32 partition, ElRouting *routing);
 extern ElSegment *el_find_segment(ElTopic *topic, int32 partition, int32 segno);
-extern void el_read_stable_offset(ElTopic *topic, int32 partition,
-								  ElStableOffset *out);
-extern int64 el_recover_next_offset(ElTopic *topic, int32 partition,
-									ElRouting *routing);
 /* What a call refused during recovery was about to do. */
 typedef enum ElRecoveryUse
 {

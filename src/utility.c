@@ -360,7 +360,7 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	/*
 	 * The partition slots of a dropped extension's topics are freed when the
-	 * drop commits (shmem.c), and a re-created extension numbers its topics
+	 * drop commits (slots.c), and a re-created extension numbers its topics
 	 * from 1 again: re-created in the same transaction (pg_restore --clean
 	 * --single-transaction), its topics would take over the old slots (their
 	 * counters, and routes to segments that no longer exist).  Free them now.
