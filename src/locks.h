@@ -1,7 +1,127 @@
 /*-------------------------------------------------------------------------
  *
  * locks.h
- *	  pg_eventlog's own transaction-level locks (locks.c).
+ *	  pg_eventlog's own transaction-level locks (locks.c), and below, every
+ *	  lock the extension takes and the order it takes them in.
+ *
+ * SQL functions named here are in the install script (sql/); C functions
+ * in src/.  "Never waits" means a conditional acquire (NOWAIT, a try, or a
+ * bounded lock_timeout): such a lock may be taken out of the order below,
+ * since it cannot close a cycle of waits.
+ *
+ * 1. Spinlocks (innermost; nothing is acquired under them, no error raised)
+ *	- el_shared->pin_lock (shmem.h, slots.c): the per-database pin counts
+ *	  (ElDbPins).  Taken by el_pin_slot / el_unpin_slot under a slot's
+ *	  LWLock, and by el_pin_share alone.
+ *	- el_registry->mutex (worker.h, worker.c): the worker registry.  Taken
+ *	  alone, by the launcher, the workers, utility.c's hooks and the
+ *	  eventlog.maintenance view; no other lock is held with it.
+ *
+ * 2. LWLocks (never held across a heavyweight lock wait, I/O or an error)
+ *	- tranche "pg_eventlog" (one lock, el_shared->hash_lock): the partition
+ *	  key -> slot hash table and slot assignment.  Shared to look up
+ *	  (el_partition_has_slot, el_partition_attach, el_apply_activations),
+ *	  exclusive to assign or free a slot (el_partition_attach_internal,
+ *	  el_find_free_slot, el_forget_partitions, el_free_database_slots_now).
+ *	- tranche "pg_eventlog_partition" (one per slot, ElPartitionState.lock):
+ *	  the slot's counter, routing, commit LSN, in-flight list and notify
+ *	  range.  Exclusive: el_allocate_offsets (producers), el_release_inflight
+ *	  and el_check_my_slice (a transaction's end), el_partition_set_initial,
+ *	  el_apply_activations, el_collect_notifications (the notifier),
+ *	  el_free_slot and slot assignment.  Shared: el_stable_offset (readers),
+ *	  el_partition_routing, el_partition_status.
+ *	- AddinShmemInitLock (PostgreSQL's), exclusive in el_shmem_startup only.
+ *	Order: hash_lock, then one slot lock, then pin_lock.  At most one slot
+ *	lock is held at a time (loops over slots release each before the next);
+ *	a slot lock is never held while hash_lock is requested.
+ *
+ * 3. Condition variables (a wait, not a lock): el_shared->topic_wakeup[],
+ *	one per hash of (database, topic).  Long polls (read.c) sleep on them
+ *	holding whatever heavyweight locks their transaction has (a
+ *	transactional poll: its group membership lock, shared, and the group
+ *	partitions it took); el_release_inflight and el_forget_partitions
+ *	broadcast them after releasing their LWLocks.
+ *
+ * 4. pg_eventlog's advisory locks (ElLockKind below; locks.c).  Advisory
+ *	LOCKTAGs in a key space of their own, taken through eventlog._xact_lock /
+ *	_try_xact_lock (transaction-level) or, for kind 1 in counter recovery,
+ *	by LockAcquire directly.
+ *	- kind 1, EL_LOCK_ROUTING, key topic_id << 32 | partition: orders a
+ *	  partition's counter recovery with a maintenance round.  Exclusive,
+ *	  waited for: by el_recover_next_offset (partition.c) as a session lock
+ *	  released as soon as the catalog has been read, with no LWLock held; by
+ *	  eventlog._maintain_topic for each partition in ascending order, held to
+ *	  commit (its own routing read may recover a counter under it: a
+ *	  backend's session and transaction locks on one tag do not conflict).
+ *	- kind 2, EL_LOCK_MAINTENANCE, key topic_id: one maintenance round per
+ *	  topic.  Exclusive, never waits (_try_xact_lock in _maintain_topic).
+ *	  eventlog.enforce_retention() without a topic takes the kind 2 and 1
+ *	  locks of several topics in one transaction, in ascending topic_id.
+ *	- kind 3, EL_LOCK_GROUP, key _group_lock_key(topic_id, group, p): p = -1
+ *	  is a group's membership lock, p >= 0 a group's partition.
+ *	  Membership: shared and waited for by a transactional poll
+ *	  (_group_lock_checked) and a member's commit (_commit); exclusive and
+ *	  waited for by a member's poll (_poll_member via _group_lock_checked)
+ *	  and leave (_leave); exclusive, never waits, in delete_group.
+ *	  Partitions: exclusive; tried (never waits) by a transactional poll in
+ *	  any order, by delete_group and by seek; waited for, in ascending
+ *	  partition order, by seek(force => true), which takes no membership
+ *	  lock.
+ *	  Order: membership before partitions.
+ *
+ * 5. Heavyweight table locks and row locks, in the order taken:
+ *	- eventlog.topic_catalog IN SHARE ROW EXCLUSIVE MODE (LOCK TABLE):
+ *	  create_topic (also from capture, when it creates the topic) and
+ *	  alter_topic growth (_add_partitions), always before any topic row lock
+ *	  (alter_topic takes it first, see there); serialises topic creation and
+ *	  the eventlog.max_partitions check.
+ *	- a topic_catalog row FOR UPDATE: drop_topic and alter_topic; grants and
+ *	  revokes of topic privileges update it.
+ *	- a captured source table IN SHARE ROW EXCLUSIVE MODE: capture(), after
+ *	  the topic_catalog lock when it creates the topic, before creating its
+ *	  trigger; the snapshot of existing rows (capture.c) then opens it with
+ *	  AccessShareLock.
+ *	- segment tables (eventlog_segments.seg_*): RowExclusiveLock by produce
+ *	  and the capture trigger (produce.c, el_open_segment: after taking
+ *	  offsets, so after any kind 1 wait of that call); AccessShareLock by
+ *	  read (read.c) and by counter recovery (segment.c,
+ *	  el_segment_edge_offset, under the kind 1 lock); AccessShareLock taken
+ *	  conditionally (never waits) by the monitoring views (segment.c);
+ *	  AccessShareLock, waited for, by _maintain_topic (under kind 2 and
+ *	  kind 1; it conflicts only with a DROP): held to commit by its
+ *	  append-time queries, oldest segment first, released at once by its
+ *	  size queries (pg_total_relation_size);
+ *	  AccessExclusiveLock NOWAIT, then DROP under a lock_timeout of at most
+ *	  50 ms, by retention in _maintain_topic (under kind 2 and kind 1);
+ *	  DROP TABLE, waiting, in (partition, segment) order, by drop_topic
+ *	  (after its topic row lock) and by DROP EXTENSION (utility.c,
+ *	  el_drop_all_segments).
+ *	- the catalog tables (topic_catalog, partition_catalog, segment_catalog,
+ *	  group_catalog, group_offsets, group_members): AccessShareLock for every
+ *	  read (SPI: topic.c, partition.c, committed.c, notify.c, worker.c),
+ *	  RowExclusiveLock and row locks for every change.  Row locks on
+ *	  group_offsets: UPDATE by a transactional poll and seek under the
+ *	  partition's kind 3 lock; FOR UPDATE (ascending partition) by a
+ *	  member's commit, and UPDATEs by _rebalance, under the membership lock.
+ *	- PostgreSQL catalogs, AccessShareLock, alone: pg_database (launcher),
+ *	  pg_depend and pg_attrdef (dependents.c), pg_trigger (capture.c).
+ *	- NOTIFY's lock (PreCommit_Notify: AccessExclusiveLock on "database 0"):
+ *	  taken only by the notifier's own transactions, never by producers
+ *	  (notify.c says why).
+ *
+ * Whole order, outermost first: topic_catalog table lock > topic row >
+ * captured table > kind 2 > kind 3 membership > kind 3 partitions > kind 1
+ * > segment and catalog table locks, row locks > (no heavyweight wait from
+ * here on) hash_lock > one slot lock > pin_lock.  Two exceptions:
+ *	- a transaction that produced or read holds segment locks when a later
+ *	  call waits for a kind 1 lock in recovery, the reverse of a maintenance
+ *	  round; but the round never waits for a lock a producer or reader holds
+ *	  (NOWAIT, a bounded lock_timeout, or AccessShareLock, which conflicts
+ *	  only with a DROP), so that cycle cannot close;
+ *	- drop_topic takes no kind 2 lock and runs beside a round of its
+ *	  topic; both hold the segments' locks in ascending (partition,
+ *	  segment) order, so one queues behind the other.
+ * The worker registry mutex is never held with any other lock.
  *
  *-------------------------------------------------------------------------
  */
