@@ -429,7 +429,7 @@ el_append_key_value(ElCapture *cap, int i, StringInfo buf, Datum d)
 			{
 				text	   *t = DatumGetTextPP(d);
 
-				/* What citext_eq() compares (contrib/citext/citext.c). */
+				/* What citext_eq() compares (PostgreSQL's contrib/citext/citext.c). */
 				escape_json(buf, str_tolower(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t),
 											 DEFAULT_COLLATION_OID));
 				return;

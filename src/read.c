@@ -4,7 +4,7 @@
  *	  Reading a partition: eventlog.read, eventlog.offset_for_time and the
  *	  offset functions.
  *
- * Every reader follows the same two steps (DESIGN.md, invariant 1):
+ * Every reader follows the same two steps (docs/design.md, invariant 1):
  *	1. compute the partition's last stable offset (inflight.c);
  *	2. scan with a snapshot taken after step 1, never the transaction's
  *	   snapshot, and return nothing at or above the stable offset.

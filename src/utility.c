@@ -167,7 +167,8 @@ el_has_createdb(void)
  * pass.  Otherwise a command bound to fail would stop the workers, and a
  * role (the owner of a database without CREATEDB, say) could keep the
  * maintenance worker from ever finishing a round by repeating it.  The
- * checks below follow createdb, RenameDatabase and movedb (dbcommands.c).
+ * checks below follow createdb, RenameDatabase and movedb (PostgreSQL's
+ * src/backend/commands/dbcommands.c).
  */
 static Oid
 el_database_to_free(Node *parsetree, bool isTopLevel)

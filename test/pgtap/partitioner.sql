@@ -1,5 +1,5 @@
--- Same key, same partition (DESIGN.md invariant 3), and the same partition
--- Kafka's default partitioner would pick: murmur2 over the key's UTF-8
+-- Same key, same partition (docs/design.md, invariant 3), and the same
+-- partition Kafka's default partitioner would pick: murmur2 over the key's UTF-8
 -- bytes, & 0x7fffffff, modulo the partition count.
 BEGIN;
 SELECT plan(10);
