@@ -4,8 +4,9 @@
  *	  pg_eventlog's own transaction-level locks (locks.c), and below, every
  *	  lock the extension takes and the order it takes them in.
  *
- * SQL functions named here are in the install script (sql/); C functions
- * in src/.  "Never waits" means a conditional acquire (NOWAIT, a try, or a
+ * SQL functions named here are in the install script's per-concern files
+ * (sql/install/: topics.sql, retention.sql, groups.sql, group_members.sql,
+ * capture.sql, privileges.sql); C functions in src/.  "Never waits" means a conditional acquire (NOWAIT, a try, or a
  * bounded lock_timeout): such a lock may be taken out of the order below,
  * since it cannot close a cycle of waits.
  *
