@@ -223,7 +223,7 @@ el_stable_offset(const ElSlotRef *ref, ElStableOffset *out)
  *
  * Then wake whoever waits for records: long polls (condition variables)
  * and, when committed records are waiting to be announced, the database's
- * notifier (notify.c).  An abort can make committed records readable too,
+ * notifier (notifier.c).  An abort can make committed records readable too,
  * when they were waiting behind the aborted offsets.  Nothing here sends a
  * notification: that would serialise every producing commit on NOTIFY's
  * cluster-wide lock.

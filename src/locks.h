@@ -14,8 +14,10 @@
  *	- el_shared->pin_lock (shmem.h, slots.c): the per-database pin counts
  *	  (ElDbPins).  Taken by el_pin_slot / el_unpin_slot under a slot's
  *	  LWLock, and by el_pin_share alone.
- *	- el_registry->mutex (worker.h, worker.c): the worker registry.  Taken
- *	  alone, by the launcher, the workers, utility.c's hooks and the
+ *	- el_registry->mutex (worker.h; worker.c, notify.c, notifier.c): the
+ *	  worker registry.  Taken alone, by the launcher, the workers, a
+ *	  producing transaction's end waking the notifier (el_wake_notifier,
+ *	  after its slot locks are released), utility.c's hooks and the
  *	  eventlog.maintenance view; no other lock is held with it.
  *
  * 2. LWLocks (never held across a heavyweight lock wait, I/O or an error)
@@ -28,7 +30,7 @@
  *	  the slot's counter, routing, commit LSN, in-flight list and notify
  *	  range.  Exclusive: el_allocate_offsets (producers), el_release_inflight
  *	  and el_check_my_slice (a transaction's end), el_partition_set_initial,
- *	  el_apply_activations, el_collect_notifications (the notifier),
+ *	  el_apply_activations, el_take_announcement (the notifier),
  *	  el_free_slot and slot assignment.  Shared: el_stable_offset (readers),
  *	  el_partition_routing, el_partition_status.
  *	- AddinShmemInitLock (PostgreSQL's), exclusive in el_shmem_startup only.
@@ -99,7 +101,7 @@
  *	  el_drop_all_segments).
  *	- the catalog tables (topic_catalog, partition_catalog, segment_catalog,
  *	  group_catalog, group_offsets, group_members): AccessShareLock for every
- *	  read (SPI: topic.c, partition.c, committed.c, notify.c, worker.c),
+ *	  read (SPI: topic.c, partition.c, committed.c, notifier.c, worker.c),
  *	  RowExclusiveLock and row locks for every change.  Row locks on
  *	  group_offsets: UPDATE by a transactional poll and seek under the
  *	  partition's kind 3 lock; FOR UPDATE (ascending partition) by a

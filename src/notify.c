@@ -1,75 +1,47 @@
 /*-------------------------------------------------------------------------
  *
  * notify.c
- *	  LISTEN/NOTIFY wake-ups: eventlog.channel() and the notifier, one
- *	  background worker per database that announces newly readable records.
+ *	  LISTEN/NOTIFY wake-ups, as the rest of pg_eventlog sees them: the
+ *	  settings, channel names (eventlog.channel()), a producer's wake-up of
+ *	  its database's notifier, and the launcher's and eventlog.maintenance's
+ *	  view of the notifier.  The notifier itself, one background worker per
+ *	  database, is in notifier.c.
  *
  * Why producers never send NOTIFY themselves: PreCommit_Notify locks
  * "database 0" in AccessExclusiveLock and holds it through the commit's
  * WAL flush, so notifying transactions commit one at a time, cluster-wide,
  * with no group commit.  Instead a producing transaction, at the end of its
  * commit, records in the partition's shared state (under the lock it takes
- * there anyway) which committed offsets nobody has announced yet, and sets
- * this database's notifier's latch; a flag makes that at most one SetLatch
- * per notifier round, however many producers commit (inflight.c, worker.c).
- *
- * The notifier then collects the partitions whose last stable offset has
- * passed committed, unannounced records (an abort can be what moves it:
- * committed records waiting behind aborted offsets become readable), and
- * sends one notification per topic, in a transaction of its own with
- * synchronous_commit off: notifications are a hint, never a promise, and
- * need not wait for a WAL flush while holding NOTIFY's lock.  After a
- * round that sent something it sleeps eventlog.notify_interval, so a busy
- * topic gets at most one notification per interval, and the last commit
- * of a burst is always announced by the next round.
+ * there anyway, inflight.c) which committed offsets nobody has announced yet,
+ * and wakes this database's notifier (el_wake_notifier below); a flag makes
+ * that at most one SetLatch per notifier round, however many producers
+ * commit.
  *
  * The channel of a topic is "eventlog.<topic>", or "eventlog.md5:<md5 of
  * the name>" when that would exceed NAMEDATALEN - 1 bytes (topic names
- * reach 200 characters, channel names 63).  The payload is JSON:
- *		{"topic": "orders", "partitions": {"0": 120, "3": 57}}
- * mapping each partition to its last stable offset: records below it are
- * readable.  A topic with very many partitions may get several
- * notifications in one round, each under NOTIFY's 8000-byte limit.
+ * reach 200 characters, channel names 63).
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_eventlog.h"
 
-#include "access/xact.h"
-#include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "common/md5.h"
-#include "executor/spi.h"
 #include "fmgr.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
-#include "tcop/tcopprot.h"
+#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "notify.h"
-#include "shmem.h"
 #include "topic.h"
 #include "worker.h"
 
-/* Partitions collected per round (more wait for the next round). */
-#define EL_NOTIFY_BATCH 1024
-/* Keep each payload well under NOTIFY's limit (NOTIFY_PAYLOAD_MAX_LENGTH). */
-#define EL_PAYLOAD_MAX 7000
-
 bool		el_notify_enabled = true;
 int			el_notify_interval_ms = 5;
-
-PGDLLEXPORT void el_notifier_main(Datum main_arg);
 
 PG_FUNCTION_INFO_V1(el_channel);
 
@@ -130,269 +102,139 @@ el_channel(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(channel));
 }
 
-static int
-el_item_cmp(const void *a, const void *b)
-{
-	const ElNotifyItem *x = a;
-	const ElNotifyItem *y = b;
+/* ------------------------------------------------------------------------
+ * A producer's side: wake the notifier
+ * ------------------------------------------------------------------------ */
 
-	if (x->topic_id != y->topic_id)
-		return x->topic_id < y->topic_id ? -1 : 1;
-	if (x->partition != y->partition)
-		return x->partition < y->partition ? -1 : 1;
-	return 0;
-}
-
-/* Start a payload for "topic" in "buf". */
-static void
-el_payload_begin(StringInfo buf, const char *topic)
-{
-	resetStringInfo(buf);
-	appendStringInfoString(buf, "{\"topic\": ");
-	escape_json(buf, topic);
-	appendStringInfoString(buf, ", \"partitions\": {");
-}
+static ElDbWorker *el_producer_entry = NULL;	/* this backend's database's */
 
 /*
- * Topic names by ID, so that a round reads no catalog: rebuilt when the
- * catalog tables change (el_cache_generation, bumped by their relcache
- * invalidations, which StartTransactionCommand processes).
- */
-typedef struct ElTopicName
-{
-	int32		topic_id;		/* hash key */
-	char		name[EL_TOPIC_NAME_MAX + 1];
-} ElTopicName;
-
-static HTAB *el_topic_names = NULL;
-static uint64 el_topic_names_generation = 0;
-
-/* The name of topic "topic_id", or NULL if it does not exist (any more). */
-static const char *
-el_topic_name(int32 topic_id, bool *spi_connected)
-{
-	ElTopicName *entry;
-	bool		found;
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1] = {Int32GetDatum(topic_id)};
-
-	if (el_topic_names == NULL || el_topic_names_generation != el_cache_generation)
-	{
-		HASHCTL		ctl;
-
-		if (el_topic_names)
-		{
-			hash_destroy(el_topic_names);
-			el_topic_names = NULL;
-		}
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(int32);
-		ctl.entrysize = sizeof(ElTopicName);
-		el_topic_names = hash_create("pg_eventlog notifier topic names", 64, &ctl,
-									 HASH_ELEM | HASH_BLOBS);
-		el_watch_catalog();
-		el_topic_names_generation = el_cache_generation;
-	}
-	entry = hash_search(el_topic_names, &topic_id, HASH_FIND, NULL);
-	if (entry)
-		return entry->name;
-
-	if (!*spi_connected)
-	{
-		SPI_connect();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		*spi_connected = true;
-	}
-	if (SPI_execute_with_args("SELECT name FROM " EL_SCHEMA_NAME ".topic_catalog WHERE topic_id = $1",
-							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read eventlog.topic_catalog");
-	if (SPI_processed == 0)
-		return NULL;
-	entry = hash_search(el_topic_names, &topic_id, HASH_ENTER, &found);
-	strlcpy(entry->name, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
-			sizeof(entry->name));
-	return entry->name;
-}
-
-/*
- * Send one notification per topic for items[0..n), in one transaction.
- * A topic dropped meanwhile is skipped.
- */
-static void
-el_send_notifications(ElNotifyItem *items, int n)
-{
-	StringInfoData payload;
-	bool		spi_connected = false;
-	int			i = 0;
-
-	qsort(items, n, sizeof(ElNotifyItem), el_item_cmp);
-	/* In the caller's round context: the transaction's memory ends at commit. */
-	initStringInfo(&payload);
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	pgstat_report_activity(STATE_RUNNING, "eventlog notifier round");
-
-	while (i < n)
-	{
-		int32		topic_id = items[i].topic_id;
-		char		channel[NAMEDATALEN];
-		const char *topic = el_topic_name(topic_id, &spi_connected);
-		bool		first = true;
-
-		if (topic == NULL)
-		{
-			while (i < n && items[i].topic_id == topic_id)
-				i++;
-			continue;
-		}
-		el_channel_name(topic, channel);
-		el_payload_begin(&payload, topic);
-		for (; i < n && items[i].topic_id == topic_id; i++)
-		{
-			if (payload.len > EL_PAYLOAD_MAX)
-			{
-				appendStringInfoString(&payload, "}}");
-				Async_Notify(channel, payload.data);
-				el_payload_begin(&payload, topic);
-				first = true;
-			}
-			appendStringInfo(&payload, "%s\"%d\": " INT64_FORMAT,
-							 first ? "" : ", ", items[i].partition, items[i].stable);
-			first = false;
-		}
-		appendStringInfoString(&payload, "}}");
-		Async_Notify(channel, payload.data);
-	}
-
-	if (spi_connected)
-	{
-		SPI_finish();
-		PopActiveSnapshot();
-	}
-	CommitTransactionCommand();
-	/* So that autovacuum sees what the round's catalog reads cost. */
-	(void) el_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
-/*
- * The notifier of one database.  Started by the launcher (worker.c) once
- * the database's maintenance worker has found the extension; exits when
- * the extension or eventlog.notify goes away.
+ * Called by a transaction that ended with committed records to announce:
+ * wake the database's notifier, unless a commit since its last round
+ * already did.  Runs in the commit callback: nothing here can fail.
  */
 void
-el_notifier_main(Datum main_arg)
+el_wake_notifier(void)
 {
-	Oid			dbid = DatumGetObjectId(main_arg);
-	ElNotifyItem *items;
-	MemoryContext round_cxt;
+	static TimestampTz retry_after = 0;
+	ElDbWorker *db = el_producer_entry;
+	Latch	   *latch;
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-
-	if (!el_notifier_attach(dbid))
-		proc_exit(0);
-	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
-	el_pin_search_path_for_process();
-
-	/* A notification is a hint: never wait for a WAL flush to send one. */
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-
-	items = MemoryContextAlloc(TopMemoryContext, sizeof(ElNotifyItem) * EL_NOTIFY_BATCH);
-	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_eventlog notifier round",
-									  ALLOCSET_DEFAULT_SIZES);
-
-	for (;;)
+	if (el_registry == NULL)
+		return;
+	if (db == NULL || db->dbid != MyDatabaseId)
 	{
-		bool		blocked = false;
-		int			n;
-
 		/*
-		 * Reset the latch first, then look at interrupts, the settings and
-		 * the wake-up flag: whatever arrives after this sets it again.
+		 * Not cached: look the database up, but not on every commit while
+		 * it has no entry (the registry is full, or the launcher has not
+		 * seen the database yet): at most once a second.
 		 */
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (now < retry_after)
+			return;
+		SpinLockAcquire(&el_registry->mutex);
+		db = el_registry_entry(MyDatabaseId, false);
+		SpinLockRelease(&el_registry->mutex);
+		el_producer_entry = db;
+		if (db == NULL)
 		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-		if (!el_notifier_wanted())
-			proc_exit(0);
-
-		/* A producer that commits after this sets the flag (and the latch) again. */
-		el_notifier_begin_round();
-		n = el_collect_notifications(items, EL_NOTIFY_BATCH, &blocked);
-		if (n > 0)
-		{
-			MemoryContext old = MemoryContextSwitchTo(round_cxt);
-
-			PG_TRY();
-			{
-				el_send_notifications(items, n);
-			}
-			PG_CATCH();
-			{
-				ErrorData  *edata;
-
-				MemoryContextSwitchTo(round_cxt);
-				edata = CopyErrorData();
-				FlushErrorState();
-				AbortCurrentTransaction();
-				ereport(LOG,
-						(errcode(edata->sqlerrcode),
-						 errmsg("pg_eventlog notifier could not send notifications: %s",
-								edata->message)));
-				FreeErrorData(edata);
-			}
-			PG_END_TRY();
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(round_cxt);
-
-			/*
-			 * Coalesce: what commits meanwhile goes into the next round,
-			 * which follows at once.  Producers' wake-ups are reset here (the
-			 * next round looks anyway); SIGTERM ends the sleep at once.
-			 */
-			if (el_notify_interval_ms > 0)
-			{
-				TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-																el_notify_interval_ms);
-				long		remaining;
-
-				while ((remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
-				{
-					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-									 remaining, PG_WAIT_EXTENSION);
-					ResetLatch(MyLatch);
-					CHECK_FOR_INTERRUPTS();
-				}
-			}
-			continue;
-		}
-
-		/*
-		 * Sleep until a producer wakes us.  A partition whose committed
-		 * records wait behind an offset in flight is woken by that
-		 * transaction's end; the timeout only covers a holder that vanished
-		 * without ending normally.
-		 */
-		{
-			long		timeout = blocked ? 1000L : 10000L;
-			long		stats_due;
-
-			/*
-			 * Statistics held back by the rate limit of pgstat_report_stat
-			 * must not wait for the next commit: wake when they are due.
-			 */
-			stats_due = el_report_stat(false);
-			if (stats_due > 0)
-				timeout = Min(timeout, stats_due);
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 timeout, PG_WAIT_EXTENSION);
+			retry_after = TimestampTzPlusMilliseconds(now, 1000);
+			return;
 		}
 	}
+	if (pg_atomic_read_u32(&db->notify_pending) != 0 ||
+		pg_atomic_exchange_u32(&db->notify_pending, 1) != 0)
+		return;
+	SpinLockAcquire(&el_registry->mutex);
+	latch = (db->dbid == MyDatabaseId) ? db->notifier_latch : NULL;
+	SpinLockRelease(&el_registry->mutex);
+	if (latch)
+		SetLatch(latch);
+}
+
+/* ------------------------------------------------------------------------
+ * The launcher's side: keep a notifier running where it is wanted
+ * ------------------------------------------------------------------------ */
+
+/* Launcher-local: the handle of each registry entry's notifier. */
+static BackgroundWorkerHandle **el_notifier_handles = NULL;
+
+/*
+ * Start the notifier of registry entry i if it should run and does not (the
+ * launcher calls this for every entry, each time it looks at them).
+ */
+void
+el_supervise_notifier(int i, TimestampTz now)
+{
+	ElDbWorker *db = &el_registry->dbs[i];
+	Oid			dbid;
+	pid_t		pid;
+	bool		start = false;
+
+	if (el_notifier_handles == NULL)
+		el_notifier_handles = MemoryContextAllocZero(TopMemoryContext,
+													 sizeof(BackgroundWorkerHandle *) * el_max_databases);
+	if (el_notifier_handles[i])
+	{
+		if (GetBackgroundWorkerPid(el_notifier_handles[i], &pid) != BGWH_STOPPED)
+			return;
+		pfree(el_notifier_handles[i]);
+		el_notifier_handles[i] = NULL;
+	}
+	SpinLockAcquire(&el_registry->mutex);
+	pid = db->notifier_pid;
+	SpinLockRelease(&el_registry->mutex);
+	if (pid != 0 && kill(pid, 0) != 0)
+	{
+		/* It died without detaching (a previous launcher's child). */
+		SpinLockAcquire(&el_registry->mutex);
+		if (db->notifier_pid == pid)
+		{
+			db->notifier_pid = 0;
+			db->notifier_latch = NULL;
+		}
+		SpinLockRelease(&el_registry->mutex);
+	}
+
+	SpinLockAcquire(&el_registry->mutex);
+	dbid = db->dbid;
+	if (el_notify_enabled && dbid != InvalidOid && db->wanted && db->installed &&
+		!db->dropping && db->paused == 0 && db->notifier_pid == 0 &&
+		db->notifier_next_start <= now)
+	{
+		start = true;
+		db->notifier_next_start = TimestampTzPlusMilliseconds(now, EL_WORKER_RESTART_MS);
+	}
+	SpinLockRelease(&el_registry->mutex);
+	if (start)
+	{
+		BackgroundWorkerHandle *handle;
+
+		if (el_start_worker(i, dbid, true, &handle))
+			el_notifier_handles[i] = handle;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * eventlog.maintenance's side
+ * ------------------------------------------------------------------------ */
+
+/* Why the notifier of "db" runs or not, for eventlog.maintenance. */
+const char *
+el_notifier_status(const ElDbWorker *db, bool launcher)
+{
+	if (db->notifier_pid != 0)
+		return "running";
+	if (!el_notify_enabled)
+		return "off (eventlog.notify)";
+	if (db->dropping || db->paused > 0)
+		return EL_STATUS_AWAY;
+	if (db->notifier_no_slot)
+		return EL_STATUS_NO_SLOT;
+	if (!launcher)
+		return "not running: the pg_eventlog launcher is not running";
+	if (!db->installed)
+		return "waiting for the maintenance worker";
+	return "starting";
 }

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * notify.h
- *	  LISTEN/NOTIFY wake-ups: channel names and the notifier (notify.c).
+ *	  LISTEN/NOTIFY wake-ups: the settings, channel names, a producer's
+ *	  wake-up of the notifier and the launcher's and eventlog.maintenance's
+ *	  view of it (notify.c).  The notifier itself is in notifier.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -9,6 +11,9 @@
 #define PG_EVENTLOG_NOTIFY_H
 
 #include "pg_config_manual.h"
+#include "utils/timestamp.h"
+
+struct ElDbWorker;
 
 /* "eventlog." + topic, or "eventlog.md5:" + 32 hex digits: < NAMEDATALEN */
 #define EL_CHANNEL_PREFIX "eventlog."
@@ -18,5 +23,14 @@ extern int	el_notify_interval_ms;
 
 extern void el_notify_init(void);
 extern void el_channel_name(const char *topic, char *channel);
+
+/* a transaction that ended with committed records to announce (shmem.c) */
+extern void el_wake_notifier(void);
+
+/* the launcher, for each registry entry (worker.c) */
+extern void el_supervise_notifier(int i, TimestampTz now);
+
+/* eventlog.maintenance (worker.c) */
+extern const char *el_notifier_status(const struct ElDbWorker *db, bool launcher);
 
 #endif							/* PG_EVENTLOG_NOTIFY_H */

@@ -53,7 +53,7 @@ typedef struct ElPartitionState
 	int64		active_base;	/* first offset routed to it */
 	dlist_head	inflight;		/* ElInflight, ascending first_offset */
 	int64		notify_lo;		/* lowest committed offset not yet announced
-								 * to LISTENers, -1 if none (notify.c) */
+								 * to LISTENers, -1 if none (notifier.c) */
 	int64		notify_hi;		/* highest committed offset not yet announced */
 } ElPartitionState;
 
@@ -173,8 +173,8 @@ extern XLogRecPtr el_wal_insert_end(void);
 extern bool el_partition_set_initial(const ElSlotRef *ref, int64 next_offset,
 									 const ElRouting *routing);
 extern bool el_partition_routing(const ElSlotRef *ref, ElRouting *routing);
-extern int	el_collect_notifications(ElNotifyItem *items, int max_items,
-									 bool *blocked);
+extern bool el_take_announcement(int slotno, ElNotifyItem *item,
+								 bool *pending);
 extern void el_forget_topic_at_commit(int32 topic_id);
 extern void el_forget_database_at_commit(void);
 extern bool el_forget_database_pending(void);

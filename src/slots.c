@@ -446,71 +446,64 @@ el_partition_routing(const ElSlotRef *ref, ElRouting *routing)
 	return ok;
 }
 /*
- * For the notifier of the current database: the partitions whose committed
- * records became readable since they were last announced, with their last
- * stable offset now (up to "max_items"; the rest wait for the next call).
- * Each is marked announced up to that offset.  *blocked tells whether some
- * partition has committed records still held back by an earlier offset in
- * flight: its holder wakes the notifier when it ends.
+ * For the notifier of the current database (notifier.c): whether slot
+ * "slotno" holds committed records of this database that became readable
+ * since they were last announced.  If so, *item gets the partition and its
+ * last stable offset now, and the records below it count as announced.
+ * *pending says whether committed records are still held back there by an
+ * earlier offset in flight: its holder wakes the notifier when it ends.
  */
-int
-el_collect_notifications(ElNotifyItem *items, int max_items, bool *blocked)
+bool
+el_take_announcement(int slotno, ElNotifyItem *item, bool *pending)
 {
-	static int	start = 0;		/* rotates, so that no slot is starved */
-	int			n = 0;
-	int			k;
+	ElPartitionState *part = &el_slots[slotno];
+	int64		stable;
+	dlist_iter	iter;
+	bool		taken = false;
 
-	*blocked = false;
-	for (k = 0; k < el_max_partitions && n < max_items; k++)
+	*pending = false;
+
+	/*
+	 * An unlocked look first (a stale value only costs a lock): most slots
+	 * have nothing to announce, or belong to another database.
+	 */
+	if (*((volatile int64 *) &part->notify_lo) < 0 ||
+		*((volatile Oid *) &part->key.dbid) != MyDatabaseId)
+		return false;
+	LWLockAcquire(&part->lock, LW_EXCLUSIVE);
+	if (part->incarnation == 0 || part->key.dbid != MyDatabaseId ||
+		part->notify_lo < 0 || !part->initialized)
 	{
-		int			i = (start + k) % el_max_partitions;
-		ElPartitionState *part = &el_slots[i];
-		int64		stable;
-		dlist_iter	iter;
-
-		/*
-		 * An unlocked look first (a stale value only costs a lock): most
-		 * slots have nothing to announce, or belong to another database.
-		 */
-		if (*((volatile int64 *) &part->notify_lo) < 0 ||
-			*((volatile Oid *) &part->key.dbid) != MyDatabaseId)
-			continue;
-		LWLockAcquire(&part->lock, LW_EXCLUSIVE);
-		if (part->incarnation == 0 || part->key.dbid != MyDatabaseId ||
-			part->notify_lo < 0 || !part->initialized)
-		{
-			LWLockRelease(&part->lock);
-			continue;
-		}
-		stable = part->next_offset;
-		dlist_foreach(iter, &part->inflight)
-		{
-			ElInflight *entry = dlist_container(ElInflight, node, iter.cur);
-			PGPROC	   *proc = GetPGProcByNumber(entry->pgprocno);
-
-			if (TransactionIdEquals(*((volatile TransactionId *) &proc->xid), entry->xid))
-			{
-				stable = entry->first_offset;
-				break;
-			}
-		}
-		if (part->notify_lo < stable)
-		{
-			items[n].topic_id = part->key.topic_id;
-			items[n].partition = part->key.partition;
-			items[n].stable = stable;
-			n++;
-			/* Committed records above the stable offset are still to come. */
-			part->notify_lo = (part->notify_hi >= stable) ? stable : -1;
-			if (part->notify_lo >= 0)
-				part->notify_hi = Max(part->notify_hi, stable);
-		}
-		if (part->notify_lo >= 0)
-			*blocked = true;
 		LWLockRelease(&part->lock);
+		return false;
 	}
-	start = (start + k) % el_max_partitions;
-	return n;
+	stable = part->next_offset;
+	dlist_foreach(iter, &part->inflight)
+	{
+		ElInflight *entry = dlist_container(ElInflight, node, iter.cur);
+		PGPROC	   *proc = GetPGProcByNumber(entry->pgprocno);
+
+		if (TransactionIdEquals(*((volatile TransactionId *) &proc->xid), entry->xid))
+		{
+			stable = entry->first_offset;
+			break;
+		}
+	}
+	if (part->notify_lo < stable)
+	{
+		item->topic_id = part->key.topic_id;
+		item->partition = part->key.partition;
+		item->stable = stable;
+		taken = true;
+		/* Committed records above the stable offset are still to come. */
+		part->notify_lo = (part->notify_hi >= stable) ? stable : -1;
+		if (part->notify_lo >= 0)
+			part->notify_hi = Max(part->notify_hi, stable);
+	}
+	if (part->notify_lo >= 0)
+		*pending = true;
+	LWLockRelease(&part->lock);
+	return taken;
 }
 void
 el_forget_topic_at_commit(int32 topic_id)

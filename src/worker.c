@@ -31,8 +31,8 @@
  * then keeps them running.
  *
  * Once a maintenance worker has found the extension, the launcher also
- * keeps a notifier ("pg_eventlog notifier", notify.c) in that database
- * while eventlog.notify is on.
+ * keeps a notifier ("pg_eventlog notifier", notifier.c) in that database
+ * while eventlog.notify is on (el_supervise_notifier, notify.c).
  *
  * A maintenance worker runs a round every eventlog.maintenance_interval:
  * for each topic, in a transaction of its own, eventlog._maintain_topic()
@@ -80,7 +80,6 @@
 #include "worker.h"
 
 #define EL_LAUNCHER_RESTART_SECS 1
-#define EL_WORKER_RESTART_MS 1000
 /* Probes running at once: each takes a registry entry and a worker slot. */
 #define EL_MAX_PROBES 4
 /* A probe that ends this many times without an answer is given up. */
@@ -94,14 +93,13 @@ int			el_max_databases = 16;
 
 PGDLLEXPORT void el_launcher_main(Datum main_arg);
 PGDLLEXPORT void el_maintenance_main(Datum main_arg);
-PGDLLEXPORT void el_notifier_main(Datum main_arg);
 
 static void el_worker_xact_callback(XactEvent event, void *arg);
 static void el_worker_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 									   SubTransactionId parentSubid, void *arg);
 
 /* Shared registry of databases and their workers (in shmem.c's area). */
-static ElWorkerRegistry *el_registry = NULL;
+ElWorkerRegistry *el_registry = NULL;
 
 Size
 el_worker_shmem_size(void)
@@ -172,8 +170,11 @@ el_worker_init(void)
  * The registry
  * ------------------------------------------------------------------------ */
 
-/* The entry of "dbid", creating it if "create"; NULL if none (or full). */
-static ElDbWorker *
+/*
+ * The entry of "dbid", creating it if "create"; NULL if none (or full).
+ * The caller holds the registry's mutex.
+ */
+ElDbWorker *
 el_registry_entry(Oid dbid, bool create)
 {
 	ElDbWorker *free_entry = NULL;
@@ -582,7 +583,6 @@ el_unstop_worker(Oid dbid)
 
 /* Launcher-local: the handle of each entry's workers. */
 static BackgroundWorkerHandle **el_handles = NULL;
-static BackgroundWorkerHandle **el_notifier_handles = NULL;
 /* The database each el_handles entry was started for (entries get reused). */
 static Oid *el_handle_dbids = NULL;
 
@@ -601,19 +601,19 @@ el_launcher_shutdown(int code, Datum arg)
 
 /*
  * Start the maintenance worker (or, with "notifier", the notifier) of entry
- * i; false if no slot was free.  The outcome shows in eventlog.maintenance;
- * a failure is also logged, at most once a minute per database and kind.
+ * i, and return its handle in *handle; false if no slot was free.  The
+ * outcome shows in eventlog.maintenance; a failure is also logged, at most
+ * once a minute per database and kind.  In the launcher only.
  */
-static bool
-el_start_worker(int i, Oid dbid, bool notifier)
+bool
+el_start_worker(int i, Oid dbid, bool notifier, BackgroundWorkerHandle **handle)
 {
 	ElDbWorker *db = &el_registry->dbs[i];
-	BackgroundWorkerHandle *handle;
 	bool		ok;
 	bool		report = false;
 	TimestampTz now = GetCurrentTimestamp();
 
-	ok = el_register_worker(dbid, notifier, MyProcPid, &handle);
+	ok = el_register_worker(dbid, notifier, MyProcPid, handle);
 
 	SpinLockAcquire(&el_registry->mutex);
 	if (db->dbid == dbid)
@@ -652,59 +652,7 @@ el_start_worker(int i, Oid dbid, bool notifier)
 					 errhint("Raise max_worker_processes: pg_eventlog needs two workers per database that uses it (one with eventlog.notify off), plus its launcher.")));
 		return false;
 	}
-	if (notifier)
-		el_notifier_handles[i] = handle;
-	else
-	{
-		el_handles[i] = handle;
-		el_handle_dbids[i] = dbid;
-	}
 	return true;
-}
-
-/* Start the notifier of entry i if it should run and does not. */
-static void
-el_supervise_notifier(int i, TimestampTz now)
-{
-	ElDbWorker *db = &el_registry->dbs[i];
-	Oid			dbid;
-	pid_t		pid;
-	bool		start = false;
-
-	if (el_notifier_handles[i])
-	{
-		if (GetBackgroundWorkerPid(el_notifier_handles[i], &pid) != BGWH_STOPPED)
-			return;
-		pfree(el_notifier_handles[i]);
-		el_notifier_handles[i] = NULL;
-	}
-	SpinLockAcquire(&el_registry->mutex);
-	pid = db->notifier_pid;
-	SpinLockRelease(&el_registry->mutex);
-	if (pid != 0 && kill(pid, 0) != 0)
-	{
-		/* It died without detaching (a previous launcher's child). */
-		SpinLockAcquire(&el_registry->mutex);
-		if (db->notifier_pid == pid)
-		{
-			db->notifier_pid = 0;
-			db->notifier_latch = NULL;
-		}
-		SpinLockRelease(&el_registry->mutex);
-	}
-
-	SpinLockAcquire(&el_registry->mutex);
-	dbid = db->dbid;
-	if (el_notify_enabled && dbid != InvalidOid && db->wanted && db->installed &&
-		!db->dropping && db->paused == 0 && db->notifier_pid == 0 &&
-		db->notifier_next_start <= now)
-	{
-		start = true;
-		db->notifier_next_start = TimestampTzPlusMilliseconds(now, EL_WORKER_RESTART_MS);
-	}
-	SpinLockRelease(&el_registry->mutex);
-	if (start)
-		(void) el_start_worker(i, dbid, true);
 }
 
 /*
@@ -946,7 +894,15 @@ el_supervise(void)
 		SpinLockRelease(&el_registry->mutex);
 
 		if (start)
-			(void) el_start_worker(i, dbid, false);
+		{
+			BackgroundWorkerHandle *handle;
+
+			if (el_start_worker(i, dbid, false, &handle))
+			{
+				el_handles[i] = handle;
+				el_handle_dbids[i] = dbid;
+			}
+		}
 	}
 	for (i = 0; i < el_max_databases; i++)
 		el_supervise_notifier(i, now);
@@ -970,8 +926,6 @@ el_launcher_main(Datum main_arg)
 	el_shared->launcher_pid = MyProcPid;
 	el_handles = MemoryContextAllocZero(TopMemoryContext,
 										sizeof(BackgroundWorkerHandle *) * el_max_databases);
-	el_notifier_handles = MemoryContextAllocZero(TopMemoryContext,
-												 sizeof(BackgroundWorkerHandle *) * el_max_databases);
 	el_handle_dbids = MemoryContextAllocZero(TopMemoryContext, sizeof(Oid) * el_max_databases);
 	SpinLockAcquire(&el_registry->mutex);
 	el_registry->launcher_latch = MyLatch;
@@ -1327,133 +1281,10 @@ el_maintenance_main(Datum main_arg)
 }
 
 /* ------------------------------------------------------------------------
- * The notifier's side of the registry (the notifier itself is in notify.c)
- * ------------------------------------------------------------------------ */
-
-static ElDbWorker *el_notifier_entry = NULL;	/* in the notifier */
-static ElDbWorker *el_producer_entry = NULL;	/* in a producing backend */
-
-static void
-el_notifier_detach(int code, Datum arg)
-{
-	if (el_notifier_entry == NULL)
-		return;
-	SpinLockAcquire(&el_registry->mutex);
-	if (el_notifier_entry->notifier_pid == MyProcPid)
-	{
-		el_notifier_entry->notifier_pid = 0;
-		el_notifier_entry->notifier_latch = NULL;
-	}
-	SpinLockRelease(&el_registry->mutex);
-	el_notifier_entry = NULL;
-}
-
-/*
- * Become the notifier of "dbid": false if another one runs there or the
- * database has no entry.
- */
-bool
-el_notifier_attach(Oid dbid)
-{
-	ElDbWorker *db;
-	pid_t		other = 0;
-
-	SpinLockAcquire(&el_registry->mutex);
-	db = el_registry_entry(dbid, false);
-	if (db)
-	{
-		other = db->notifier_pid;
-		if (other == 0 || other == MyProcPid)
-		{
-			db->notifier_pid = MyProcPid;
-			db->notifier_latch = MyLatch;
-		}
-	}
-	SpinLockRelease(&el_registry->mutex);
-	if (db == NULL || (other != 0 && other != MyProcPid))
-		return false;
-	el_notifier_entry = db;
-	on_shmem_exit(el_notifier_detach, (Datum) 0);
-	return true;
-}
-
-/* Whether this notifier should go on running. */
-bool
-el_notifier_wanted(void)
-{
-	bool		wanted;
-
-	SpinLockAcquire(&el_registry->mutex);
-	wanted = el_notify_enabled &&
-		el_notifier_entry->dbid == MyDatabaseId &&
-		el_notifier_entry->notifier_pid == MyProcPid &&
-		el_notifier_entry->wanted && el_notifier_entry->installed &&
-		!el_notifier_entry->dropping && el_notifier_entry->paused == 0;
-	SpinLockRelease(&el_registry->mutex);
-	return wanted;
-}
-
-/* The notifier starts looking: later commits must wake it again. */
-void
-el_notifier_begin_round(void)
-{
-	(void) pg_atomic_exchange_u32(&el_notifier_entry->notify_pending, 0);
-}
-
-/*
- * Called by a transaction that ended with committed records to announce:
- * wake the database's notifier, unless a commit since its last round
- * already did.  Runs in the commit callback: nothing here can fail.
- */
-void
-el_wake_notifier(void)
-{
-	static TimestampTz retry_after = 0;
-	ElDbWorker *db = el_producer_entry;
-	Latch	   *latch;
-
-	if (el_registry == NULL)
-		return;
-	if (db == NULL || db->dbid != MyDatabaseId)
-	{
-		/*
-		 * Not cached: look the database up, but not on every commit while
-		 * it has no entry (the registry is full, or the launcher has not
-		 * seen the database yet): at most once a second.
-		 */
-		TimestampTz now = GetCurrentTimestamp();
-
-		if (now < retry_after)
-			return;
-		SpinLockAcquire(&el_registry->mutex);
-		db = el_registry_entry(MyDatabaseId, false);
-		SpinLockRelease(&el_registry->mutex);
-		el_producer_entry = db;
-		if (db == NULL)
-		{
-			retry_after = TimestampTzPlusMilliseconds(now, 1000);
-			return;
-		}
-	}
-	if (pg_atomic_read_u32(&db->notify_pending) != 0 ||
-		pg_atomic_exchange_u32(&db->notify_pending, 1) != 0)
-		return;
-	SpinLockAcquire(&el_registry->mutex);
-	latch = (db->dbid == MyDatabaseId) ? db->notifier_latch : NULL;
-	SpinLockRelease(&el_registry->mutex);
-	if (latch)
-		SetLatch(latch);
-}
-
-/* ------------------------------------------------------------------------
  * eventlog.maintenance
  * ------------------------------------------------------------------------ */
 
 PG_FUNCTION_INFO_V1(el_maintenance_status);
-
-#define EL_STATUS_NO_SLOT "no background worker slot free (max_worker_processes)"
-#define EL_STATUS_AWAY "stopped while a command needs the database free of connections"
-#define EL_STATUS_NO_ENTRY "not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases)"
 
 /* Why the maintenance worker of "db" runs or not, for eventlog.maintenance. */
 static const char *
@@ -1467,25 +1298,6 @@ el_worker_status(const ElDbWorker *db, bool launcher)
 		return EL_STATUS_NO_SLOT;
 	if (!launcher)
 		return "not running: the pg_eventlog launcher is not running";
-	return "starting";
-}
-
-/* The same for its notifier. */
-static const char *
-el_notifier_status(const ElDbWorker *db, bool launcher)
-{
-	if (db->notifier_pid != 0)
-		return "running";
-	if (!el_notify_enabled)
-		return "off (eventlog.notify)";
-	if (db->dropping || db->paused > 0)
-		return EL_STATUS_AWAY;
-	if (db->notifier_no_slot)
-		return EL_STATUS_NO_SLOT;
-	if (!launcher)
-		return "not running: the pg_eventlog launcher is not running";
-	if (!db->installed)
-		return "waiting for the maintenance worker";
 	return "starting";
 }
 

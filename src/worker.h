@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *	  The launcher's registry of databases and their maintenance workers
- *	  (worker.c).
+ *	  The launcher's registry of databases and their workers (worker.c):
+ *	  each database's maintenance worker and notifier (notify.c,
+ *	  notifier.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -10,13 +11,14 @@
 #define PG_EVENTLOG_WORKER_H
 
 #include "port/atomics.h"
+#include "postmaster/bgworker.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
 /*
  * One database's workers: its maintenance worker and its notifier
- * (notify.c).  Every field but notify_pending is under the registry mutex.
+ * (notifier.c).  Every field but notify_pending is under the registry mutex.
  */
 typedef struct ElDbWorker
 {
@@ -58,8 +60,20 @@ typedef struct ElWorkerRegistry
 	ElDbWorker	dbs[FLEXIBLE_ARRAY_MEMBER];	/* eventlog.max_databases */
 } ElWorkerRegistry;
 
+/* A worker that ended is started again, at most once per this. */
+#define EL_WORKER_RESTART_MS 1000
+
+/* Why a worker does not run, as eventlog.maintenance says it. */
+#define EL_STATUS_NO_SLOT "no background worker slot free (max_worker_processes)"
+#define EL_STATUS_AWAY "stopped while a command needs the database free of connections"
+#define EL_STATUS_NO_ENTRY "not running: waiting for the launcher's probe or a free registry entry (eventlog.max_databases)"
+
 extern int	el_max_databases;
 extern int	el_database_probe_interval_ms;
+
+/* Under the registry's mutex (el_registry->mutex). */
+extern ElWorkerRegistry *el_registry;
+extern ElDbWorker *el_registry_entry(Oid dbid, bool create);
 
 extern Size el_worker_shmem_size(void);
 extern void el_worker_shmem_init(void *area, bool found);
@@ -72,10 +86,8 @@ extern void el_resume_workers(Oid dbid, bool counted);
 extern void el_request_worker_at_commit(void);
 extern void el_probe_at_commit(void);
 
-/* the notifier's side of the registry */
-extern void el_wake_notifier(void);
-extern bool el_notifier_attach(Oid dbid);
-extern bool el_notifier_wanted(void);
-extern void el_notifier_begin_round(void);
+/* the launcher's (it starts the notifier too: notify.c) */
+extern bool el_start_worker(int i, Oid dbid, bool notifier,
+							BackgroundWorkerHandle **handle);
 
 #endif							/* PG_EVENTLOG_WORKER_H */
