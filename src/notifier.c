@@ -13,10 +13,22 @@
  * waiting behind aborted offsets become readable), and sends one
  * notification per topic, in a transaction of its own with
  * synchronous_commit off: notifications are a hint, never a promise, and
- * need not wait for a WAL flush while holding NOTIFY's lock.  After a
- * round that sent something it sleeps eventlog.notify_interval, so a busy
- * topic gets at most one notification per interval, and the last commit
- * of a burst is always announced by the next round.
+ * need not wait for a WAL flush while holding NOTIFY's lock.
+ *
+ * When to send (el_coalesce): at once, unless commits come under load.  A
+ * commit that wakes the notifier a tenth of eventlog.notify_interval or
+ * more after its last round (a quiet gap) is announced at once: a notifier
+ * that has been idle adds only its own round trip.  One that comes sooner,
+ * or during the round itself, is load: the next round waits until the last
+ * one is "delay" old, a tenth of the interval at first, doubling while
+ * commits keep coming that fast, up to the interval; each commit after a
+ * quiet gap halves it again.  So rounds are always at least a tenth of the
+ * interval apart, a steady stream of commits faster than that gets one
+ * round per interval, as every stream did when each round that sent
+ * something was followed by a whole interval's sleep, and the last commit
+ * of a burst is always announced by the next round.  What the wait costs
+ * is latency; what it saves is one NOTIFY transaction, and a wake-up of
+ * every listening session, per commit.
  *
  * The payload is JSON:
  *		{"topic": "orders", "partitions": {"0": 120, "3": 57}}
@@ -125,6 +137,13 @@ el_notifier_wanted(void)
 		!el_notifier_entry->dropping && el_notifier_entry->paused == 0;
 	SpinLockRelease(&el_registry->mutex);
 	return wanted;
+}
+
+/* Whether a producer woke the notifier since its round began. */
+static bool
+el_notifier_woken(void)
+{
+	return pg_atomic_read_u32(&el_notifier_entry->notify_pending) != 0;
 }
 
 /* The notifier starts looking: later commits must wake it again. */
@@ -346,6 +365,57 @@ el_send_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 }
 
 /*
+ * A producer's commit woke the notifier: send at once, or wait to coalesce
+ * (see the header comment).  "last_sent" is when the last round that sent
+ * something ended (0: none yet), "busy" whether a commit woke the notifier
+ * during that round; "*delay" is the current delay in microseconds, 0 when
+ * there has been no load.
+ */
+static void
+el_coalesce(TimestampTz last_sent, bool busy, int64 *delay)
+{
+	int64		interval = (int64) el_notify_interval_ms * 1000;
+	int64		quiet = interval / 10;
+	TimestampTz until;
+	long		remaining;
+
+	if (interval == 0)
+	{
+		*delay = 0;
+		return;
+	}
+	if (last_sent == 0 ||
+		(!busy && GetCurrentTimestamp() - last_sent >= quiet))
+	{
+		/* After a quiet gap: at once. */
+		*delay = (*delay / 2 < quiet) ? 0 : *delay / 2;
+		return;
+	}
+
+	/* Load: commits come faster than a tenth of the interval apart. */
+	*delay = (*delay == 0) ? quiet : Min(*delay * 2, interval);
+#ifdef EL_TEST_HOOKS
+	SpinLockAcquire(&el_registry->mutex);
+	el_notifier_entry->notifier_delays++;
+	SpinLockRelease(&el_registry->mutex);
+#endif
+
+	/*
+	 * What commits meanwhile goes into the round that follows.  Producers'
+	 * wake-ups are reset here (that round looks anyway); SIGTERM ends the
+	 * sleep at once.
+	 */
+	until = last_sent + *delay;
+	while ((remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 remaining, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * The notifier of one database.  Started by the launcher (notify.c) once
  * the database's maintenance worker has found the extension; exits when
  * the extension or eventlog.notify goes away.
@@ -356,6 +426,9 @@ el_notifier_main(Datum main_arg)
 	Oid			dbid = DatumGetObjectId(main_arg);
 	ElNotifyItem *items;
 	MemoryContext round_cxt;
+	TimestampTz last_sent = 0;
+	bool		busy = false;
+	int64		delay = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -392,40 +465,32 @@ el_notifier_main(Datum main_arg)
 		if (!el_notifier_wanted())
 			proc_exit(0);
 
+		/*
+		 * Woken by a producer (not by a timeout, a reload or a round that
+		 * had more to collect): send at once, or coalesce under load.
+		 */
+		if (el_notifier_woken())
+			el_coalesce(last_sent, busy, &delay);
+		busy = false;
+
 		/* A producer that commits after this sets the flag (and the latch) again. */
 		el_notifier_begin_round();
 		n = el_collect_notifications(items, EL_NOTIFY_BATCH, &blocked);
 		if (n > 0)
 		{
 			el_send_round(items, n, round_cxt);
-
-			/*
-			 * Coalesce: what commits meanwhile goes into the next round,
-			 * which follows at once.  Producers' wake-ups are reset here (the
-			 * next round looks anyway); SIGTERM ends the sleep at once.
-			 */
-			if (el_notify_interval_ms > 0)
-			{
-				TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-																el_notify_interval_ms);
-				long		remaining;
-
-				while ((remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
-				{
-					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-									 remaining, PG_WAIT_EXTENSION);
-					ResetLatch(MyLatch);
-					CHECK_FOR_INTERRUPTS();
-				}
-			}
-			continue;
+			last_sent = GetCurrentTimestamp();
+			busy = el_notifier_woken();
+			/* A full batch: the rest is collected at once. */
+			if (n == EL_NOTIFY_BATCH)
+				continue;
 		}
 
 		/*
-		 * Sleep until a producer wakes us.  A partition whose committed
-		 * records wait behind an offset in flight is woken by that
-		 * transaction's end; the timeout only covers a holder that vanished
-		 * without ending normally.
+		 * Sleep until a producer wakes us (at once if one did during the
+		 * round).  A partition whose committed records wait behind an offset
+		 * in flight is woken by that transaction's end; the timeout only
+		 * covers a holder that vanished without ending normally.
 		 */
 		{
 			long		timeout = blocked ? 1000L : 10000L;

@@ -45,6 +45,36 @@ int			el_notify_interval_ms = 5;
 
 PG_FUNCTION_INFO_V1(el_channel);
 
+#ifdef EL_TEST_HOOKS
+/*
+ * Test only: eventlog.debug_notifier_delays shows how many rounds this
+ * database's notifier delayed to coalesce commits (notifier.c), so that a
+ * test can tell that an idle notifier sent at once without timing it.
+ * Read-only; the variable itself is never used.
+ */
+static int	el_debug_notifier_delays = 0;
+
+static const char *
+el_show_notifier_delays(void)
+{
+	static char buf[32];
+	int64		delays = 0;
+
+	if (el_registry)
+	{
+		ElDbWorker *db;
+
+		SpinLockAcquire(&el_registry->mutex);
+		db = el_registry_entry(MyDatabaseId, false);
+		if (db)
+			delays = db->notifier_delays;
+		SpinLockRelease(&el_registry->mutex);
+	}
+	snprintf(buf, sizeof(buf), INT64_FORMAT, delays);
+	return buf;
+}
+#endif
+
 void
 el_notify_init(void)
 {
@@ -56,12 +86,22 @@ el_notify_init(void)
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("eventlog.notify_interval",
-							"Shortest time between two notifications on one topic's channel.",
-							"Commits within the interval are announced together by the next notification.",
+							"Longest time the notifier waits to announce commits that come under load.",
+							"A commit that comes a tenth of this or more after the notifier's last round is announced at once; faster ones are announced together, with waits that double up to this.",
 							&el_notify_interval_ms,
 							5, 0, 10000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+#ifdef EL_TEST_HOOKS
+	DefineCustomIntVariable("eventlog.debug_notifier_delays",
+							"Test only: rounds this database's notifier delayed to coalesce commits.",
+							NULL,
+							&el_debug_notifier_delays,
+							0, 0, INT_MAX,
+							PGC_INTERNAL,
+							GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							NULL, NULL, el_show_notifier_delays);
+#endif
 }
 
 /* The channel of "topic" into "channel" (NAMEDATALEN bytes). */

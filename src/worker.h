@@ -50,6 +50,10 @@ typedef struct ElDbWorker
 	int64		segments_rolled;
 	int64		segments_removed;
 	char		last_error[256];
+#ifdef EL_TEST_HOOKS
+	int64		notifier_delays;	/* rounds the notifier delayed to coalesce
+									 * (eventlog.debug_notifier_delays) */
+#endif
 } ElDbWorker;
 
 typedef struct ElWorkerRegistry
