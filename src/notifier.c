@@ -15,20 +15,23 @@
  * synchronous_commit off: notifications are a hint, never a promise, and
  * need not wait for a WAL flush while holding NOTIFY's lock.
  *
- * When to send (el_coalesce): at once, unless commits come under load.  A
- * commit that wakes the notifier a tenth of eventlog.notify_interval or
- * more after its last round (a quiet gap) is announced at once: a notifier
- * that has been idle adds only its own round trip.  One that comes sooner,
- * or during the round itself, is load: the next round waits until the last
- * one is "delay" old, a tenth of the interval at first, doubling while
- * commits keep coming that fast, up to the interval; each commit after a
- * quiet gap halves it again.  So rounds are always at least a tenth of the
- * interval apart, a steady stream of commits faster than that gets one
- * round per interval, as every stream did when each round that sent
- * something was followed by a whole interval's sleep, and the last commit
- * of a burst is always announced by the next round.  What the wait costs
- * is latency; what it saves is one NOTIFY transaction, and a wake-up of
- * every listening session, per commit.
+ * When to send: at once, unless records come under load.  Each round
+ * counts the records it announces; one that finds them coming faster than
+ * one per tenth of eventlog.notify_interval since the previous round (2,000
+ * a second at the default 5 ms) is busy, and the notifier starts to
+ * coalesce: a commit that wakes it less than "delay" after its last round
+ * waits until then, and what commits meanwhile is announced together by
+ * the next round.  The delay is a tenth of the interval after the first
+ * busy round and doubles with each busy round after it, up to the
+ * interval; each round that is not busy halves it, down to none.  So a
+ * commit that finds the notifier idle (no round for longer than the delay,
+ * which is none unless records came that fast) is announced at once, and
+ * adds only the notifier's own round trip; a steady stream faster than
+ * 2,000 records a second gets one round per interval, as every stream did
+ * when each round that sent something was followed by a whole interval's
+ * sleep; and the last commit of a burst is always announced by the next
+ * round.  What the wait costs is latency; what it saves is one NOTIFY
+ * transaction, and a wake-up of every listening session, per commit.
  *
  * The payload is JSON:
  *		{"topic": "orders", "partitions": {"0": 120, "3": 57}}
@@ -139,7 +142,7 @@ el_notifier_wanted(void)
 	return wanted;
 }
 
-/* Whether a producer woke the notifier since its round began. */
+/* Whether a producer woke the notifier since its last round began. */
 static bool
 el_notifier_woken(void)
 {
@@ -244,25 +247,28 @@ el_topic_name(int32 topic_id, bool *spi_connected)
 /*
  * The partitions of this database whose committed records became readable
  * since they were last announced, with their last stable offset now (up to
- * "max_items"; the rest wait for the next call).  Each is marked announced
- * up to that offset.  *blocked tells whether some partition has committed
+ * "max_items"; the rest wait for the next call), and in *records how many
+ * offsets they announce.  Each is marked announced up to that offset.
+ * *blocked tells whether some partition has committed
  * records still held back by an earlier offset in flight: its holder wakes
  * the notifier when it ends.
  */
 static int
-el_collect_notifications(ElNotifyItem *items, int max_items, bool *blocked)
+el_collect_notifications(ElNotifyItem *items, int max_items, bool *blocked,
+						 int64 *records)
 {
 	static int	start = 0;		/* rotates, so that no slot is starved */
 	int			n = 0;
 	int			k;
 
 	*blocked = false;
+	*records = 0;
 	for (k = 0; k < el_max_partitions && n < max_items; k++)
 	{
 		bool		pending;
 
 		if (el_take_announcement((start + k) % el_max_partitions, &items[n], &pending))
-			n++;
+			*records += items[n++].records;
 		if (pending)
 			*blocked = true;
 	}
@@ -365,51 +371,72 @@ el_send_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 }
 
 /*
- * A producer's commit woke the notifier: send at once, or wait to coalesce
- * (see the header comment).  "last_sent" is when the last round that sent
- * something ended (0: none yet), "busy" whether a commit woke the notifier
- * during that round; "*delay" is the current delay in microseconds, 0 when
- * there has been no load.
+ * Coalescing (see the header comment).  The notifier's state: when its last
+ * round that sent something began collecting and ended, and the current
+ * delay in microseconds (0: send at once).
+ */
+typedef struct ElCoalesce
+{
+	TimestampTz collected;
+	TimestampTz sent;
+	int64		delay;
+} ElCoalesce;
+
+/*
+ * A round collected "records" at "now": was it busy?  Adjusts the delay for
+ * the rounds that follow.
  */
 static void
-el_coalesce(TimestampTz last_sent, bool busy, int64 *delay)
+el_coalesce_after(ElCoalesce *co, TimestampTz now, int64 records)
 {
 	int64		interval = (int64) el_notify_interval_ms * 1000;
 	int64		quiet = interval / 10;
+
+	if (interval > 0 && co->collected != 0 &&
+		records * quiet > now - co->collected)
+	{
+		co->delay = (co->delay == 0) ? quiet : Min(co->delay * 2, interval);
+#ifdef EL_TEST_HOOKS
+		SpinLockAcquire(&el_registry->mutex);
+		el_notifier_entry->notifier_busy_rounds++;
+		SpinLockRelease(&el_registry->mutex);
+#endif
+	}
+	else
+		co->delay = (co->delay / 2 < Max(quiet, 1)) ? 0 : co->delay / 2;
+	co->collected = now;
+}
+
+/*
+ * A producer woke the notifier: under load, wait until the last round is
+ * "delay" old.  What commits meanwhile goes into the round that follows;
+ * producers' wake-ups are reset here (that round looks anyway); SIGTERM
+ * ends the sleep at once.
+ */
+static void
+el_coalesce_before(ElCoalesce *co)
+{
 	TimestampTz until;
-	long		remaining;
+	int64		remaining;
 
-	if (interval == 0)
-	{
-		*delay = 0;
+	if (co->delay == 0 || el_notify_interval_ms == 0)
 		return;
-	}
-	if (last_sent == 0 ||
-		(!busy && GetCurrentTimestamp() - last_sent >= quiet))
-	{
-		/* After a quiet gap: at once. */
-		*delay = (*delay / 2 < quiet) ? 0 : *delay / 2;
+	until = co->sent + Min(co->delay, (int64) el_notify_interval_ms * 1000);
+	if (GetCurrentTimestamp() >= until)
 		return;
-	}
-
-	/* Load: commits come faster than a tenth of the interval apart. */
-	*delay = (*delay == 0) ? quiet : Min(*delay * 2, interval);
 #ifdef EL_TEST_HOOKS
 	SpinLockAcquire(&el_registry->mutex);
 	el_notifier_entry->notifier_delays++;
 	SpinLockRelease(&el_registry->mutex);
 #endif
-
-	/*
-	 * What commits meanwhile goes into the round that follows.  Producers'
-	 * wake-ups are reset here (that round looks anyway); SIGTERM ends the
-	 * sleep at once.
-	 */
-	until = last_sent + *delay;
-	while ((remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+	while ((remaining = until - GetCurrentTimestamp()) > 0)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 remaining, PG_WAIT_EXTENSION);
+		/* WaitLatch counts milliseconds: the last one's rest in a sleep. */
+		if (remaining >= 1000)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 (long) (remaining / 1000), PG_WAIT_EXTENSION);
+		else
+			pg_usleep((long) remaining);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -426,9 +453,7 @@ el_notifier_main(Datum main_arg)
 	Oid			dbid = DatumGetObjectId(main_arg);
 	ElNotifyItem *items;
 	MemoryContext round_cxt;
-	TimestampTz last_sent = 0;
-	bool		busy = false;
-	int64		delay = 0;
+	ElCoalesce	co = {0, 0, 0};
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -450,6 +475,8 @@ el_notifier_main(Datum main_arg)
 	{
 		bool		blocked = false;
 		int			n;
+		int64		records;
+		TimestampTz now;
 
 		/*
 		 * Reset the latch first, then look at interrupts, the settings and
@@ -465,22 +492,19 @@ el_notifier_main(Datum main_arg)
 		if (!el_notifier_wanted())
 			proc_exit(0);
 
-		/*
-		 * Woken by a producer (not by a timeout, a reload or a round that
-		 * had more to collect): send at once, or coalesce under load.
-		 */
+		/* Woken by a producer: under load, wait to coalesce. */
 		if (el_notifier_woken())
-			el_coalesce(last_sent, busy, &delay);
-		busy = false;
+			el_coalesce_before(&co);
 
 		/* A producer that commits after this sets the flag (and the latch) again. */
 		el_notifier_begin_round();
-		n = el_collect_notifications(items, EL_NOTIFY_BATCH, &blocked);
+		now = GetCurrentTimestamp();
+		n = el_collect_notifications(items, EL_NOTIFY_BATCH, &blocked, &records);
 		if (n > 0)
 		{
+			el_coalesce_after(&co, now, records);
 			el_send_round(items, n, round_cxt);
-			last_sent = GetCurrentTimestamp();
-			busy = el_notifier_woken();
+			co.sent = GetCurrentTimestamp();
 			/* A full batch: the rest is collected at once. */
 			if (n == EL_NOTIFY_BATCH)
 				continue;

@@ -47,18 +47,20 @@ PG_FUNCTION_INFO_V1(el_channel);
 
 #ifdef EL_TEST_HOOKS
 /*
- * Test only: eventlog.debug_notifier_delays shows how many rounds this
- * database's notifier delayed to coalesce commits (notifier.c), so that a
- * test can tell that an idle notifier sent at once without timing it.
- * Read-only; the variable itself is never used.
+ * Test only, read-only: eventlog.debug_notifier_busy_rounds and
+ * eventlog.debug_notifier_delays show how many rounds this database's
+ * notifier found busy, and how many it delayed to coalesce commits
+ * (notifier.c), so that a test can tell that an idle notifier sent at once
+ * without timing it.  The variables themselves are never used.
  */
+static int	el_debug_notifier_busy_rounds = 0;
 static int	el_debug_notifier_delays = 0;
 
 static const char *
-el_show_notifier_delays(void)
+el_show_notifier_counter(bool delays)
 {
 	static char buf[32];
-	int64		delays = 0;
+	int64		value = 0;
 
 	if (el_registry)
 	{
@@ -67,11 +69,23 @@ el_show_notifier_delays(void)
 		SpinLockAcquire(&el_registry->mutex);
 		db = el_registry_entry(MyDatabaseId, false);
 		if (db)
-			delays = db->notifier_delays;
+			value = delays ? db->notifier_delays : db->notifier_busy_rounds;
 		SpinLockRelease(&el_registry->mutex);
 	}
-	snprintf(buf, sizeof(buf), INT64_FORMAT, delays);
+	snprintf(buf, sizeof(buf), INT64_FORMAT, value);
 	return buf;
+}
+
+static const char *
+el_show_notifier_busy_rounds(void)
+{
+	return el_show_notifier_counter(false);
+}
+
+static const char *
+el_show_notifier_delays(void)
+{
+	return el_show_notifier_counter(true);
 }
 #endif
 
@@ -86,13 +100,21 @@ el_notify_init(void)
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("eventlog.notify_interval",
-							"Longest time the notifier waits to announce commits that come under load.",
-							"A commit that comes a tenth of this or more after the notifier's last round is announced at once; faster ones are announced together, with waits that double up to this.",
+							"Longest time the notifier waits to announce commits while records come faster than one per tenth of it.",
+							"An idle notifier announces a commit at once; under load it coalesces, with waits that double from a tenth of this up to this.",
 							&el_notify_interval_ms,
 							5, 0, 10000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 #ifdef EL_TEST_HOOKS
+	DefineCustomIntVariable("eventlog.debug_notifier_busy_rounds",
+							"Test only: rounds of this database's notifier that found records coming fast enough to coalesce.",
+							NULL,
+							&el_debug_notifier_busy_rounds,
+							0, 0, INT_MAX,
+							PGC_INTERNAL,
+							GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							NULL, NULL, el_show_notifier_busy_rounds);
 	DefineCustomIntVariable("eventlog.debug_notifier_delays",
 							"Test only: rounds this database's notifier delayed to coalesce commits.",
 							NULL,

@@ -121,6 +121,8 @@ typedef struct ElNotifyItem
 	int32		topic_id;
 	int32		partition;
 	int64		stable;			/* its last stable offset now */
+	int64		records;		/* offsets it announces that no earlier
+								 * notification did (rolled-back ones too) */
 } ElNotifyItem;
 
 /*

@@ -494,6 +494,7 @@ el_take_announcement(int slotno, ElNotifyItem *item, bool *pending)
 		item->topic_id = part->key.topic_id;
 		item->partition = part->key.partition;
 		item->stable = stable;
+		item->records = stable - part->notify_lo;
 		taken = true;
 		/* Committed records above the stable offset are still to come. */
 		part->notify_lo = (part->notify_hi >= stable) ? stable : -1;

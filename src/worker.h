@@ -51,8 +51,10 @@ typedef struct ElDbWorker
 	int64		segments_removed;
 	char		last_error[256];
 #ifdef EL_TEST_HOOKS
-	int64		notifier_delays;	/* rounds the notifier delayed to coalesce
-									 * (eventlog.debug_notifier_delays) */
+	/* eventlog.debug_notifier_delays (notify.c, notifier.c) */
+	int64		notifier_busy_rounds;	/* rounds that found records coming
+										 * fast enough to coalesce */
+	int64		notifier_delays;	/* rounds the notifier delayed */
 #endif
 } ElDbWorker;
 
