@@ -9,6 +9,10 @@ METHOD is one of
   read-wait    eventlog.read(..., wait => '1 s') in a loop (long poll on a partition)
   poll-wait    eventlog.poll(..., wait => '1 s') in a loop (a consumer group's long poll;
                each call commits the group's position)
+  listen-read  LISTEN on eventlog.channel(topic); eventlog.read without wait from its
+               own position until it returns nothing, then wait for a notification
+               (listen-poll without the group's position, so without a commit that
+               waits for a WAL flush: the notifier's share of listen-poll)
   listen-poll  LISTEN on eventlog.channel(topic); eventlog.poll without wait until it
                returns nothing, then wait for a notification
   pgq          pgq.insert_event, and a consumer of next_batch / get_batch_events /
@@ -124,20 +128,55 @@ def consume(conninfo, method, count, ready):
                              (TOPIC, WAIT)).fetchall()
             idle = 0 if rows else idle + 1
             take(r[0] for r in rows)
+    elif method == 'listen-read':
+        # As listen-poll below, with read from a position of its own.
+        woken = []
+        c.add_notify_handler(woken.append)
+        chan = c.execute("SELECT eventlog.channel(%s)", (TOPIC,)).fetchone()[0]
+        c.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(chan)))
+        nxt = c.execute("SELECT eventlog.high_watermark(%s, 0)", (TOPIC,)).fetchone()[0]
+        ready.set()
+        idle = 0
+        pg = c.pgconn
+        while got < count and idle < 10:
+            woken.clear()
+            rows = c.execute("SELECT offset_id, value FROM eventlog.read(%s, 0, %s, 1000)",
+                             (TOPIC, nxt)).fetchall()
+            if rows:
+                take(r[1] for r in rows)
+                nxt = rows[-1][0] + 1
+                continue
+            if woken:
+                continue
+            if select.select([c.fileno()], [], [], 1.0)[0]:
+                pg.consume_input()
+                while pg.notifies() is not None:
+                    pass
+                idle = 0
+            else:
+                idle += 1
     elif method == 'listen-poll':
+        # As docs/examples/consumer.py: psycopg reads notifications during
+        # the poll's own query too, and hands them to the notify handler
+        # (they never reach pgconn.notifies()).  Forget them just before
+        # polling; one that arrives during or after a poll that found
+        # nothing can announce a record that poll did not see: poll again.
+        woken = []
+        c.add_notify_handler(woken.append)
         chan = c.execute("SELECT eventlog.channel(%s)", (TOPIC,)).fetchone()[0]
         c.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(chan)))
         ready.set()
         idle = 0
         pg = c.pgconn
         while got < count and idle < 10:
+            woken.clear()
             rows = c.execute("SELECT value FROM eventlog.poll(%s, 'e2e', 1000)", (TOPIC,)).fetchall()
             if rows:
                 take(r[0] for r in rows)
                 continue
+            if woken:
+                continue
             # Nothing readable: wait for a notification (1 s at most).
-            while pg.notifies() is not None:
-                pass
             if select.select([c.fileno()], [], [], 1.0)[0]:
                 pg.consume_input()
                 while pg.notifies() is not None:
@@ -195,7 +234,8 @@ def percentile(sorted_values, p):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('method', choices=['read-wait', 'poll-wait', 'listen-poll', 'pgq', 'listen'])
+    ap.add_argument('method', choices=['read-wait', 'poll-wait', 'listen-read', 'listen-poll', 'pgq',
+                                       'listen'])
     ap.add_argument('--topic', default=TOPIC)
     ap.add_argument('--rate', type=float, default=1000)
     ap.add_argument('--seconds', type=float, default=5)
