@@ -11,11 +11,11 @@
  * "database 0" in AccessExclusiveLock and holds it through the commit's
  * WAL flush, so notifying transactions commit one at a time, cluster-wide,
  * with no group commit.  Instead a producing transaction, at the end of its
- * commit, records in the partition's shared state (under the lock it takes
- * there anyway, inflight.c) which committed offsets nobody has announced yet,
- * and wakes this database's notifier (el_wake_notifier below); a flag makes
- * that at most one SetLatch per notifier round, however many producers
- * commit.
+ * commit, records in the partition's shared state (under the lock it
+ * takes there anyway, inflight.c) which committed offsets nobody has
+ * announced yet, and wakes this database's notifier (el_wake_notifier
+ * below); a flag makes that at most one SetLatch per notifier round,
+ * however many producers commit.
  *
  * The channel of a topic is "eventlog.<topic>", or "eventlog.md5:<md5 of
  * the name>" when that would exceed NAMEDATALEN - 1 bytes (topic names

@@ -3,8 +3,9 @@
  * slots.c
  *	  The partition slots of shared memory: finding, assigning and freeing a
  *	  partition's slot, the per-database pin counts that keep one database
- *	  from taking them all, installing a recovered counter, and freeing the
- *	  slots of dropped topics at commit.
+ *	  from taking them all, installing a recovered counter, freeing the
+ *	  slots of dropped topics at commit, and what a slot has for the
+ *	  notifier to announce (el_take_announcement; notifier.c decides when).
  *
  * Locking protocol:
  *	- Partition state lives in a fixed array of slots (eventlog.max_partitions)
