@@ -5,7 +5,7 @@
 -- case compares read's rows with the segment tables read by plain SQL:
 -- NULL keys, values and headers in every combination, a topic name that
 -- needs a 4-byte varlena header, values stored out of line or compressed,
--- and reads across segment rolls.
+-- reads across segment rolls, and a record type changed by its owner.
 --
 \set SHOW_CONTEXT never
 
@@ -132,6 +132,19 @@ SELECT segment_no, base_offset FROM eventlog.segment_catalog s
 SELECT read_matches('rolls', 0);
 SELECT count(*), min(offset_id), max(offset_id), sum((value->>'i')::int) = sum(offset_id) AS in_order
   FROM eventlog.read('rolls', 0, 250, 400);
+
+-- 5. The record type changed by its owner (a superuser can ALTER it): an
+-- attribute added, or one of another type, is refused with a clear error
+-- (before, read put its datums in the wrong columns); one added and
+-- dropped again stays in the type, always NULL, and read works again.
+ALTER TYPE eventlog.record ADD ATTRIBUTE extra integer;
+SELECT code, message, detail, hint FROM expect_error($$SELECT * FROM eventlog.read('rows', 0, 0)$$);
+ALTER TYPE eventlog.record DROP ATTRIBUTE extra;
+ALTER TYPE eventlog.record ALTER ATTRIBUTE key TYPE varchar(10);
+SELECT code, message, detail FROM expect_error($$SELECT * FROM eventlog.read('rows', 0, 0)$$);
+ALTER TYPE eventlog.record ALTER ATTRIBUTE key TYPE text;
+SELECT offset_id, key, value, headers FROM eventlog.read('rows', 0, 0, 3);
+SELECT read_matches('rows', 0), read_matches('toasted', 0), read_matches('rolls', 0);
 
 SELECT eventlog.drop_topic(t) FROM unnest(ARRAY['rows', 'toasted', 'rolls']) t;
 DROP FUNCTION read_matches(text, integer);

@@ -24,8 +24,9 @@
  * Rows that do not fit that mould take the general way, datum by datum: a
  * value stored out of line (TOAST), which must be fetched now because the
  * result outlives the scan's snapshot; a segment row with more than six
- * columns (columns added and dropped again); a result type that is not
- * eventlog.record as the install script made it.  What such a row needs
+ * columns (columns added and dropped again); a record type with attributes
+ * added and dropped again.  A record type changed in any other way is
+ * refused.  What such a row needs
  * (fetched values) lives in a memory context reset after each row, so a
  * call reading many large values holds one at a time, not all of them.
  *
@@ -44,7 +45,6 @@
 #include "record_sink.h"
 #include "segment.h"
 
-#define EL_RECORD_NATTS 8
 /* Columns of a record row before the segment's columns. */
 #define EL_RECORD_PREFIX_NATTS (EL_RECORD_NATTS - EL_SEG_NATTS)
 
@@ -54,22 +54,45 @@ static const Oid el_record_types[EL_RECORD_NATTS] = {
 	TIMESTAMPTZOID, TIMESTAMPTZOID
 };
 
-/* Is "tupdesc" eventlog.record as the install script defines it? */
+/*
+ * Map the columns of a record to those of "tupdesc", the result type as the
+ * caller sees it: eventlog.record, whose owner (the extension owner, or a
+ * superuser) can ALTER it.  Attributes added and dropped again are allowed
+ * (they stay in the type, always NULL); anything else would have read put
+ * datums of the wrong type in the result, so it raises a clear error.
+ * Returns whether the type is exactly as the install script made it.
+ */
 static bool
-el_record_desc_ok(TupleDesc tupdesc)
+el_record_map(TupleDesc tupdesc, int *attno)
 {
+	int			live = 0;
 	int			i;
 
-	if (tupdesc->natts != EL_RECORD_NATTS)
-		return false;
-	for (i = 0; i < EL_RECORD_NATTS; i++)
+	for (i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		if (att->attisdropped || att->atttypid != el_record_types[i])
-			return false;
+		if (att->attisdropped)
+			continue;
+		if (live >= EL_RECORD_NATTS || att->atttypid != el_record_types[live])
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("type %s does not have the columns of an event log record",
+							format_type_be(tupdesc->tdtypeid)),
+					 errdetail("Column %d differs from topic text, partition integer, offset_id bigint, key text, value jsonb, headers jsonb, event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
+							   i + 1),
+					 errhint("Undo the ALTER TYPE that changed the type: drop attributes added to it and give its attributes back their types.")));
+		attno[live++] = i;
 	}
-	return true;
+	if (live < EL_RECORD_NATTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("type %s does not have the columns of an event log record",
+						format_type_be(tupdesc->tdtypeid)),
+				 errdetail("Column %d differs from topic text, partition integer, offset_id bigint, key text, value jsonb, headers jsonb, event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
+						   tupdesc->natts + 1),
+				 errhint("Undo the ALTER TYPE that changed the type: drop attributes added to it and give its attributes back their types.")));
+	return tupdesc->natts == EL_RECORD_NATTS;
 }
 
 /* Grow the row buffer to hold "size" bytes, keeping what it holds. */
@@ -93,7 +116,10 @@ el_record_sink_begin(ElRecordSink *sink, Tuplestorestate *store,
 	sink->tupdesc = tupdesc;
 	sink->topic = CStringGetTextDatum(topic);
 	sink->partition = partition;
-	sink->copy_ok = el_record_desc_ok(tupdesc);
+	sink->copy_ok = el_record_map(tupdesc, sink->attno);
+	sink->natts = tupdesc->natts;
+	sink->values = palloc(sizeof(Datum) * tupdesc->natts);
+	sink->nulls = palloc(sizeof(bool) * tupdesc->natts);
 	sink->cxt = CurrentMemoryContext;
 	sink->rowcxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "pg_eventlog record row",
@@ -145,17 +171,20 @@ el_record_sink_put_datums(ElRecordSink *sink, TupleTableSlot *slot,
 						  int64 offset)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(sink->rowcxt);
-	Datum		values[EL_RECORD_NATTS];
-	bool		nulls[EL_RECORD_NATTS];
+	Datum	   *values = sink->values;
+	bool	   *nulls = sink->nulls;
 	int			i;
 
+	/* Dropped attributes of the type are NULL. */
+	memset(nulls, true, sizeof(bool) * sink->natts);
 	slot_getsomeattrs(slot, EL_SEG_NATTS);
-	values[0] = sink->topic;
-	nulls[0] = false;
-	values[1] = Int32GetDatum(sink->partition);
-	nulls[1] = false;
+	values[sink->attno[0]] = sink->topic;
+	nulls[sink->attno[0]] = false;
+	values[sink->attno[1]] = Int32GetDatum(sink->partition);
+	nulls[sink->attno[1]] = false;
 	for (i = 0; i < EL_SEG_NATTS; i++)
 	{
+		int			j = sink->attno[EL_RECORD_PREFIX_NATTS + i];
 		Datum		d = slot->tts_values[i];
 		bool		isnull = slot->tts_isnull[i];
 		Form_pg_attribute att = TupleDescAttr(slot->tts_tupleDescriptor, i);
@@ -163,10 +192,10 @@ el_record_sink_put_datums(ElRecordSink *sink, TupleTableSlot *slot,
 		if (!isnull && att->attlen == -1 &&
 			VARATT_IS_EXTERNAL(DatumGetPointer(d)))
 			d = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(d)));
-		values[EL_RECORD_PREFIX_NATTS + i] = d;
-		nulls[EL_RECORD_PREFIX_NATTS + i] = isnull;
+		values[j] = d;
+		nulls[j] = isnull;
 	}
-	values[EL_RECORD_PREFIX_NATTS] = Int64GetDatum(offset);
+	values[sink->attno[EL_RECORD_PREFIX_NATTS]] = Int64GetDatum(offset);
 	/* The store forms and keeps its row in its own memory. */
 	tuplestore_putvalues(sink->store, sink->tupdesc, values, nulls);
 	MemoryContextSwitchTo(oldcxt);
@@ -225,6 +254,8 @@ el_record_sink_end(ElRecordSink *sink)
 {
 	if (sink->row.t_data)
 		pfree(sink->row.t_data);
+	pfree(sink->values);
+	pfree(sink->nulls);
 	MemoryContextDelete(sink->rowcxt);
 	sink->row.t_data = NULL;
 	sink->rowcxt = NULL;

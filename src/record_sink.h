@@ -14,6 +14,9 @@
 #include "executor/tuptable.h"
 #include "utils/tuplestore.h"
 
+/* Columns of eventlog.record. */
+#define EL_RECORD_NATTS 8
+
 /* Appends the rows of one partition's scan to a result tuplestore. */
 typedef struct ElRecordSink
 {
@@ -22,6 +25,11 @@ typedef struct ElRecordSink
 	Datum		topic;			/* text */
 	int32		partition;
 	bool		copy_ok;		/* tupdesc is eventlog.record as built */
+	int			natts;			/* tupdesc's, dropped columns included */
+	int			attno[EL_RECORD_NATTS];	/* where column i of a record is
+										 * in tupdesc, from 0 */
+	Datum	   *values;			/* one row, taken apart (natts) */
+	bool	   *nulls;
 	Size		data_start;		/* where the segment row's data goes in buf */
 	HeapTupleData row;			/* buf, as the row to store */
 	Size		buf_size;
