@@ -86,7 +86,9 @@
  *	  AccessShareLock.
  *	- segment tables (eventlog_segments.seg_*): RowExclusiveLock by produce
  *	  and the capture trigger (produce.c, el_open_segment: after taking
- *	  offsets, so after any kind 1 wait of that call); AccessShareLock by
+ *	  offsets, so after any kind 1 wait of that call), then on the
+ *	  segment's indexes (segment.c, el_appender_begin), both held to the
+ *	  end of the transaction; AccessShareLock by
  *	  read (read.c) and by counter recovery (segment.c,
  *	  el_segment_edge_offset, under the kind 1 lock); AccessShareLock taken
  *	  conditionally (never waits) by the monitoring views (segment.c);

@@ -33,6 +33,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
+#include "utils/typcache.h"
 
 #include "acl.h"
 #include "hash.h"
@@ -163,8 +164,10 @@ el_produce(PG_FUNCTION_ARGS)
 	ElTopic    *topic;
 	ElRecordIn	rec;
 	TupleDesc	tupdesc;
+	Oid			rettype;
 	int32		partition;
 	int64		offset;
+	Datum		result;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -187,12 +190,28 @@ el_produce(PG_FUNCTION_ARGS)
 	partition = el_choose_partition(topic, &rec, !PG_ARGISNULL(4),
 									PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4));
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	tupdesc = BlessTupleDesc(tupdesc);
+	/*
+	 * eventlog.position's descriptor, from the type cache when the call
+	 * site names the result type (as the executor's calls do):
+	 * get_call_result_type would look the function up and copy the
+	 * descriptor on every call.
+	 */
+	rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	if (OidIsValid(rettype) && rettype != RECORDOID)
+		tupdesc = lookup_rowtype_tupdesc(rettype, -1);
+	else
+	{
+		rettype = InvalidOid;
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		tupdesc = BlessTupleDesc(tupdesc);
+	}
 
 	offset = el_append(&topic, name, partition, &rec, 1);
-	PG_RETURN_DATUM(el_position_datum(tupdesc, partition, offset));
+	result = el_position_datum(tupdesc, partition, offset);
+	if (OidIsValid(rettype))
+		ReleaseTupleDesc(tupdesc);
+	PG_RETURN_DATUM(result);
 }
 
 /*

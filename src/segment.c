@@ -202,7 +202,26 @@ el_appender_insert(ElAppender *app, const ElRecordIn *rec, int64 offset,
 void
 el_appender_end(ElAppender *app)
 {
-	ExecCloseIndices(app->rri);
+	ResultRelInfo *rri = app->rri;
+	int			i;
+
+	/*
+	 * ExecCloseIndices, except that the indexes' locks are kept until the
+	 * end of the transaction, as the segment's own: the next produce to
+	 * the segment in this transaction then finds them held instead of
+	 * taking them again.  Only DDL on the indexes could notice, and it
+	 * waits for the segment's lock anyway.
+	 */
+	for (i = 0; i < rri->ri_NumIndices; i++)
+	{
+		if (rri->ri_IndexRelationDescs[i] == NULL)
+			continue;
+#if PG_VERSION_NUM >= 170000
+		index_insert_cleanup(rri->ri_IndexRelationDescs[i],
+							 rri->ri_IndexRelationInfo[i]);
+#endif
+		index_close(rri->ri_IndexRelationDescs[i], NoLock);
+	}
 	ExecDropSingleTupleTableSlot(app->slot);
 	FreeExecutorState(app->estate);
 }
