@@ -412,25 +412,38 @@ el_coalesce_after(ElCoalesce *co, TimestampTz now, int64 records)
  * "delay" old.  What commits meanwhile goes into the round that follows;
  * producers' wake-ups are reset here (that round looks anyway); SIGTERM
  * ends the sleep at once.
+ *
+ * The timestamps are the wall clock's, which can be stepped back (NTP, an
+ * administrator): the wait is never longer than the delay from now, and
+ * ends if the clock goes back during it.  Otherwise a clock set back an
+ * hour while the notifier coalesced would hold every notification for an
+ * hour: the producers, finding it woken, do not wake it again.
  */
 static void
 el_coalesce_before(ElCoalesce *co)
 {
+	TimestampTz start;
 	TimestampTz until;
-	int64		remaining;
+	TimestampTz now;
+	int64		delay;
 
 	if (co->delay == 0 || el_notify_interval_ms == 0)
 		return;
-	until = co->sent + Min(co->delay, (int64) el_notify_interval_ms * 1000);
-	if (GetCurrentTimestamp() >= until)
+	delay = Min(co->delay, (int64) el_notify_interval_ms * 1000);
+	start = GetCurrentTimestamp();
+	until = co->sent + delay;
+	if (start >= until)
 		return;
+	until = Min(until, start + delay);
 #ifdef EL_TEST_HOOKS
 	SpinLockAcquire(&el_registry->mutex);
 	el_notifier_entry->notifier_delays++;
 	SpinLockRelease(&el_registry->mutex);
 #endif
-	while ((remaining = until - GetCurrentTimestamp()) > 0)
+	while ((now = GetCurrentTimestamp()) < until && now >= start)
 	{
+		int64		remaining = until - now;
+
 		/* WaitLatch counts milliseconds: the last one's rest in a sleep. */
 		if (remaining >= 1000)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
