@@ -1,0 +1,783 @@
+/*-------------------------------------------------------------------------
+ *
+ * group_store.c
+ *	  The consumer-group tables (group_offsets, group_members,
+ *	  group_catalog) as the C group code reads and writes them.
+ *
+ * Reads go straight to the tables through their primary keys: one index
+ * scan returns every position of a group (ordered by partition), one probe
+ * a single row.  They take the snapshot the caller gives, which is what a
+ * PL/pgSQL statement would have used (el_group_statement_snapshot_push),
+ * so a READ COMMITTED poll sees what committed before each step and a
+ * REPEATABLE READ poll its transaction's snapshot, as before the group code
+ * moved to C.  No privilege applies: the tables are the extension owner's
+ * and the callers are its SECURITY DEFINER functions, which checked the
+ * caller's topic privilege first.
+ *
+ * Writes go through SPI, one saved plan per kind of write, each a single
+ * statement whatever the number of partitions (arrays unnested), so that
+ * the executor keeps doing what it did for the PL/pgSQL code: row locks,
+ * the re-check of a row another transaction updated meanwhile (READ
+ * COMMITTED) or the serialization failure (REPEATABLE READ), ON CONFLICT,
+ * foreign keys, statistics.  Their SQL names every operator and function
+ * with its schema, so no search_path can change what they do.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "parser/parse_relation.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "group.h"
+
+/*
+ * A "statement" of the group code: push a snapshot as PL/pgSQL would take
+ * one for its next statement (fresh in READ COMMITTED, the transaction's in
+ * REPEATABLE READ and SERIALIZABLE), seeing what this transaction wrote so
+ * far.  The caller reads with GetActiveSnapshot() and pops it.
+ */
+void
+el_group_statement_snapshot_push(void)
+{
+	PushCopiedSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+}
+
+/* ---------------------------------------------------------------------
+ * Reads
+ * --------------------------------------------------------------------- */
+
+/* An index scan of one group's rows in one of the three tables. */
+typedef struct ElGroupScan
+{
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+} ElGroupScan;
+
+static AttrNumber
+el_attnum(Relation rel, const char *name)
+{
+	AttrNumber	attnum = attnameAttNum(rel, name, false);
+
+	if (attnum == InvalidAttrNumber)
+		elog(ERROR, "column \"%s\" of \"%s\" is missing", name,
+			 RelationGetRelationName(rel));
+	return attnum;
+}
+
+/*
+ * Scan "relname" through its primary key, whose first columns are
+ * (topic_id, group_name[, "third"]), for the rows of one group (and one
+ * partition or member, when "third" is given).  Rows come in key order.
+ */
+static void
+el_group_scan_begin(ElGroupScan *gs, const char *relname, Snapshot snapshot,
+					int32 topic_id, const char *group,
+					const char *third, Datum third_value)
+{
+	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, false);
+	Oid			relid = get_relname_relid(relname, nsp);
+	Oid			pk;
+	ScanKeyData keys[3];
+	int			nkeys = third ? 3 : 2;
+	int			i;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table %s.%s is missing", EL_SCHEMA_NAME, relname);
+	gs->rel = table_open(relid, AccessShareLock);
+	pk = el_primary_key_index(gs->rel);
+	if (!OidIsValid(pk))
+		elog(ERROR, "table \"%s\" has no primary key", relname);
+	gs->index = index_open(pk, AccessShareLock);
+
+	/* The key's columns must be the ones named, in that order. */
+	if (gs->index->rd_index->indnkeyatts < nkeys ||
+		gs->index->rd_index->indkey.values[0] != el_attnum(gs->rel, "topic_id") ||
+		gs->index->rd_index->indkey.values[1] != el_attnum(gs->rel, "group_name") ||
+		(third && gs->index->rd_index->indkey.values[2] != el_attnum(gs->rel, third)))
+		elog(ERROR, "the primary key of \"%s\" is not the one expected", relname);
+
+	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   gs->index->rd_indcollation[0], F_INT4EQ,
+						   Int32GetDatum(topic_id));
+	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   gs->index->rd_indcollation[1], F_TEXTEQ,
+						   CStringGetTextDatum(group));
+	if (third)
+	{
+		Oid			typid = TupleDescAttr(gs->rel->rd_att,
+										  gs->index->rd_index->indkey.values[2] - 1)->atttypid;
+
+		ScanKeyEntryInitialize(&keys[2], 0, 3, BTEqualStrategyNumber, InvalidOid,
+							   gs->index->rd_indcollation[2],
+							   typid == INT4OID ? F_INT4EQ : F_TEXTEQ,
+							   third_value);
+	}
+	for (i = 0; i < nkeys; i++)
+		Assert(OidIsValid(keys[i].sk_func.fn_oid));
+	gs->slot = table_slot_create(gs->rel, NULL);
+	gs->scan = el_index_beginscan(gs->rel, gs->index, snapshot, nkeys, 0);
+	index_rescan(gs->scan, keys, nkeys, NULL, 0);
+}
+
+static bool
+el_group_scan_next(ElGroupScan *gs)
+{
+	return index_getnext_slot(gs->scan, ForwardScanDirection, gs->slot);
+}
+
+static void
+el_group_scan_end(ElGroupScan *gs)
+{
+	index_endscan(gs->scan);
+	ExecDropSingleTupleTableSlot(gs->slot);
+	index_close(gs->index, AccessShareLock);
+	table_close(gs->rel, AccessShareLock);
+}
+
+/* Column numbers of group_offsets, looked up by name. */
+typedef struct ElRowColumns
+{
+	AttrNumber	partition;
+	AttrNumber	next_offset;
+	AttrNumber	fetch_offset;
+	AttrNumber	owner;
+	AttrNumber	generation;
+} ElRowColumns;
+
+static void
+el_row_columns(Relation rel, ElRowColumns *cols)
+{
+	cols->partition = el_attnum(rel, "partition");
+	cols->next_offset = el_attnum(rel, "next_offset");
+	cols->fetch_offset = el_attnum(rel, "fetch_offset");
+	cols->owner = el_attnum(rel, "owner_member");
+	cols->generation = el_attnum(rel, "generation");
+}
+
+static void
+el_row_fetch(TupleTableSlot *slot, const ElRowColumns *cols, ElGroupRow *row)
+{
+	bool		isnull;
+	Datum		d;
+
+	row->partition = DatumGetInt32(slot_getattr(slot, cols->partition, &isnull));
+	row->next_offset = DatumGetInt64(slot_getattr(slot, cols->next_offset, &isnull));
+	d = slot_getattr(slot, cols->fetch_offset, &isnull);
+	row->has_fetch = !isnull;
+	row->fetch_offset = isnull ? 0 : DatumGetInt64(d);
+	d = slot_getattr(slot, cols->owner, &isnull);
+	row->owner = isnull ? NULL : TextDatumGetCString(d);
+	row->generation = DatumGetInt64(slot_getattr(slot, cols->generation, &isnull));
+}
+
+/*
+ * Every group_offsets row of a group, ascending partition; returns how
+ * many (*rows palloc'd, NULL if none).
+ */
+int
+el_group_rows(int32 topic_id, const char *group, Snapshot snapshot,
+			  ElGroupRow **rows)
+{
+	ElGroupScan gs;
+	ElRowColumns cols;
+	int			n = 0;
+	int			size = 8;
+
+	*rows = palloc(sizeof(ElGroupRow) * size);
+	el_group_scan_begin(&gs, "group_offsets", snapshot, topic_id, group, NULL, 0);
+	el_row_columns(gs.rel, &cols);
+	while (el_group_scan_next(&gs))
+	{
+		if (n == size)
+		{
+			size *= 2;
+			*rows = repalloc(*rows, sizeof(ElGroupRow) * size);
+		}
+		el_row_fetch(gs.slot, &cols, &(*rows)[n++]);
+	}
+	el_group_scan_end(&gs);
+	return n;
+}
+
+/* The group_offsets row of one partition of a group, if there is one. */
+bool
+el_group_row(int32 topic_id, const char *group, int32 partition,
+			 Snapshot snapshot, ElGroupRow *row)
+{
+	ElGroupScan gs;
+	ElRowColumns cols;
+	bool		found;
+
+	el_group_scan_begin(&gs, "group_offsets", snapshot, topic_id, group,
+						"partition", Int32GetDatum(partition));
+	el_row_columns(gs.rel, &cols);
+	found = el_group_scan_next(&gs);
+	if (found)
+		el_row_fetch(gs.slot, &cols, row);
+	el_group_scan_end(&gs);
+	return found;
+}
+
+static void
+el_member_fetch(ElGroupScan *gs, ElGroupMember *m)
+{
+	bool		isnull;
+	Datum		d;
+
+	m->member = TextDatumGetCString(slot_getattr(gs->slot, el_attnum(gs->rel, "member"), &isnull));
+	m->last_heartbeat = DatumGetTimestampTz(slot_getattr(gs->slot, el_attnum(gs->rel, "last_heartbeat"), &isnull));
+	m->session_timeout = *DatumGetIntervalP(slot_getattr(gs->slot, el_attnum(gs->rel, "session_timeout"), &isnull));
+	d = slot_getattr(gs->slot, el_attnum(gs->rel, "session"), &isnull);
+	m->session = isnull ? NULL : TextDatumGetCString(d);
+}
+
+/* Every member of a group, in key order; returns how many. */
+int
+el_group_members(int32 topic_id, const char *group, Snapshot snapshot,
+				 ElGroupMember **members)
+{
+	ElGroupScan gs;
+	int			n = 0;
+	int			size = 4;
+
+	*members = palloc(sizeof(ElGroupMember) * size);
+	el_group_scan_begin(&gs, "group_members", snapshot, topic_id, group, NULL, 0);
+	while (el_group_scan_next(&gs))
+	{
+		if (n == size)
+		{
+			size *= 2;
+			*members = repalloc(*members, sizeof(ElGroupMember) * size);
+		}
+		el_member_fetch(&gs, &(*members)[n++]);
+	}
+	el_group_scan_end(&gs);
+	return n;
+}
+
+/* One member of a group, if it is in it. */
+bool
+el_group_member(int32 topic_id, const char *group, const char *member,
+				Snapshot snapshot, ElGroupMember *out)
+{
+	ElGroupScan gs;
+	bool		found;
+
+	el_group_scan_begin(&gs, "group_members", snapshot, topic_id, group,
+						"member", CStringGetTextDatum(member));
+	found = el_group_scan_next(&gs);
+	if (found && out)
+		el_member_fetch(&gs, out);
+	el_group_scan_end(&gs);
+	return found;
+}
+
+static ElGroupFrom
+el_from_value(TupleTableSlot *slot, AttrNumber attnum)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, attnum, &isnull);
+	char	   *s;
+
+	if (isnull)
+		return EL_FROM_NONE;
+	s = TextDatumGetCString(d);
+	/* The table's CHECK constraints allow nothing else. */
+	return strcmp(s, "latest") == 0 ? EL_FROM_LATEST : EL_FROM_EARLIEST;
+}
+
+/* A group's settings; without a group_catalog row, EL_FROM_NONE for both. */
+void
+el_group_settings(int32 topic_id, const char *group, Snapshot snapshot,
+				  ElGroupSettings *out)
+{
+	ElGroupScan gs;
+
+	out->start_from = EL_FROM_NONE;
+	out->auto_reset = EL_FROM_NONE;
+	el_group_scan_begin(&gs, "group_catalog", snapshot, topic_id, group, NULL, 0);
+	if (el_group_scan_next(&gs))
+	{
+		out->start_from = el_from_value(gs.slot, el_attnum(gs.rel, "start_from"));
+		out->auto_reset = el_from_value(gs.slot, el_attnum(gs.rel, "auto_reset"));
+	}
+	el_group_scan_end(&gs);
+}
+
+static bool
+el_group_any_row(const char *relname, int32 topic_id, const char *group,
+				 Snapshot snapshot)
+{
+	ElGroupScan gs;
+	bool		found;
+
+	el_group_scan_begin(&gs, relname, snapshot, topic_id, group, NULL, 0);
+	found = el_group_scan_next(&gs);
+	el_group_scan_end(&gs);
+	return found;
+}
+
+/* Whether a group has members in "snapshot". */
+bool
+el_group_has_members(int32 topic_id, const char *group, Snapshot snapshot)
+{
+	return el_group_any_row("group_members", topic_id, group, snapshot);
+}
+
+/* Whether a group has positions, settings or members in "snapshot". */
+bool
+el_group_exists(int32 topic_id, const char *group, Snapshot snapshot)
+{
+	return el_group_any_row("group_offsets", topic_id, group, snapshot) ||
+		el_group_any_row("group_catalog", topic_id, group, snapshot) ||
+		el_group_any_row("group_members", topic_id, group, snapshot);
+}
+
+/* ---------------------------------------------------------------------
+ * Writes
+ * --------------------------------------------------------------------- */
+
+typedef enum ElGroupStmt
+{
+	EL_STMT_POSITIONS,
+	EL_STMT_FETCH,
+	EL_STMT_ADD_ROWS,
+	EL_STMT_ASSIGN,
+	EL_STMT_EXPIRE,
+	EL_STMT_HEARTBEAT,
+	EL_STMT_FORGET_FETCH,
+	EL_STMT_LOCK_ROW,
+	EL_STMT_COMMIT_ROW,
+	EL_STMT_COMMIT_FETCHED,
+	EL_NSTMTS
+} ElGroupStmt;
+
+#define EL_GROUP_KEY(alias) \
+	" " alias ".topic_id OPERATOR(pg_catalog.=) $1" \
+	" AND " alias ".group_name OPERATOR(pg_catalog.=) $2"
+
+static const struct
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[5];
+	int			expect;			/* SPI result code */
+}			el_group_stmts[EL_NSTMTS] =
+{
+	/*
+	 * A transactional poll's new positions (what _set_position did per
+	 * partition).
+	 */
+	[EL_STMT_POSITIONS] = {
+		"INSERT INTO " EL_SCHEMA_NAME ".group_offsets AS o"
+		"       (topic_id, group_name, partition, next_offset, committed_at)"
+		" SELECT $1, $2, u.partition, u.next_offset, pg_catalog.now()"
+		"   FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4))"
+		"        AS u(partition, next_offset)"
+		" ON CONFLICT (topic_id, group_name, partition) DO UPDATE"
+		"    SET next_offset = excluded.next_offset,"
+		"        committed_at = excluded.committed_at",
+		4, {INT4OID, TEXTOID, INT4ARRAYOID, INT8ARRAYOID}, SPI_OK_INSERT
+	},
+	/* A member's fetch positions, after its poll. */
+	[EL_STMT_FETCH] = {
+		"UPDATE " EL_SCHEMA_NAME ".group_offsets AS go"
+		"   SET fetch_offset = u.fetch_offset"
+		"  FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4))"
+		"       AS u(partition, fetch_offset)"
+		" WHERE" EL_GROUP_KEY("go")
+		"   AND go.partition OPERATOR(pg_catalog.=) u.partition",
+		4, {INT4OID, TEXTOID, INT4ARRAYOID, INT8ARRAYOID}, SPI_OK_UPDATE
+	},
+	/* Rebalance: every partition has a position row. */
+	[EL_STMT_ADD_ROWS] = {
+		"INSERT INTO " EL_SCHEMA_NAME ".group_offsets"
+		"       (topic_id, group_name, partition, next_offset)"
+		" SELECT $1, $2, u.partition, u.next_offset"
+		"   FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4))"
+		"        AS u(partition, next_offset)"
+		" ON CONFLICT DO NOTHING",
+		4, {INT4OID, TEXTOID, INT4ARRAYOID, INT8ARRAYOID}, SPI_OK_INSERT
+	},
+	/*
+	 * Rebalance: new owners (NULL: released), each change bumping the
+	 * generation once, and the fetch position back to the committed one.
+	 */
+	[EL_STMT_ASSIGN] = {
+		"UPDATE " EL_SCHEMA_NAME ".group_offsets AS o"
+		"   SET owner_member = u.owner_member, fetch_offset = NULL,"
+		"       generation = o.generation OPERATOR(pg_catalog.+) u.bumps"
+		"  FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4),"
+		"                  pg_catalog.unnest($5)) AS u(partition, owner_member, bumps)"
+		" WHERE" EL_GROUP_KEY("o")
+		"   AND o.partition OPERATOR(pg_catalog.=) u.partition",
+		5, {INT4OID, TEXTOID, INT4ARRAYOID, TEXTARRAYOID, INT8ARRAYOID}, SPI_OK_UPDATE
+	},
+	/* Rebalance: members whose heartbeat is older than their timeout. */
+	[EL_STMT_EXPIRE] = {
+		"DELETE FROM " EL_SCHEMA_NAME ".group_members AS gm"
+		" WHERE" EL_GROUP_KEY("gm")
+		"   AND gm.last_heartbeat OPERATOR(pg_catalog.<)"
+		"       (pg_catalog.now() OPERATOR(pg_catalog.-) gm.session_timeout)",
+		2, {INT4OID, TEXTOID}, SPI_OK_DELETE
+	},
+	/* A member's poll: join, or heartbeat. */
+	[EL_STMT_HEARTBEAT] = {
+		"INSERT INTO " EL_SCHEMA_NAME ".group_members AS gm"
+		"       (topic_id, group_name, member, session_timeout, session)"
+		" VALUES ($1, $2, $3, $4, $5)"
+		" ON CONFLICT ON CONSTRAINT group_members_pkey DO UPDATE"
+		"    SET last_heartbeat = pg_catalog.now(),"
+		"        session_timeout = excluded.session_timeout,"
+		"        session = excluded.session",
+		5, {INT4OID, TEXTOID, TEXTOID, INTERVALOID, TEXTOID}, SPI_OK_INSERT
+	},
+	/* A restarted member: what its old session polled comes again. */
+	[EL_STMT_FORGET_FETCH] = {
+		"UPDATE " EL_SCHEMA_NAME ".group_offsets AS go SET fetch_offset = NULL"
+		" WHERE" EL_GROUP_KEY("go")
+		"   AND go.owner_member OPERATOR(pg_catalog.=) $3"
+		"   AND go.fetch_offset IS NOT NULL",
+		3, {INT4OID, TEXTOID, TEXTOID}, SPI_OK_UPDATE
+	},
+	/* A member's commit in one partition: the row, locked. */
+	[EL_STMT_LOCK_ROW] = {
+		"SELECT go.owner_member, go.generation, go.fetch_offset, go.next_offset"
+		"  FROM " EL_SCHEMA_NAME ".group_offsets AS go"
+		" WHERE" EL_GROUP_KEY("go")
+		"   AND go.partition OPERATOR(pg_catalog.=) $3"
+		"   FOR UPDATE",
+		3, {INT4OID, TEXTOID, INT4OID}, SPI_OK_SELECT
+	},
+	[EL_STMT_COMMIT_ROW] = {
+		"UPDATE " EL_SCHEMA_NAME ".group_offsets AS go"
+		"   SET next_offset = $4, committed_at = pg_catalog.now(),"
+		"       metadata = coalesce($5, go.metadata)"
+		" WHERE" EL_GROUP_KEY("go")
+		"   AND go.partition OPERATOR(pg_catalog.=) $3",
+		5, {INT4OID, TEXTOID, INT4OID, INT8OID, TEXTOID}, SPI_OK_UPDATE
+	},
+	/* A member's commit of what its polls returned, in all it owns. */
+	[EL_STMT_COMMIT_FETCHED] = {
+		"UPDATE " EL_SCHEMA_NAME ".group_offsets AS go"
+		"   SET next_offset = go.fetch_offset, committed_at = pg_catalog.now(),"
+		"       metadata = coalesce($4, go.metadata)"
+		" WHERE" EL_GROUP_KEY("go")
+		"   AND go.owner_member OPERATOR(pg_catalog.=) $3"
+		"   AND go.fetch_offset IS NOT NULL"
+		" RETURNING go.partition, go.next_offset",
+		4, {INT4OID, TEXTOID, TEXTOID, TEXTOID}, SPI_OK_UPDATE_RETURNING
+	},
+};
+
+/* Saved plans, prepared on first use (they survive DROP EXTENSION: the
+ * plan cache parses them again when the tables change). */
+static SPIPlanPtr el_group_plans[EL_NSTMTS];
+
+/*
+ * Run one statement; the caller has connected to SPI.  Returns the number
+ * of rows processed.
+ */
+static uint64
+el_group_execute(ElGroupStmt which, Datum *values, const char *nulls)
+{
+	int			ret;
+
+	if (el_group_plans[which] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(el_group_stmts[which].sql,
+									   el_group_stmts[which].nargs,
+									   (Oid *) el_group_stmts[which].argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare a consumer group statement: %s",
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not keep a consumer group statement");
+		el_group_plans[which] = plan;
+	}
+	ret = SPI_execute_plan(el_group_plans[which], values, nulls, false, 0);
+	if (ret != el_group_stmts[which].expect)
+		elog(ERROR, "a consumer group statement failed: %s",
+			 SPI_result_code_string(ret));
+	return SPI_processed;
+}
+
+static void
+el_group_connect(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static Datum
+el_int4_array(int n, const ElGroupMove *moves)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		d[i] = Int32GetDatum(moves[i].partition);
+	return PointerGetDatum(construct_array(d, n, INT4OID, 4, true, TYPALIGN_INT));
+}
+
+static Datum
+el_int8_array(int n, const ElGroupMove *moves, bool bumps)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		d[i] = Int64GetDatum(bumps ? moves[i].bumps : moves[i].offset);
+	return PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+/* (topic_id, group, partitions[], offsets[]): one statement. */
+static void
+el_group_execute_moves(ElGroupStmt which, int32 topic_id, const char *group,
+					   int nmoves, const ElGroupMove *moves)
+{
+	Datum		values[4];
+
+	if (nmoves == 0)
+		return;
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = el_int4_array(nmoves, moves);
+	values[3] = el_int8_array(nmoves, moves, false);
+	el_group_connect();
+	(void) el_group_execute(which, values, NULL);
+	SPI_finish();
+}
+
+/* A transactional poll's new positions, inserted or updated. */
+void
+el_group_store_positions(int32 topic_id, const char *group, int nmoves,
+						 const ElGroupMove *moves)
+{
+	el_group_execute_moves(EL_STMT_POSITIONS, topic_id, group, nmoves, moves);
+}
+
+/* A member's fetch positions. */
+void
+el_group_store_fetch_positions(int32 topic_id, const char *group, int nmoves,
+							   const ElGroupMove *moves)
+{
+	el_group_execute_moves(EL_STMT_FETCH, topic_id, group, nmoves, moves);
+}
+
+/* Position rows for partitions that have none (others' rows are kept). */
+void
+el_group_add_rows(int32 topic_id, const char *group, int nmoves,
+				  const ElGroupMove *moves)
+{
+	el_group_execute_moves(EL_STMT_ADD_ROWS, topic_id, group, nmoves, moves);
+}
+
+/* New owners: moves[i].owner (NULL: none), generation + moves[i].bumps. */
+void
+el_group_assign(int32 topic_id, const char *group, int nmoves,
+				const ElGroupMove *moves)
+{
+	Datum		values[5];
+	Datum	   *owners;
+	bool	   *owner_nulls;
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			i;
+
+	if (nmoves == 0)
+		return;
+	owners = palloc(sizeof(Datum) * nmoves);
+	owner_nulls = palloc(sizeof(bool) * nmoves);
+	for (i = 0; i < nmoves; i++)
+	{
+		owner_nulls[i] = (moves[i].owner == NULL);
+		owners[i] = owner_nulls[i] ? (Datum) 0 : CStringGetTextDatum(moves[i].owner);
+	}
+	dims[0] = nmoves;
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = el_int4_array(nmoves, moves);
+	values[3] = PointerGetDatum(construct_md_array(owners, owner_nulls, 1, dims, lbs,
+												   TEXTOID, -1, false, TYPALIGN_INT));
+	values[4] = el_int8_array(nmoves, moves, true);
+	el_group_connect();
+	(void) el_group_execute(EL_STMT_ASSIGN, values, NULL);
+	SPI_finish();
+}
+
+/* Delete the members whose heartbeat is older than their session timeout. */
+void
+el_group_expire_members(int32 topic_id, const char *group)
+{
+	Datum		values[2];
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	el_group_connect();
+	(void) el_group_execute(EL_STMT_EXPIRE, values, NULL);
+	SPI_finish();
+}
+
+/* A member joins or heartbeats, from server session "session". */
+void
+el_group_heartbeat(int32 topic_id, const char *group, const char *member,
+				   Interval *session_timeout, const char *session)
+{
+	Datum		values[5];
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = CStringGetTextDatum(member);
+	values[3] = IntervalPGetDatum(session_timeout);
+	values[4] = CStringGetTextDatum(session);
+	el_group_connect();
+	(void) el_group_execute(EL_STMT_HEARTBEAT, values, NULL);
+	SPI_finish();
+}
+
+/* Forget a member's fetch positions: its next poll starts from commits. */
+void
+el_group_forget_fetch(int32 topic_id, const char *group, const char *member)
+{
+	Datum		values[3];
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = CStringGetTextDatum(member);
+	el_group_connect();
+	(void) el_group_execute(EL_STMT_FORGET_FETCH, values, NULL);
+	SPI_finish();
+}
+
+/*
+ * Lock a partition's position row (FOR UPDATE) and return it; false if
+ * there is none.  row->partition is set; row->owner is palloc'd in the
+ * caller's memory.
+ */
+bool
+el_group_lock_row(int32 topic_id, const char *group, int32 partition,
+				  ElGroupRow *row)
+{
+	Datum		values[3];
+	bool		found;
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = Int32GetDatum(partition);
+	el_group_connect();
+	found = el_group_execute(EL_STMT_LOCK_ROW, values, NULL) > 0;
+	if (found)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		row->partition = partition;
+		d = SPI_getbinval(tup, desc, 1, &isnull);
+		row->owner = NULL;
+		if (!isnull)
+		{
+			/* Into the caller's memory, out of SPI's. */
+			char	   *s = TextDatumGetCString(d);
+
+			row->owner = SPI_palloc(strlen(s) + 1);
+			strcpy(row->owner, s);
+		}
+		row->generation = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		row->has_fetch = !isnull;
+		row->fetch_offset = isnull ? 0 : DatumGetInt64(d);
+		row->next_offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	}
+	SPI_finish();
+	return found;
+}
+
+/* Commit "offset" in one partition (metadata NULL: keep the old one). */
+void
+el_group_commit_row(int32 topic_id, const char *group, int32 partition,
+					int64 offset, text *metadata)
+{
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = Int32GetDatum(partition);
+	values[3] = Int64GetDatum(offset);
+	values[4] = PointerGetDatum(metadata);
+	if (metadata == NULL)
+		nulls[4] = 'n';
+	el_group_connect();
+	(void) el_group_execute(EL_STMT_COMMIT_ROW, values, nulls);
+	SPI_finish();
+}
+
+static int
+el_move_cmp(const void *a, const void *b)
+{
+	int32		pa = ((const ElGroupMove *) a)->partition;
+	int32		pb = ((const ElGroupMove *) b)->partition;
+
+	return (pa > pb) - (pa < pb);
+}
+
+/*
+ * Commit a member's fetch positions in every partition it owns that has
+ * one; returns how many, *moves (partition, committed offset) ascending.
+ */
+int
+el_group_commit_fetched(int32 topic_id, const char *group, const char *member,
+						text *metadata, ElGroupMove **moves)
+{
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	uint64		n;
+	uint64		i;
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = CStringGetTextDatum(member);
+	values[3] = PointerGetDatum(metadata);
+	if (metadata == NULL)
+		nulls[3] = 'n';
+	el_group_connect();
+	n = el_group_execute(EL_STMT_COMMIT_FETCHED, values, nulls);
+	*moves = SPI_palloc(sizeof(ElGroupMove) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		bool		isnull;
+
+		(*moves)[i].partition = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		(*moves)[i].offset = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+		(*moves)[i].owner = NULL;
+		(*moves)[i].bumps = 0;
+	}
+	SPI_finish();
+	qsort(*moves, n, sizeof(ElGroupMove), el_move_cmp);
+	return (int) n;
+}
