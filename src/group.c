@@ -515,7 +515,10 @@ el_group_poll(PG_FUNCTION_ARGS)
 			if (el_group_row(topic_id, group, p, GetActiveSnapshot(), &row))
 				pos = row.next_offset;
 			else
+			{
 				pos = -1;
+				ItemPointerSetInvalid(&row.tid);
+			}
 			PopActiveSnapshot();
 			el_group_point(name, topic_id, p, &point);
 			if (pos < 0)
@@ -523,6 +526,7 @@ el_group_poll(PG_FUNCTION_ARGS)
 			pos = el_group_checked_position(&point, group, pos, settings.auto_reset);
 			pos = el_group_read(&point, pos, &remaining, store, tupdesc);
 			moves[nmoves].partition = p;
+			moves[nmoves].tid = row.tid;
 			moves[nmoves++].offset = pos;
 			await_p[nawait] = p;
 			await_pos[nawait++] = pos;

@@ -11,6 +11,7 @@
 #define PG_EVENTLOG_GROUP_H
 
 #include "datatype/timestamp.h"
+#include "storage/itemptr.h"
 #include "utils/snapshot.h"
 #include "utils/tuplestore.h"
 
@@ -37,6 +38,7 @@ typedef struct ElGroupSettings
 /* One row of group_offsets. */
 typedef struct ElGroupRow
 {
+	ItemPointerData tid;		/* the version read (index scans only) */
 	int32		partition;
 	int64		next_offset;
 	bool		has_fetch;
@@ -59,6 +61,8 @@ typedef struct ElGroupMove
 {
 	int32		partition;
 	int64		offset;
+	ItemPointerData tid;		/* positions: the row version read under the
+								 * partition's lock, if any (else invalid) */
 	char	   *owner;			/* assignments only: NULL to release */
 	int64		bumps;			/* assignments only: generation increments */
 } ElGroupMove;
@@ -83,7 +87,7 @@ extern bool el_group_has_members(int32 topic_id, const char *group,
 
 /* group_store.c: writes, one statement each, whatever the partition count */
 extern void el_group_store_positions(int32 topic_id, const char *group,
-									 int nmoves, const ElGroupMove *moves);
+									 int nmoves, ElGroupMove *moves);
 extern void el_group_store_fetch_positions(int32 topic_id, const char *group,
 										   int nmoves, const ElGroupMove *moves);
 extern void el_group_add_rows(int32 topic_id, const char *group,

@@ -34,8 +34,10 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 #include "parser/parse_relation.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -179,6 +181,7 @@ el_row_fetch(TupleTableSlot *slot, const ElRowColumns *cols, ElGroupRow *row)
 	bool		isnull;
 	Datum		d;
 
+	ItemPointerCopy(&slot->tts_tid, &row->tid);
 	row->partition = DatumGetInt32(slot_getattr(slot, cols->partition, &isnull));
 	row->next_offset = DatumGetInt64(slot_getattr(slot, cols->next_offset, &isnull));
 	d = slot_getattr(slot, cols->fetch_offset, &isnull);
@@ -343,12 +346,16 @@ el_group_has_members(int32 topic_id, const char *group, Snapshot snapshot)
 	return el_group_any_row("group_members", topic_id, group, snapshot);
 }
 
-/* Whether a group has positions, settings or members in "snapshot". */
+/*
+ * Whether a group has settings, positions or members in "snapshot".  The
+ * settings first: a group made by create_group is found there without
+ * walking the versions every poll leaves of its position rows.
+ */
 bool
 el_group_exists(int32 topic_id, const char *group, Snapshot snapshot)
 {
-	return el_group_any_row("group_offsets", topic_id, group, snapshot) ||
-		el_group_any_row("group_catalog", topic_id, group, snapshot) ||
+	return el_group_any_row("group_catalog", topic_id, group, snapshot) ||
+		el_group_any_row("group_offsets", topic_id, group, snapshot) ||
 		el_group_any_row("group_members", topic_id, group, snapshot);
 }
 
@@ -570,12 +577,116 @@ el_group_execute_moves(ElGroupStmt which, int32 topic_id, const char *group,
 	SPI_finish();
 }
 
-/* A transactional poll's new positions, inserted or updated. */
+/*
+ * Update one position row in place: the version at "tid", which this
+ * transaction read under the partition's lock, gets next_offset and
+ * committed_at = now(), as the upsert's DO UPDATE would set them.  False
+ * when that version is no longer the latest (only possible in READ
+ * COMMITTED through writers that do not take the partition's lock, such as
+ * drop_topic's cascade): then the caller lets the upsert statement find
+ * the latest version, as it always did.  In REPEATABLE READ and
+ * SERIALIZABLE that is the upsert's own serialization failure, raised here.
+ */
+static bool
+el_group_update_in_place(Relation rel, ResultRelInfo *rri, EState *estate,
+						 TupleTableSlot *oldslot, TupleTableSlot *newslot,
+						 const ElGroupMove *move)
+{
+	AttrNumber	next_col = el_attnum(rel, "next_offset");
+	AttrNumber	at_col = el_attnum(rel, "committed_at");
+	int			natts = RelationGetDescr(rel)->natts;
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	ElUpdateIndexes update_indexes;
+	TM_Result	result;
+	ItemPointerData tid = move->tid;
+
+	if (!table_tuple_fetch_row_version(rel, &tid, SnapshotAny, oldslot))
+		return false;
+	slot_getallattrs(oldslot);
+	ExecClearTuple(newslot);
+	memcpy(newslot->tts_values, oldslot->tts_values, sizeof(Datum) * natts);
+	memcpy(newslot->tts_isnull, oldslot->tts_isnull, sizeof(bool) * natts);
+	newslot->tts_values[next_col - 1] = Int64GetDatum(move->offset);
+	newslot->tts_isnull[next_col - 1] = false;
+	newslot->tts_values[at_col - 1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	newslot->tts_isnull[at_col - 1] = false;
+	ExecStoreVirtualTuple(newslot);
+
+	result = table_tuple_update(rel, &tid, newslot, GetCurrentCommandId(true),
+								InvalidSnapshot, InvalidSnapshot, true,
+								&tmfd, &lockmode, &update_indexes);
+	switch (result)
+	{
+		case TM_Ok:
+			if (EL_UPDATE_NEEDS_INDEXES(update_indexes) && rri->ri_NumIndices > 0)
+				(void) el_insert_index_tuples(rri, newslot, estate);
+			return true;
+		case TM_Updated:
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			return false;
+		case TM_SelfModified:
+			return false;
+		default:
+			elog(ERROR, "unexpected result %d updating a consumer group position",
+				 (int) result);
+	}
+	return false;
+}
+
+/*
+ * A transactional poll's new positions.  The rows it read under the
+ * partitions' locks are updated in place (no statement, no second index
+ * probe); the others (a group's first poll of a partition, or a row that
+ * moved meanwhile) go through one upsert statement, which inserts or
+ * updates them as _set_position did.
+ */
 void
 el_group_store_positions(int32 topic_id, const char *group, int nmoves,
-						 const ElGroupMove *moves)
+						 ElGroupMove *moves)
 {
-	el_group_execute_moves(EL_STMT_POSITIONS, topic_id, group, nmoves, moves);
+	int			nleft = 0;
+	int			i;
+
+	for (i = 0; i < nmoves; i++)
+		if (ItemPointerIsValid(&moves[i].tid))
+			break;
+	if (i < nmoves)
+	{
+		Oid			relid = get_relname_relid("group_offsets",
+											  get_namespace_oid(EL_SCHEMA_NAME, false));
+		Relation	rel;
+		EState	   *estate = CreateExecutorState();
+		ResultRelInfo *rri = makeNode(ResultRelInfo);
+		TupleTableSlot *oldslot;
+		TupleTableSlot *newslot;
+
+		if (!OidIsValid(relid))
+			elog(ERROR, "table %s.group_offsets is missing", EL_SCHEMA_NAME);
+		rel = table_open(relid, RowExclusiveLock);
+		InitResultRelInfo(rri, rel, 1, NULL, 0);
+		ExecOpenIndices(rri, false);
+		oldslot = table_slot_create(rel, NULL);
+		newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+		for (i = 0; i < nmoves; i++)
+			if (!ItemPointerIsValid(&moves[i].tid) ||
+				!el_group_update_in_place(rel, rri, estate, oldslot, newslot, &moves[i]))
+				moves[nleft++] = moves[i];
+		ExecDropSingleTupleTableSlot(oldslot);
+		ExecDropSingleTupleTableSlot(newslot);
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
+		table_close(rel, RowExclusiveLock);
+		/* Later steps of this transaction see the new versions. */
+		CommandCounterIncrement();
+	}
+	else
+		nleft = nmoves;
+	el_group_execute_moves(EL_STMT_POSITIONS, topic_id, group, nleft, moves);
 }
 
 /* A member's fetch positions. */
