@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -361,6 +362,8 @@ el_group_poll(PG_FUNCTION_ARGS)
 	int32	   *await_p;
 	int64	   *await_pos;
 	ElGroupMove *moves;
+	MemoryContext pass_cxt;
+	MemoryContext outer_cxt;
 
 	if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1)
 		ereport(ERROR,
@@ -428,6 +431,16 @@ el_group_poll(PG_FUNCTION_ARGS)
 	await_pos = palloc(sizeof(int64) * n);
 	moves = palloc(sizeof(ElGroupMove) * n);
 	remaining = max_records;
+
+	/*
+	 * What a pass allocates (positions read, values read, the wait's
+	 * arrays) goes with it: a long poll may look again every second for a
+	 * day.
+	 */
+	pass_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									 "pg_eventlog poll pass",
+									 ALLOCSET_DEFAULT_SIZES);
+	outer_cxt = MemoryContextSwitchTo(pass_cxt);
 	for (;;)
 	{
 		int			nawait = 0;
@@ -549,6 +562,9 @@ el_group_poll(PG_FUNCTION_ARGS)
 		if (!el_group_await(name, nawait, await_p, await_pos, wait_ms) &&
 			!others_hold)
 			break;
+		MemoryContextReset(pass_cxt);
 	}
+	MemoryContextSwitchTo(outer_cxt);
+	MemoryContextDelete(pass_cxt);
 	return (Datum) 0;
 }
