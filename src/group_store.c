@@ -655,7 +655,12 @@ el_group_store_positions(int32 topic_id, const char *group, int nmoves,
 	for (i = 0; i < nmoves; i++)
 		if (ItemPointerIsValid(&moves[i].tid))
 			break;
-	if (i < nmoves)
+
+	/*
+	 * A read-only transaction may not move a position: the statement raises
+	 * the error the executor raises for it (25006).
+	 */
+	if (i < nmoves && !XactReadOnly)
 	{
 		Oid			relid = get_relname_relid("group_offsets",
 											  get_namespace_oid(EL_SCHEMA_NAME, false));
