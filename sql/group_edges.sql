@@ -56,6 +56,16 @@ SELECT partition, next_offset, metadata, fetch_offset FROM eventlog.group_offset
 SELECT * FROM eventlog.commit('edges', 'crew', 'b', partition => 0, next_offset => 1);
 SELECT partition, next_offset, metadata FROM eventlog.group_offsets WHERE group_name = 'crew' AND partition = 0;
 SELECT * FROM eventlog.commit('edges', 'crew', 'c', partition => 3, generation => 5);
+-- A read-only transaction can neither poll as a member nor commit.
+BEGIN READ ONLY;
+SELECT e.code, e.message FROM expect_error($$SELECT * FROM eventlog.poll('edges', 'crew', 10, member => 'b')$$) e;
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT e.code, e.message FROM expect_error($$SELECT * FROM eventlog.commit('edges', 'crew', 'b')$$) e;
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT e.code, e.message FROM expect_error($$SELECT * FROM eventlog.commit('edges', 'crew', 'b', partition => 0, next_offset => 1)$$) e;
+ROLLBACK;
 SELECT e.* FROM (VALUES
     ($$SELECT * FROM eventlog.commit('edges', 'crew', 'c', partition => 3, generation => 4)$$),
     ($$SELECT * FROM eventlog.commit('edges', 'crew', 'c', partition => 0)$$),

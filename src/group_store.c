@@ -374,6 +374,7 @@ typedef enum ElGroupStmt
 	EL_STMT_FORGET_FETCH,
 	EL_STMT_LOCK_ROW,
 	EL_STMT_COMMIT_ROW,
+	EL_STMT_LOCK_FETCHED,
 	EL_STMT_COMMIT_FETCHED,
 	EL_NSTMTS
 } ElGroupStmt;
@@ -483,7 +484,19 @@ static const struct
 		"   AND go.partition OPERATOR(pg_catalog.=) $3",
 		5, {INT4OID, TEXTOID, INT4OID, INT8OID, TEXTOID}, SPI_OK_UPDATE
 	},
-	/* A member's commit of what its polls returned, in all it owns. */
+	/*
+	 * A member's commit of what its polls returned, in all it owns: the rows
+	 * locked in partition order first (as the PL/pgSQL loop did, which is
+	 * also the error a read-only transaction gets), then moved.
+	 */
+	[EL_STMT_LOCK_FETCHED] = {
+		"SELECT go.partition FROM " EL_SCHEMA_NAME ".group_offsets AS go"
+		" WHERE" EL_GROUP_KEY("go")
+		"   AND go.owner_member OPERATOR(pg_catalog.=) $3"
+		"   AND go.fetch_offset IS NOT NULL"
+		" ORDER BY go.partition FOR UPDATE",
+		3, {INT4OID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	},
 	[EL_STMT_COMMIT_FETCHED] = {
 		"UPDATE " EL_SCHEMA_NAME ".group_offsets AS go"
 		"   SET next_offset = go.fetch_offset, committed_at = pg_catalog.now(),"
@@ -881,6 +894,7 @@ el_group_commit_fetched(int32 topic_id, const char *group, const char *member,
 	if (metadata == NULL)
 		nulls[3] = 'n';
 	el_group_connect();
+	(void) el_group_execute(EL_STMT_LOCK_FETCHED, values, NULL);
 	n = el_group_execute(EL_STMT_COMMIT_FETCHED, values, nulls);
 	*moves = SPI_palloc(sizeof(ElGroupMove) * Max(n, 1));
 	for (i = 0; i < n; i++)
