@@ -3,7 +3,7 @@
  * group.h
  *	  Consumer groups in C: the transactional poll (group.c), members' polls,
  *	  the rebalance and commit (group_member.c), and the group tables they
- *	  read and write (group_store.c).
+ *	  read (group_scan.c) and write (group_store.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +12,7 @@
 
 #include "datatype/timestamp.h"
 #include "storage/itemptr.h"
+#include "utils/relcache.h"
 #include "utils/snapshot.h"
 #include "utils/tuplestore.h"
 
@@ -67,8 +68,9 @@ typedef struct ElGroupMove
 	int64		bumps;			/* assignments only: generation increments */
 } ElGroupMove;
 
-/* group_store.c: reads, with the snapshot given */
+/* group_scan.c: reads, with the snapshot given */
 extern void el_group_statement_snapshot_push(void);
+extern AttrNumber el_group_attnum(Relation rel, const char *name);
 extern int	el_group_rows(int32 topic_id, const char *group, Snapshot snapshot,
 						  ElGroupRow **rows);
 extern bool el_group_row(int32 topic_id, const char *group, int32 partition,

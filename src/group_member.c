@@ -12,10 +12,10 @@
  * serialised by its membership lock, taken exclusively by members' polls
  * and leave (group.c).
  *
- * Like group.c, these read the group tables with one index scan each and
- * write them with one statement per kind of change (group_store.c); the
- * rebalance is computed in memory from one read of the members and the
- * positions.
+ * Like group.c, these read the group tables with one index scan each
+ * (group_scan.c) and write them with one statement per kind of change
+ * (group_store.c); the rebalance is computed in memory from one read of the
+ * members and the positions.
  *
  *-------------------------------------------------------------------------
  */

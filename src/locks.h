@@ -105,7 +105,7 @@
  *	- the catalog tables (topic_catalog, partition_catalog, segment_catalog,
  *	  group_catalog, group_offsets, group_members): AccessShareLock for every
  *	  read (SPI: topic.c, partition.c, committed.c, notifier.c, worker.c;
- *	  index scans: group_store.c), RowExclusiveLock and row locks for every
+ *	  index scans: group_scan.c), RowExclusiveLock and row locks for every
  *	  change.  Row locks on group_offsets: UPDATE (in place, or the upsert)
  *	  by a transactional poll and by seek under the partition's kind 3 lock;
  *	  FOR UPDATE (ascending partition) by a member's commit, and the
