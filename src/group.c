@@ -14,8 +14,9 @@
  * partition count: one index scan of the group's positions, one look at
  * each partition's stable offset in shared memory (no catalog access), and
  * for each partition it takes, a probe of its position under the lock and
- * the read; then one statement writes the new positions.  Partitions with
- * nothing past the group's position are never locked nor read.
+ * the read; then the new positions are written (in place, or with one
+ * statement for all).  Partitions with nothing past the group's position
+ * are never locked nor read.
  *
  * Until 0.3.0 this was PL/pgSQL (a statement per partition, a row copied
  * through PL/pgSQL per record, about 0.3-0.4x a hand-written consumer of a
@@ -63,7 +64,7 @@ el_group_authorize(FunctionCallInfo fcinfo, text **name)
 	return topic->topic_id;
 }
 
-/* A name of 1 to 200 characters, or NULL if it is not one. */
+/* Whether a name is 1 to 200 characters; if not, *quoted shows it. */
 static bool
 el_name_ok(text *t, char **quoted)
 {
@@ -128,38 +129,47 @@ el_interval_ms(Interval *iv)
 }
 
 /*
- * The lock key of (topic, group, partition), partition -1 for the group's
- * membership: 64 bits of hash, the same as eventlog._group_lock_key, which
- * seek and delete_group use (it calls this function).
+ * The hash of a lock's name: hashtextextended() (of a deterministic
+ * collation, which a database's default always is) with seed 7, which is
+ * what eventlog._group_lock_key was in SQL before 0.3.0.
  */
-int64
-el_group_lock_key(int32 topic_id, const char *group, int32 partition)
+static int64
+el_lock_name_hash(char *name)
 {
-	char	   *s = psprintf("pg_eventlog/%d/%d/%s", topic_id, partition, group);
-	int64		key;
+	int64		key = DatumGetInt64(hash_any_extended((unsigned char *) name,
+													  strlen(name), 7));
 
-	/* hashtextextended() of a deterministic collation, seed 7. */
-	key = DatumGetInt64(hash_any_extended((unsigned char *) s, strlen(s), 7));
-	pfree(s);
+	pfree(name);
 	return key;
 }
 
 /*
+ * The lock key of (topic, group, partition), partition -1 for the group's
+ * membership: 64 bits of hash of 'pg_eventlog/<topic>/<partition>/<group>'.
+ * eventlog._group_lock_key, which seek and delete_group use, calls it.
+ */
+int64
+el_group_lock_key(int32 topic_id, const char *group, int32 partition)
+{
+	return el_lock_name_hash(psprintf("pg_eventlog/%d/%d/%s", topic_id,
+									  partition, group));
+}
+
+/*
  * eventlog._group_lock_key(topic_id integer, group_name text, partition
- * integer) -> bigint.  NULLs count as empty, as format() shows them.
+ * integer) -> bigint.  NULLs count as empty, as format() showed them.
  */
 Datum
 el_group_lock_key_sql(PG_FUNCTION_ARGS)
 {
-	char	   *s;
-	int64		key;
-
-	s = psprintf("pg_eventlog/%s/%s/%s",
-				 PG_ARGISNULL(0) ? "" : psprintf("%d", PG_GETARG_INT32(0)),
-				 PG_ARGISNULL(2) ? "" : psprintf("%d", PG_GETARG_INT32(2)),
-				 PG_ARGISNULL(1) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	key = DatumGetInt64(hash_any_extended((unsigned char *) s, strlen(s), 7));
-	PG_RETURN_INT64(key);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		PG_RETURN_INT64(el_lock_name_hash(psprintf("pg_eventlog/%s/%s/%s",
+												   PG_ARGISNULL(0) ? "" : psprintf("%d", PG_GETARG_INT32(0)),
+												   PG_ARGISNULL(2) ? "" : psprintf("%d", PG_GETARG_INT32(2)),
+												   PG_ARGISNULL(1) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(1)))));
+	PG_RETURN_INT64(el_group_lock_key(PG_GETARG_INT32(0),
+									  text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									  PG_GETARG_INT32(2)));
 }
 
 /*
@@ -473,7 +483,7 @@ el_group_poll(PG_FUNCTION_ARGS)
 			}
 
 		/* Start somewhere else each time, so that consumers spread. */
-		first_p = (int) (random() % n);
+		first_p = n > 0 ? (int) (random() % n) : 0;
 		for (i = 0; i < n && remaining > 0; i++)
 		{
 			int32		p = (first_p + i) % n;
