@@ -1214,3 +1214,114 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._consumer_group_info() IS
 'internal: the rows of the eventlog.consumer_groups view';
+
+-- ---------------------------------------------------------------------------
+-- Issue 14: the consumer groups' hot path in C (src/group.c,
+-- src/group_member.c, src/group_store.c).  eventlog._poll, _commit and
+-- _rebalance keep their signatures and privileges; the PL/pgSQL helpers
+-- only they used go.  (The library keeps the symbol el_group_exists_now:
+-- this script creates _group_exists_now above, before dropping it here.)
+-- ---------------------------------------------------------------------------
+DROP FUNCTION @extschema@._poll_member(integer, text, text, text, integer, interval);
+DROP FUNCTION @extschema@._checked_position(text, text, integer, bigint, bigint, text);
+DROP FUNCTION @extschema@._group_position(integer, text, text, integer, text);
+DROP FUNCTION @extschema@._group_lock_checked(integer, text, text, boolean);
+DROP FUNCTION @extschema@._group_exists_now(integer, text);
+
+CREATE OR REPLACE FUNCTION @extschema@._group_lock_key(topic_id integer, group_name text, partition integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'el_group_lock_key_sql'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@._group_lock_key(integer, text, integer) IS
+'internal: the advisory lock a transaction holds while it owns a partition for a group';
+
+CREATE OR REPLACE FUNCTION @extschema@._poll(topic text, group_name text, max_records integer DEFAULT 500,
+                                 partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                 session_timeout interval DEFAULT '30 seconds',
+                                 wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.record
+AS 'MODULE_PATHNAME', 'el_group_poll'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@._poll(text, text, integer, integer, text, interval, interval) IS
+'internal: the body of eventlog.poll, run as the extension owner on behalf of the caller eventlog.poll notes (see src/acl.c)';
+
+CREATE OR REPLACE FUNCTION @extschema@._rebalance(tid integer, topic text, group_name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_group_rebalance_sql'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@._rebalance(integer, text, text) IS
+'internal: expires silent members and assigns partitions to live ones, moving as few as possible';
+
+CREATE OR REPLACE FUNCTION @extschema@._commit(topic text, group_name text, member text,
+                                   partition integer DEFAULT NULL, next_offset bigint DEFAULT NULL,
+                                   generation bigint DEFAULT NULL, metadata text DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+AS 'MODULE_PATHNAME', 'el_group_commit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@._commit(text, text, text, integer, bigint, bigint, text) IS
+'internal: the body of eventlog.commit, run as the extension owner on behalf of the caller eventlog.commit notes (see src/acl.c)';
+
+CREATE OR REPLACE FUNCTION @extschema@._delete_group(topic text, group_name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+    n integer;
+    p integer;
+    live text;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF NOT EXISTS (SELECT FROM @extschema@.group_offsets o
+                    WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name)
+       AND NOT EXISTS (SELECT FROM @extschema@.group_catalog g
+                        WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" does not exist', group_name, topic
+            USING ERRCODE = '42704';
+    END IF;
+    -- As Kafka refuses to delete a group that has members (GROUP_NOT_EMPTY):
+    -- never wait, refuse while anyone consumes the group.  A transaction
+    -- that polled it holds its membership lock (shared) and the partitions
+    -- it took; a member's poll holds the membership lock; seek holds
+    -- partitions.  Holding them all to the end of this transaction also
+    -- keeps new polls out until the deletion is committed (they then find
+    -- no group, or are refused as it was deleted during them: src/group.c).
+    IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1)) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
+            USING ERRCODE = '55006',
+                  DETAIL = 'A transaction that polled the group, or a member''s poll or commit, is still open.',
+                  HINT = 'Retry when the group''s consumers have committed or rolled back.';
+    END IF;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    FOR p IN 0 .. n - 1 LOOP
+        IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
+            RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
+                USING ERRCODE = '55006',
+                      DETAIL = format('An open transaction holds partition %s for the group (a poll or a seek).', p),
+                      HINT = 'Retry when the group''s consumers have committed or rolled back.';
+        END IF;
+    END LOOP;
+    -- Members that still heartbeat own partitions and would rejoin at their
+    -- next poll: they must leave first.  Expired members go with the group.
+    SELECT m.member INTO live FROM @extschema@.group_members m
+     WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name
+       AND m.last_heartbeat + m.session_timeout > pg_catalog.now()
+     ORDER BY m.member LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'group "%" of topic "%" has live members', group_name, topic
+            USING ERRCODE = '55006',
+                  DETAIL = format('Member %s, among others perhaps, is still in the group.', pg_catalog.quote_literal(live)),
+                  HINT = 'Have the members call eventlog.leave(), or wait until they miss their session timeout.';
+    END IF;
+    DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_members m WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name;
+END
+$$;

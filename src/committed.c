@@ -13,13 +13,8 @@
  * the caller's snapshot would not in REPEATABLE READ or SERIALIZABLE (taken
  * before it waited), so the count reads the catalog with a fresh snapshot.
  *
- * el_catalog_value_now serves both, and the long polls' check that their
+ * el_catalog_value_now serves it, and the long polls' check that their
  * topic was not dropped (topic.c).
- *
- * eventlog._group_exists_now: a poll that found a consumer group, then
- * waited for the group's lock, must not write positions of a group that
- * delete_group removed meanwhile (it would bring the group back with some
- * partitions' positions only); it asks whether the group still exists.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +26,8 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+
+#include "group.h"
 
 PG_FUNCTION_INFO_V1(el_partitions_in_use);
 PG_FUNCTION_INFO_V1(el_group_exists_now);
@@ -97,23 +94,14 @@ el_partitions_in_use(PG_FUNCTION_ARGS)
 /*
  * eventlog._group_exists_now(topic_id integer, group_name text) -> boolean:
  * whether the group has settings, positions or members, as committed now
- * (or written by the caller's own transaction).
+ * (or written by the caller's own transaction).  The polls ask
+ * el_group_exists_latest (group.c) directly, and no SQL function binds
+ * this symbol once a database is at 0.3.0; the 0.2.0--0.3.0 script creates
+ * the function before it drops it, which needs the symbol.
  */
 Datum
 el_group_exists_now(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[2] = {INT4OID, TEXTOID};
-	Datum		args[2] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)};
-	bool		isnull;
-	Datum		exists;
-
-	exists = el_catalog_value_now(
-		"SELECT EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_offsets o"
-		"                WHERE o.topic_id = $1 AND o.group_name = $2)"
-		"    OR EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_catalog g"
-		"                WHERE g.topic_id = $1 AND g.group_name = $2)"
-		"    OR EXISTS (SELECT FROM " EL_SCHEMA_NAME ".group_members m"
-		"                WHERE m.topic_id = $1 AND m.group_name = $2)",
-		2, argtypes, args, "the consumer groups", &isnull);
-	PG_RETURN_BOOL(!isnull && DatumGetBool(exists));
+	PG_RETURN_BOOL(el_group_exists_latest(PG_GETARG_INT32(0),
+										  text_to_cstring(PG_GETARG_TEXT_PP(1))));
 }

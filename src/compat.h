@@ -149,4 +149,19 @@
 #define el_report_stat(force)	(pgstat_report_stat(force), 0L)
 #endif
 
+/*
+ * PostgreSQL 16 made table_tuple_update report which indexes need new
+ * entries as TU_UpdateIndexes (when HOT updates learned to ignore BRIN
+ * indexes), where 15 had a bool.
+ * pg_eventlog's tables have no summarizing (BRIN) index.  (Macros: the
+ * type lives in access/tableam.h, which this header does not include.)
+ */
+#if PG_VERSION_NUM >= 160000
+#define ElUpdateIndexes TU_UpdateIndexes
+#define EL_UPDATE_NEEDS_INDEXES(u)	((u) == TU_All)
+#else
+#define ElUpdateIndexes bool
+#define EL_UPDATE_NEEDS_INDEXES(u)	(u)
+#endif
+
 #endif							/* PG_EVENTLOG_COMPAT_H */

@@ -50,9 +50,14 @@ el_version_info(PG_FUNCTION_ARGS)
  * backend's PID and start time), unique across the server's sessions.  A
  * member consumer's fetch position belongs to the session that polled.
  */
+char *
+el_session_string(void)
+{
+	return psprintf("%d." INT64_FORMAT, MyProcPid, (int64) MyStartTimestamp);
+}
+
 Datum
 el_session_id(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%d." INT64_FORMAT, MyProcPid,
-											  (int64) MyStartTimestamp)));
+	PG_RETURN_TEXT_P(cstring_to_text(el_session_string()));
 }

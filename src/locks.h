@@ -47,8 +47,8 @@
  *
  * 4. pg_eventlog's advisory locks (ElLockKind below; locks.c).  Advisory
  *	LOCKTAGs in a key space of their own, taken through eventlog._xact_lock /
- *	_try_xact_lock (transaction-level) or, for kind 1 in counter recovery,
- *	by LockAcquire directly.
+ *	_try_xact_lock (transaction-level) or by LockAcquire directly: for kind
+ *	1 in counter recovery, for kind 3 by the C group code (group.c).
  *	- kind 1, EL_LOCK_ROUTING, key topic_id << 32 | partition: orders a
  *	  partition's counter recovery with a maintenance round.  Exclusive,
  *	  waited for: by el_recover_next_offset (partition.c) as a session lock
@@ -63,9 +63,10 @@
  *	- kind 3, EL_LOCK_GROUP, key _group_lock_key(topic_id, group, p): p = -1
  *	  is a group's membership lock, p >= 0 a group's partition.
  *	  Membership: shared and waited for by a transactional poll
- *	  (_group_lock_checked) and a member's commit (_commit); exclusive and
- *	  waited for by a member's poll (_poll_member via _group_lock_checked)
- *	  and leave (_leave); exclusive, never waits, in delete_group.
+ *	  (el_group_lock_checked, group.c) and a member's commit
+ *	  (el_group_commit, group_member.c); exclusive and waited for by a
+ *	  member's poll (el_group_poll_member via el_group_lock_checked) and
+ *	  leave (_leave); exclusive, never waits, in delete_group.
  *	  Partitions: exclusive; tried (never waits) by a transactional poll in
  *	  any order, by delete_group and by seek; waited for, in ascending
  *	  partition order, by seek(force => true), which takes no membership
@@ -103,11 +104,12 @@
  *	  el_drop_all_segments).
  *	- the catalog tables (topic_catalog, partition_catalog, segment_catalog,
  *	  group_catalog, group_offsets, group_members): AccessShareLock for every
- *	  read (SPI: topic.c, partition.c, committed.c, notifier.c, worker.c),
- *	  RowExclusiveLock and row locks for every change.  Row locks on
- *	  group_offsets: UPDATE by a transactional poll and seek under the
- *	  partition's kind 3 lock; FOR UPDATE (ascending partition) by a
- *	  member's commit, and UPDATEs by _rebalance, under the membership lock.
+ *	  read (SPI: topic.c, partition.c, committed.c, notifier.c, worker.c;
+ *	  index scans: group_scan.c), RowExclusiveLock and row locks for every
+ *	  change.  Row locks on group_offsets: UPDATE (in place, or the upsert)
+ *	  by a transactional poll and by seek under the partition's kind 3 lock;
+ *	  FOR UPDATE (ascending partition) by a member's commit, and the
+ *	  rebalance's UPDATE (group_member.c), under the membership lock.
  *	- PostgreSQL catalogs, AccessShareLock, alone: pg_database (launcher),
  *	  pg_depend and pg_attrdef (dependents.c), pg_trigger (capture.c).
  *	- NOTIFY's lock (PreCommit_Notify: AccessExclusiveLock on "database 0"):

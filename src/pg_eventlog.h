@@ -48,6 +48,9 @@ extern void el_pin_search_path_for_process(void);
 extern Datum el_catalog_value_now(const char *sql, int nargs, Oid *argtypes,
 								  Datum *args, const char *what, bool *isnull);
 
+/* info.c: this server session, as eventlog._session_id() shows it */
+extern char *el_session_string(void);
+
 /* srf.c */
 struct Tuplestorestate;
 extern struct Tuplestorestate *el_materialized_srf(FunctionCallInfo fcinfo,

@@ -44,6 +44,7 @@
 
 #include "acl.h"
 #include "partition.h"
+#include "read.h"
 #include "record_sink.h"
 #include "segment.h"
 #include "topic.h"
@@ -80,17 +81,6 @@ el_read_init(void)
 							 NULL, NULL, NULL);
 #endif
 }
-
-/* Offsets of one partition, as a reader sees them at one moment. */
-typedef struct ElReadPoint
-{
-	ElTopic    *topic;
-	int32		partition;
-	int64		log_start;
-	int64		stable;			/* last stable offset */
-	int64		high_watermark;
-	int			holder_pid;
-} ElReadPoint;
 
 /* A scan over a partition's segments in offset order, from an offset. */
 typedef struct ElScan
@@ -144,7 +134,7 @@ el_topic_partition_args(FunctionCallInfo fcinfo, int32 *partition)
  * then the catalog is read again, and point->topic is the new cache entry
  * (pointers into the old one are dead).
  */
-static void
+void
 el_point_at(text *name, ElTopic *topic, int32 partition, ElReadPoint *point)
 {
 	ElStableOffset so;
@@ -187,7 +177,7 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	el_point_at(PG_GETARG_TEXT_PP(0), topic, partition, point);
 }
 
-static void
+void
 el_offset_out_of_range(ElReadPoint *point, int64 offset)
 {
 	if (offset < point->log_start)
@@ -599,11 +589,12 @@ el_await_records(PG_FUNCTION_ARGS)
 
 /*
  * Append up to "max_records" records of the partition of "point", from
- * "from" on, to "store"; returns how many.
+ * "from" on, to "store"; returns how many.  If "next" is not NULL, it is set
+ * to the offset after the last record returned (or "from" if none).
  */
-static int32
+int32
 el_read_into(ElReadPoint *point, int64 from, int32 max_records,
-			 Tuplestorestate *store, TupleDesc tupdesc)
+			 Tuplestorestate *store, TupleDesc tupdesc, int64 *next)
 {
 	ElScan		scan;
 	ElRecordSink sink;
@@ -612,6 +603,8 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 	int64		offset;
 	int32		n = 0;
 
+	if (next)
+		*next = from;
 	/* Step 2: a snapshot taken after the stable offset was computed. */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	el_record_sink_begin(&sink, store, tupdesc, point->topic->name,
@@ -621,6 +614,8 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 	{
 		el_record_sink_put(&sink, slot, offset);
 		n++;
+		if (next)
+			*next = offset + 1;
 	}
 	el_scan_end(&scan);
 	el_record_sink_end(&sink);
@@ -693,7 +688,7 @@ el_read(PG_FUNCTION_ARGS)
 			if (from < point.log_start)
 				el_offset_out_of_range(&point, from);
 		}
-		if (el_read_into(&point, from, max_records, store, tupdesc) > 0 ||
+		if (el_read_into(&point, from, max_records, store, tupdesc, NULL) > 0 ||
 			wait_ms == 0)
 			break;
 		/* Nothing from "from" to the stable offset: rolled back. */

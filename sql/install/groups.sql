@@ -55,58 +55,20 @@ $$;
 COMMENT ON FUNCTION @extschema@._check_group_name(text) IS
 'internal: raises 22004 for a NULL group name and 22023 for an empty or over-long one';
 
-/* The advisory lock key of (topic, group, partition): 64 bits of hash. */
+/*
+ * The lock key of (topic, group, partition): 64 bits of hash of
+ * 'pg_eventlog/<topic_id>/<partition>/<group_name>' (hashtextextended, seed
+ * 7); partition -1 is the group's membership.  The C group code computes
+ * the same key (src/group.c).
+ */
 CREATE FUNCTION @extschema@._group_lock_key(topic_id integer, group_name text, partition integer)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-RETURN pg_catalog.hashtextextended(
-    pg_catalog.format('pg_eventlog/%s/%s/%s', topic_id, partition, group_name), 7);
+AS 'MODULE_PATHNAME', 'el_group_lock_key_sql'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@._group_lock_key(integer, text, integer) IS
 'internal: the advisory lock a transaction holds while it owns a partition for a group';
 
-CREATE FUNCTION @extschema@._group_exists_now(topic_id integer, group_name text)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'el_group_exists_now'
-LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._group_exists_now(integer, text) IS
-'internal: whether a consumer group has settings, positions or members, as committed now (a fresh snapshot, not the caller''s)';
 
-/*
- * Take a group's membership lock (shared for transactional polls, exclusive
- * for members' polls), refusing to go on with a group that delete_group
- * removed while this waited: the poll would write positions for the
- * partitions it reads and bring the group back with those only (the others
- * starting over).  "Existed" is judged in the caller's snapshot, so a
- * REPEATABLE READ poll whose snapshot still shows the deleted group is
- * refused too.  A group deleted before the poll began is simply new to it.
- */
-CREATE FUNCTION @extschema@._group_lock_checked(tid integer, topic text, group_name text,
-                                                shared boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    existed boolean;
-BEGIN
-    existed := EXISTS (SELECT FROM @extschema@.group_offsets o
-                        WHERE o.topic_id = tid AND o.group_name = _group_lock_checked.group_name)
-            OR EXISTS (SELECT FROM @extschema@.group_catalog g
-                        WHERE g.topic_id = tid AND g.group_name = _group_lock_checked.group_name)
-            OR EXISTS (SELECT FROM @extschema@.group_members m
-                        WHERE m.topic_id = tid AND m.group_name = _group_lock_checked.group_name);
-    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1), shared);
-    IF existed AND NOT @extschema@._group_exists_now(tid, group_name) THEN
-        RAISE EXCEPTION 'group "%" of topic "%" was deleted during this poll', group_name, topic
-            USING ERRCODE = '40001',
-                  DETAIL = 'eventlog.delete_group committed while this poll waited for the group, or after this transaction''s snapshot was taken.',
-                  HINT = 'Retry the transaction: the group then starts afresh, as a new group.';
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION @extschema@._group_lock_checked(integer, text, text, boolean) IS
-'internal: takes a group''s membership lock for a poll, refusing a group deleted while the poll waited';
 
 CREATE FUNCTION @extschema@._topic_id(topic text)
 RETURNS integer
@@ -179,32 +141,6 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.create_group(text, text, text, text) IS
 'creates a consumer group with its positions: start_from earliest (the default: nothing is missed) or latest; auto_reset NULL (poll errors when retention removed unread records), earliest or latest';
 
-/*
- * The position of a group in a partition: its committed next offset, or
- * where a group without one starts.  Does not take the partition.
- */
-CREATE FUNCTION @extschema@._group_position(tid integer, topic text, group_name text,
-                                            partition integer, start_from text)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    pos bigint;
-BEGIN
-    SELECT o.next_offset INTO pos FROM @extschema@.group_offsets o
-     WHERE o.topic_id = tid AND o.group_name = _group_position.group_name
-       AND o.partition = _group_position.partition;
-    IF NOT FOUND THEN
-        pos := CASE coalesce(start_from, 'earliest')
-                   WHEN 'latest' THEN @extschema@.last_stable_offset(topic, partition)
-                   ELSE @extschema@.log_start_offset(topic, partition) END;
-    END IF;
-    RETURN pos;
-END
-$$;
-COMMENT ON FUNCTION @extschema@._group_position(integer, text, text, integer, text) IS
-'internal: a group''s committed position in a partition, or its starting point';
 
 CREATE FUNCTION @extschema@._set_position(tid integer, group_name text, partition integer,
                                           next_offset bigint, metadata text DEFAULT NULL)
@@ -221,203 +157,20 @@ END;
 COMMENT ON FUNCTION @extschema@._set_position(integer, text, integer, bigint, text) IS
 'internal: stores a group''s position (the caller owns the partition)';
 
-/*
- * Where a group reads a partition from: its position, unless retention
- * removed records below the log start offset that the group had not read;
- * then the automatic reset, or the lost-records error (never a silent skip).
- */
-CREATE FUNCTION @extschema@._checked_position(topic text, group_name text, partition integer,
-                                              pos bigint, stable bigint, auto_reset text)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    start_offset bigint := @extschema@.log_start_offset(topic, partition);
-BEGIN
-    IF pos >= start_offset THEN
-        RETURN pos;
-    END IF;
-    IF auto_reset = 'earliest' THEN
-        RETURN start_offset;
-    ELSIF auto_reset = 'latest' THEN
-        RETURN stable;
-    END IF;
-    RAISE EXCEPTION 'group "%" has lost records in partition % of topic "%"', group_name, partition, topic
-        USING ERRCODE = '22003',
-              DETAIL = format('Its position is %s, but retention removed the records below offset %s.',
-                              pos, start_offset),
-              HINT = 'Move the group on with eventlog.seek(), or create it with auto_reset => ''earliest''.';
-END
-$$;
-COMMENT ON FUNCTION @extschema@._checked_position(text, text, integer, bigint, bigint, text) IS
-'internal: a group''s read position, reset or refused when retention removed unread records';
 
+/*
+ * The body of eventlog.poll, transactional and member style (src/group.c,
+ * src/group_member.c).
+ */
 CREATE FUNCTION @extschema@._poll(topic text, group_name text, max_records integer DEFAULT 500,
                                  partitions integer DEFAULT 1, member text DEFAULT NULL,
                                  session_timeout interval DEFAULT '30 seconds',
                                  wait interval DEFAULT NULL)
 RETURNS SETOF @extschema@.record
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'el_group_poll'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    tid integer := @extschema@._authorize(topic, 'consume');
-    g record;
-    n integer;
-    first_p integer;
-    i integer;
-    p integer;
-    pos bigint;
-    stable bigint;
-    remaining integer;
-    got integer;
-    last_offset bigint;
-    taken integer := 0;
-    held integer[] := '{}';
-    has_row boolean;
-    r @extschema@.record;
-    deadline timestamptz;
-    await_p integer[];
-    await_pos bigint[];
-    others_hold boolean;
-BEGIN
-    PERFORM @extschema@._check_group_name(group_name);
-    IF max_records IS NULL OR max_records < 1 THEN
-        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = '22023';
-    END IF;
-    IF partitions IS NULL OR partitions < 1 THEN
-        RAISE EXCEPTION 'partitions must be at least 1' USING ERRCODE = '22023',
-            HINT = 'It is how many partitions one poll may take.';
-    END IF;
-    IF wait < interval '0' THEN
-        RAISE EXCEPTION 'wait must not be negative' USING ERRCODE = '22023';
-    ELSIF wait > interval '1 day' THEN
-        RAISE EXCEPTION 'wait must be at most 1 day' USING ERRCODE = '22023';
-    END IF;
-    deadline := pg_catalog.clock_timestamp() + coalesce(wait, interval '0');
-    IF member IS NOT NULL THEN
-        IF wait >= session_timeout THEN
-            RAISE EXCEPTION 'wait must be shorter than session_timeout' USING ERRCODE = '22023',
-                DETAIL = 'A member that waits longer than its session timeout misses its heartbeat and loses its partitions.';
-        END IF;
-        -- Wait before joining: _poll_member holds the group's membership
-        -- lock to the end of the transaction, and other members must not
-        -- wait for it.  A member that owns nothing yet (its first poll)
-        -- does not wait.
-        IF wait > interval '0' THEN
-            SELECT pg_catalog.array_agg(go.partition),
-                   pg_catalog.array_agg(coalesce(go.fetch_offset, go.next_offset))
-              INTO await_p, await_pos
-              FROM @extschema@.group_offsets go
-             WHERE go.topic_id = tid AND go.group_name = _poll.group_name
-               AND go.owner_member = _poll.member;
-            IF await_p IS NOT NULL THEN
-                PERFORM @extschema@._await_records(topic, await_p, await_pos, wait);
-            END IF;
-        END IF;
-        RETURN QUERY SELECT * FROM @extschema@._poll_member(tid, topic, group_name, member,
-                                                            max_records, session_timeout);
-        RETURN;
-    END IF;
-    -- Shared with other transactional polls, exclusive with members' polls:
-    -- a member cannot join while this transaction consumes the group, and
-    -- delete_group refuses to delete it.
-    PERFORM @extschema@._group_lock_checked(tid, topic, group_name, true);
-    IF EXISTS (SELECT FROM @extschema@.group_members gm
-                WHERE gm.topic_id = tid AND gm.group_name = _poll.group_name) THEN
-        RAISE EXCEPTION 'group "%" of topic "%" has member consumers', group_name, topic
-            USING ERRCODE = '55000',
-                  HINT = 'A group is consumed either by transactions or by members: pass member => to poll as one.';
-    END IF;
-    SELECT c.start_from, c.auto_reset INTO g FROM @extschema@.group_catalog c
-     WHERE c.topic_id = tid AND c.group_name = _poll.group_name;
-    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
-    remaining := max_records;
-    LOOP
-        -- Where each partition looked at must get to for a new poll to
-        -- find something: past the position when it was empty, past the
-        -- stable offset seen when another transaction held it.
-        await_p := '{}';
-        await_pos := '{}';
-        others_hold := false;
-        -- Start somewhere else each time, so that consumers spread.
-        first_p := (pg_catalog.random() * n)::integer % n;
-        FOR i IN 0 .. n - 1 LOOP
-            EXIT WHEN remaining <= 0;
-            p := (first_p + i) % n;
-            -- Partitions this call took in an earlier pass stay its own;
-            -- it takes at most "partitions" of them.
-            CONTINUE WHEN taken >= partitions AND NOT p = ANY (held);
-            has_row := EXISTS (SELECT FROM @extschema@.group_offsets o
-                                WHERE o.topic_id = tid AND o.group_name = _poll.group_name
-                                  AND o.partition = p);
-            stable := @extschema@.last_stable_offset(topic, p);
-            -- Nothing to read: leave the partition free.  Unless the group
-            -- has no position there yet and starts from the latest offset:
-            -- then it takes the partition to record where "latest" was, so
-            -- that nothing produced from now on is skipped.
-            IF has_row OR g.start_from IS DISTINCT FROM 'latest' THEN
-                pos := @extschema@._group_position(tid, topic, group_name, p, g.start_from);
-                IF pos >= stable THEN
-                    await_p := await_p || p;
-                    await_pos := await_pos || pos;
-                    CONTINUE;
-                END IF;
-            END IF;
-            IF NOT p = ANY (held) THEN
-                -- Taken by another transaction of this group: skip it, never wait.
-                IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
-                    await_p := await_p || p;
-                    await_pos := await_pos || stable;
-                    others_hold := true;
-                    CONTINUE;
-                END IF;
-                held := held || p;
-                taken := taken + 1;
-            END IF;
-            -- Ours now: read the position again (it may have moved before we
-            -- took the partition).
-            pos := @extschema@._checked_position(topic, group_name, p,
-                       @extschema@._group_position(tid, topic, group_name, p, g.start_from),
-                       stable, g.auto_reset);
-            got := 0;
-            last_offset := NULL;
-            FOR r IN SELECT * FROM @extschema@.read(topic, p, pos, remaining) LOOP
-                RETURN NEXT r;
-                got := got + 1;
-                last_offset := r.offset_id;
-            END LOOP;
-            -- Advance past what was returned; a partition read to its end
-            -- moves on to the stable offset (past trailing aborted offsets).
-            IF got < remaining THEN
-                pos := greatest(pos, coalesce(last_offset + 1, pos), stable);
-            ELSE
-                pos := last_offset + 1;
-            END IF;
-            PERFORM @extschema@._set_position(tid, group_name, p, pos);
-            remaining := remaining - got;
-            await_p := await_p || p;
-            await_pos := await_pos || pos;
-        END LOOP;
-        -- Long poll: when nothing was found, sleep until a partition looked
-        -- at gets past where it was, then look again.  No commit announces
-        -- that another transaction released a partition: while one is held,
-        -- look again every second.
-        EXIT WHEN remaining < max_records OR pg_catalog.clock_timestamp() >= deadline
-               OR pg_catalog.cardinality(await_p) = 0;
-        IF NOT @extschema@._await_records(topic, await_p, await_pos,
-                   greatest(interval '0',
-                            CASE WHEN others_hold
-                                 THEN least(deadline - pg_catalog.clock_timestamp(), interval '1 second')
-                                 ELSE deadline - pg_catalog.clock_timestamp() END))
-           AND NOT others_hold THEN
-            EXIT;
-        END IF;
-    END LOOP;
-END
-$$;
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@._poll(text, text, integer, integer, text, interval, interval) IS
 'internal: the body of eventlog.poll, run as the extension owner on behalf of the caller eventlog.poll notes (see src/acl.c)';
 REVOKE ALL ON FUNCTION @extschema@._poll(text, text, integer, integer, text, interval, interval) FROM PUBLIC;
@@ -537,7 +290,7 @@ BEGIN
     -- it took; a member's poll holds the membership lock; seek holds
     -- partitions.  Holding them all to the end of this transaction also
     -- keeps new polls out until the deletion is committed (they then find
-    -- no group, or are refused by _group_lock_checked).
+    -- no group, or are refused as it was deleted during them: src/group.c).
     IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1)) THEN
         RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
             USING ERRCODE = '55006',
