@@ -30,7 +30,7 @@ extern void el_utility_init(void);
 extern void el_dependents_init(void);
 extern void el_notify_init(void);
 
-/* capture.c: ALTER TABLE must not give a captured table's key a refused type */
+/* capture_ddl.c: ALTER TABLE must not give a captured table's key a refused type */
 struct ElCaptureAlter;
 extern struct ElCaptureAlter *el_capture_before_alter(Node *parsetree);
 extern void el_capture_after_alter(struct ElCaptureAlter *check);

@@ -1,0 +1,88 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture.h
+ *	  Change capture, shared between its files:
+ *	    capture.c			the row trigger and the snapshot (entry points)
+ *	    capture_keys.c		how key columns compare and print (key forms)
+ *	    capture_envelope.c	a table's description and the change envelope
+ *	    capture_ddl.c		the ALTER TABLE guard on captured keys
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_EVENTLOG_CAPTURE_H
+#define PG_EVENTLOG_CAPTURE_H
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "catalog/pg_attribute.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/jsonb.h"
+#include "utils/relcache.h"
+
+/*
+ * How a key column's values are compared (is an UPDATE a "u", or a "d" and
+ * a "c"?) and written in the record's key.
+ */
+typedef enum ElKeyForm
+{
+	EL_KEY_IMAGE,				/* equal iff same image; to_jsonb() text */
+	EL_KEY_TIMESTAMPTZ,			/* by image; text in UTC, whatever TimeZone */
+	EL_KEY_BYTEA,				/* by image; hex text, whatever bytea_output */
+	EL_KEY_NUMERIC,				/* by equality; text of trim_scale() */
+	EL_KEY_FLOAT4,				/* by equality; shortest exact digits, -0 as 0 */
+	EL_KEY_FLOAT8,
+	EL_KEY_CITEXT,				/* by equality; lower() as citext's equality does */
+	EL_KEY_BPCHAR,				/* by equality; trailing blanks removed */
+	EL_KEY_IMAGE_INEXACT		/* no canonical form (capture() refuses it) */
+} ElKeyForm;
+
+/* Why capture() refuses a key column (EL_KEY_IMAGE_INEXACT). */
+typedef enum ElKeyRefusal
+{
+	EL_KEY_OK,
+	EL_KEY_NONDETERMINISTIC,
+	EL_KEY_NO_EQUALITY,
+	EL_KEY_NO_CANONICAL_FORM
+} ElKeyRefusal;
+
+/*
+ * What describing a change of one table needs, built once per statement
+ * (cached in the trigger's fn_extra) or per snapshot.  Rows and key values
+ * become jsonb through to_jsonb(), called with an expression that tells it
+ * the argument's type: no JSON text is printed or parsed per row.
+ */
+typedef struct ElCapture
+{
+	Oid			relid;
+	TupleDesc	tupdesc;
+	text	   *topic;
+	int			nkeys;
+	char	  **key_names;
+	AttrNumber *key_attnums;
+	ElKeyForm  *key_forms;		/* [nkeys] */
+	Oid		   *key_collations; /* [nkeys] */
+	FmgrInfo   *key_eq;			/* [nkeys], for the forms compared by equality */
+	FmgrInfo   *key_to_jsonb;	/* [nkeys] */
+	FmgrInfo	row_to_jsonb;
+	char	   *dbname;
+	char	   *schema;
+	char	   *table;
+} ElCapture;
+
+/* capture_keys.c */
+extern ElKeyForm el_key_form(Form_pg_attribute att, ElKeyRefusal *refusal,
+							 Oid *eq_func);
+extern bool el_key_by_equality(ElKeyForm form);
+extern text *el_row_key(ElCapture *cap, HeapTuple tuple);
+extern bool el_same_key(ElCapture *cap, HeapTuple a, HeapTuple b);
+
+/* capture_envelope.c */
+extern void el_capture_describe(ElCapture *cap, Relation rel, const char *topic,
+								int nkeys, char **key_names, MemoryContext cxt);
+extern void el_to_jsonb_info(FmgrInfo *finfo, Oid argtype, MemoryContext cxt);
+extern Jsonb *el_row_jsonb(ElCapture *cap, HeapTuple tuple);
+extern void el_capture_emit(ElCapture *cap, char op, Jsonb *before, Jsonb *after,
+							text *key, const char *snapshot);
+
+#endif							/* PG_EVENTLOG_CAPTURE_H */
