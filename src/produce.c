@@ -125,15 +125,16 @@ el_append(ElTopic **topic_io, text *name, int32 partition,
 	TimestampTz append_time;
 	int64		first;
 	int32		segno;
-	int			i;
 
 	/* Refuse without the produce privilege, before any offset is taken. */
 	el_require_topic_privilege(*topic_io, GetUserId(), EL_PRIV_PRODUCE);
 	first = el_take_offsets(*topic_io, partition, count, &segno, &append_time);
 	rel = el_open_segment(topic_io, name, partition, segno);
 	el_appender_begin(&app, rel);
-	for (i = 0; i < count; i++)
-		el_appender_insert(&app, &records[i], first + i, append_time);
+	if (count == 1)
+		el_appender_insert(&app, &records[0], first, append_time);
+	else
+		el_appender_insert_many(&app, records, count, first, append_time);
 	el_appender_end(&app);
 
 	/* Keep the lock until the end of the transaction, like any insert. */

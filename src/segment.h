@@ -45,6 +45,9 @@ typedef struct ElAppender
 extern void el_appender_begin(ElAppender *app, Relation rel);
 extern void el_appender_insert(ElAppender *app, const ElRecordIn *rec,
 							   int64 offset, TimestampTz append_time);
+extern void el_appender_insert_many(ElAppender *app, const ElRecordIn *records,
+									int count, int64 first,
+									TimestampTz append_time);
 extern void el_appender_end(ElAppender *app);
 extern bool el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
 								   int64 *offset);
