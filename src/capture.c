@@ -7,7 +7,9 @@
  *	  change is in the topic if and only if it committed.
  *
  * The trigger describes the table once per statement (capture_envelope.c),
- * builds each change's key (capture_keys.c) and envelope, and produces it.
+ * builds each change's key (capture_keys.c) and envelope, and hands the
+ * change to the statement's batch (capture_batch.c), which produces the
+ * statement's changes together, per partition, in the order they fired.
  * The ALTER TABLE guard on captured keys is in capture_ddl.c.
  *
  *-------------------------------------------------------------------------
@@ -78,23 +80,24 @@ el_capture_trigger(PG_FUNCTION_ARGS)
 		fcinfo->flinfo->fn_extra = cap;
 	}
 
+	/* Buffered, and produced with the statement's other changes. */
 	if (TRIGGER_FIRED_BY_INSERT(ev))
-		el_capture_emit(cap, 'c', NULL, el_row_jsonb(cap, td->tg_trigtuple),
-						el_row_key(cap, td->tg_trigtuple), "false");
+		el_capture_change(cap, 'c', NULL, el_row_jsonb(cap, td->tg_trigtuple),
+						  el_row_key(cap, td->tg_trigtuple), false);
 	else if (TRIGGER_FIRED_BY_DELETE(ev))
-		el_capture_emit(cap, 'd', el_row_jsonb(cap, td->tg_trigtuple), NULL,
-						el_row_key(cap, td->tg_trigtuple), "false");
+		el_capture_change(cap, 'd', el_row_jsonb(cap, td->tg_trigtuple), NULL,
+						  el_row_key(cap, td->tg_trigtuple), false);
 	else if (TRIGGER_FIRED_BY_UPDATE(ev))
 	{
 		Jsonb	   *before = el_row_jsonb(cap, td->tg_trigtuple);
 		Jsonb	   *after = el_row_jsonb(cap, td->tg_newtuple);
 
 		if (el_same_key(cap, td->tg_trigtuple, td->tg_newtuple))
-			el_capture_emit(cap, 'u', before, after, el_row_key(cap, td->tg_newtuple), "false");
+			el_capture_change(cap, 'u', before, after, el_row_key(cap, td->tg_newtuple), false);
 		else
 		{
-			el_capture_emit(cap, 'd', before, NULL, el_row_key(cap, td->tg_trigtuple), "false");
-			el_capture_emit(cap, 'c', NULL, after, el_row_key(cap, td->tg_newtuple), "false");
+			el_capture_change(cap, 'd', before, NULL, el_row_key(cap, td->tg_trigtuple), false);
+			el_capture_change(cap, 'c', NULL, after, el_row_key(cap, td->tg_newtuple), false);
 		}
 	}
 	return PointerGetDatum(NULL);
@@ -173,7 +176,7 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		old = MemoryContextSwitchTo(row_cxt);
 		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
-		el_capture_emit(&cap, 'r', NULL, el_row_jsonb(&cap, tuple), el_row_key(&cap, tuple), "true");
+		el_capture_change(&cap, 'r', NULL, el_row_jsonb(&cap, tuple), el_row_key(&cap, tuple), true);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(row_cxt);
 		n++;
@@ -181,5 +184,7 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, NoLock);
+	/* capture() calls this in an expression: no statement's end flushes. */
+	el_capture_flush();
 	PG_RETURN_INT64(n);
 }

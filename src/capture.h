@@ -5,6 +5,8 @@
  *	    capture.c			the row trigger and the snapshot (entry points)
  *	    capture_keys.c		how key columns compare and print (key forms)
  *	    capture_envelope.c	a table's description and the change envelope
+ *	    capture_batch.c		changes buffered per statement, produced in
+ *							batches per partition
  *	    capture_ddl.c		the ALTER TABLE guard on captured keys
  *
  *-------------------------------------------------------------------------
@@ -82,7 +84,11 @@ extern void el_capture_describe(ElCapture *cap, Relation rel, const char *topic,
 								int nkeys, char **key_names, MemoryContext cxt);
 extern void el_to_jsonb_info(FmgrInfo *finfo, Oid argtype, MemoryContext cxt);
 extern Jsonb *el_row_jsonb(ElCapture *cap, HeapTuple tuple);
-extern void el_capture_emit(ElCapture *cap, char op, Jsonb *before, Jsonb *after,
-							text *key, const char *snapshot);
+extern Jsonb *el_capture_envelope(ElCapture *cap, char op, Jsonb *before,
+								  Jsonb *after, bool snapshot);
+
+/* capture_batch.c (and el_capture_flush in pg_eventlog.h) */
+extern void el_capture_change(ElCapture *cap, char op, Jsonb *before,
+							  Jsonb *after, text *key, bool snapshot);
 
 #endif							/* PG_EVENTLOG_CAPTURE_H */

@@ -2,8 +2,7 @@
  *
  * capture_envelope.c
  *	  Change capture's values: the description of a captured table, built
- *	  once per statement, the row images, and the change envelope, which
- *	  el_capture_emit produces.
+ *	  once per statement, the row images, and the change envelope.
  *
  * The record's value is a change envelope in Debezium's shape:
  *	{"before": {...} | null, "after": {...} | null,
@@ -15,9 +14,10 @@
  *
  * source.lsn is the WAL insert position when the change was captured (its
  * own WAL record is already written: the trigger runs AFTER the row
- * change), cheap to read and increasing within a transaction; source.ts_ms
- * and ts_ms are the time of the change (a trigger cannot know the commit
- * time).  source.txId is the top-level transaction ID.
+ * change), cheap to read and increasing within a transaction (see
+ * el_change_lsn); source.ts_ms and ts_ms are the time of the change (a
+ * trigger cannot know the commit time).  source.txId is the top-level
+ * transaction ID.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,7 +39,6 @@
 #include "utils/timestamp.h"
 
 #include "capture.h"
-#include "segment.h"
 
 /* An FmgrInfo of to_jsonb(anyelement) for arguments of type "argtype". */
 void
@@ -206,16 +205,42 @@ el_push_row(JsonbParseState **st, const char *key, Jsonb *row)
 	(void) pushJsonbValue(st, WJB_VALUE, &v);
 }
 
-/* Produce one change envelope under "key". */
-void
-el_capture_emit(ElCapture *cap, char op, Jsonb *before, Jsonb *after,
-				text *key, const char *snapshot)
+/*
+ * source.lsn of a change captured now: the WAL insert position, or one
+ * more than the last change's of this transaction if WAL has not moved
+ * since.  A statement's changes are buffered and produced together
+ * (capture_batch.c), so no WAL is written between two of them: without
+ * this, consecutive changes would share one position, where consumers
+ * expect them to increase within a transaction, as they did when each
+ * change was produced at once.
+ */
+static int64
+el_change_lsn(void)
+{
+	static TransactionId last_xid = InvalidTransactionId;
+	static XLogRecPtr last_lsn = InvalidXLogRecPtr;
+	TransactionId xid = GetTopTransactionIdIfAny();
+	XLogRecPtr	lsn = GetXLogInsertRecPtr();
+
+	if (xid == last_xid && lsn <= last_lsn)
+		lsn = last_lsn + 1;
+	last_xid = xid;
+	last_lsn = lsn;
+	return (int64) lsn;
+}
+
+/*
+ * The change envelope of one change (see the top of this file), in the
+ * current memory context.
+ */
+Jsonb *
+el_capture_envelope(ElCapture *cap, char op, Jsonb *before, Jsonb *after,
+					bool snapshot)
 {
 	JsonbParseState *st = NULL;
 	JsonbValue *res;
 	int64		now_ms = el_epoch_ms(GetCurrentTimestamp());
 	char		opstr[2] = {op, '\0'};
-	int32		partition;
 
 	(void) pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	el_push_row(&st, "before", before);
@@ -226,16 +251,15 @@ el_capture_emit(ElCapture *cap, char op, Jsonb *before, Jsonb *after,
 	el_push_string(&st, "connector", "pg_eventlog");
 	el_push_string(&st, "name", cap->dbname);
 	el_push_int8(&st, "ts_ms", now_ms);
-	el_push_string(&st, "snapshot", snapshot);
+	el_push_string(&st, "snapshot", snapshot ? "true" : "false");
 	el_push_string(&st, "db", cap->dbname);
 	el_push_string(&st, "schema", cap->schema);
 	el_push_string(&st, "table", cap->table);
 	el_push_int8(&st, "txId", (int64) GetTopTransactionIdIfAny());
-	el_push_int8(&st, "lsn", (int64) GetXLogInsertRecPtr());
+	el_push_int8(&st, "lsn", el_change_lsn());
 	(void) pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	el_push_string(&st, "op", opstr);
 	el_push_int8(&st, "ts_ms", now_ms);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
-
-	(void) el_produce_record(cap->topic, key, JsonbValueToJsonb(res), NULL, &partition);
+	return JsonbValueToJsonb(res);
 }

@@ -57,8 +57,10 @@ extern void el_check_record_size(const ElRecordIn *rec);
 
 extern int	el_max_record_bytes;
 
-/* produce.c */
-extern int64 el_produce_record(text *name, text *key, Jsonb *value,
-							   Jsonb *headers, int32 *partition);
+/* produce.c: what change capture (capture_batch.c) produces through */
+extern int32 el_produce_route(text *name, const ElRecordIn *rec);
+extern void el_produce_to_partition(text *name, int32 partition,
+									const ElRecordIn *records, int count,
+									Oid userid);
 
 #endif							/* PG_EVENTLOG_SEGMENT_H */
