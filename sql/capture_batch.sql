@@ -209,7 +209,21 @@ SET ROLE regress_cb_definer;
 SELECT * FROM expect_error($$INSERT INTO cb_owned VALUES (3)$$);
 RESET ROLE;
 
--- 11. A snapshot of more rows than one batch holds.
+-- 11. A column added with a default, then rows written before it change:
+-- their before images have the default, the row stored out of line
+-- (TOAST) too (it had null there before 0.3.0).
+CREATE TABLE cb_wide (id integer PRIMARY KEY, doc text);
+SELECT eventlog.capture('cb_wide', 'cb.wide');
+INSERT INTO cb_wide VALUES (1, (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 3000) i)),
+                           (2, 'short');
+SELECT id, pg_column_size(doc) > 8000 AS out_of_line FROM cb_wide ORDER BY id;
+ALTER TABLE cb_wide ADD COLUMN flag integer DEFAULT 7;
+UPDATE cb_wide SET flag = 8;
+SELECT key, value #>> '{before,flag}' AS before_flag, value #>> '{after,flag}' AS after_flag,
+       length(value #>> '{before,doc}') AS doc_length
+  FROM eventlog.read('cb.wide', 0, 2);
+
+-- 12. A snapshot of more rows than one batch holds.
 CREATE TABLE cb_snap (id integer PRIMARY KEY);
 INSERT INTO cb_snap SELECT generate_series(1, 1200);
 SELECT eventlog.capture('cb_snap', 'cb.snap', snapshot => true) AS snapshot_rows;
@@ -221,9 +235,9 @@ SELECT count(*) AS records, count(DISTINCT append_time) AS batches,
 SELECT jsonb_pretty(batch_env(value)) FROM eventlog.read('cb.copy', 0, 5, 1);
 
 DROP TABLE cb_items, cb_big, cb_side, cb_twice, cb_mixed, cb_copy, cb_parted, cb_owned,
-           cb_audit, cb_snap;
+           cb_audit, cb_wide, cb_snap;
 DROP FUNCTION cb_side_effect(), cb_bump(), cb_note(), cb_fail(), cb_audit_row(), batch_env(jsonb);
 DROP ROLE regress_cb_writer, regress_cb_definer;
 SELECT count(eventlog.drop_topic(t)) AS dropped
   FROM unnest(ARRAY['cb.items', 'cb.big', 'cb.side', 'cb.twice', 'cb.mixed', 'cb.copy',
-                    'cb.parted', 'cb.owned', 'cb.audit', 'cb.snap']) t;
+                    'cb.parted', 'cb.owned', 'cb.audit', 'cb.wide', 'cb.snap']) t;

@@ -82,22 +82,22 @@ el_capture_trigger(PG_FUNCTION_ARGS)
 
 	/* Buffered, and produced with the statement's other changes. */
 	if (TRIGGER_FIRED_BY_INSERT(ev))
-		el_capture_change(cap, 'c', NULL, el_row_jsonb(cap, td->tg_trigtuple),
+		el_capture_change(cap, 'c', NULL, td->tg_trigtuple,
 						  el_row_key(cap, td->tg_trigtuple), false);
 	else if (TRIGGER_FIRED_BY_DELETE(ev))
-		el_capture_change(cap, 'd', el_row_jsonb(cap, td->tg_trigtuple), NULL,
+		el_capture_change(cap, 'd', td->tg_trigtuple, NULL,
 						  el_row_key(cap, td->tg_trigtuple), false);
 	else if (TRIGGER_FIRED_BY_UPDATE(ev))
 	{
-		Jsonb	   *before = el_row_jsonb(cap, td->tg_trigtuple);
-		Jsonb	   *after = el_row_jsonb(cap, td->tg_newtuple);
+		HeapTuple	before = td->tg_trigtuple;
+		HeapTuple	after = td->tg_newtuple;
 
-		if (el_same_key(cap, td->tg_trigtuple, td->tg_newtuple))
-			el_capture_change(cap, 'u', before, after, el_row_key(cap, td->tg_newtuple), false);
+		if (el_same_key(cap, before, after))
+			el_capture_change(cap, 'u', before, after, el_row_key(cap, after), false);
 		else
 		{
-			el_capture_change(cap, 'd', before, NULL, el_row_key(cap, td->tg_trigtuple), false);
-			el_capture_change(cap, 'c', NULL, after, el_row_key(cap, td->tg_newtuple), false);
+			el_capture_change(cap, 'd', before, NULL, el_row_key(cap, before), false);
+			el_capture_change(cap, 'c', NULL, after, el_row_key(cap, after), false);
 		}
 	}
 	return PointerGetDatum(NULL);
@@ -176,7 +176,7 @@ el_capture_snapshot(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		old = MemoryContextSwitchTo(row_cxt);
 		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
-		el_capture_change(&cap, 'r', NULL, el_row_jsonb(&cap, tuple), el_row_key(&cap, tuple), true);
+		el_capture_change(&cap, 'r', NULL, tuple, el_row_key(&cap, tuple), true);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(row_cxt);
 		n++;

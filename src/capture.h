@@ -48,11 +48,25 @@ typedef enum ElKeyRefusal
 	EL_KEY_NO_CANONICAL_FORM
 } ElKeyRefusal;
 
+/* How a column is written in a row image (capture_envelope.c). */
+typedef enum ElImageForm
+{
+	EL_IMAGE_BOOL,
+	EL_IMAGE_INT2,
+	EL_IMAGE_INT4,
+	EL_IMAGE_INT8,
+	EL_IMAGE_TEXT,				/* text, varchar, bpchar: the text itself */
+	EL_IMAGE_DATETIME,			/* date, timestamp, timestamptz */
+	EL_IMAGE_JSONB,
+	EL_IMAGE_GENERIC			/* through to_jsonb() of the value */
+} ElImageForm;
+
 /*
  * What describing a change of one table needs, built once per statement
- * (cached in the trigger's fn_extra) or per snapshot.  Rows and key values
- * become jsonb through to_jsonb(), called with an expression that tells it
- * the argument's type: no JSON text is printed or parsed per row.
+ * (cached in the trigger's fn_extra) or per snapshot: no catalog look-up,
+ * and no JSON text printed or parsed, per row.  Values of types without a
+ * direct form become jsonb through to_jsonb(), called with an expression
+ * that tells it the argument's type.
  */
 typedef struct ElCapture
 {
@@ -63,10 +77,24 @@ typedef struct ElCapture
 	char	  **key_names;
 	AttrNumber *key_attnums;
 	ElKeyForm  *key_forms;		/* [nkeys] */
+	Oid		   *key_types;		/* [nkeys] base types */
 	Oid		   *key_collations; /* [nkeys] */
 	FmgrInfo   *key_eq;			/* [nkeys], for the forms compared by equality */
 	FmgrInfo   *key_to_jsonb;	/* [nkeys] */
-	FmgrInfo	row_to_jsonb;
+
+	/* The row image: columns in jsonb key order, their keys prebuilt. */
+	TupleDesc	image_desc;		/* with the defaults of added columns */
+	int			nimage;			/* columns not dropped */
+	int		   *image_order;	/* [nimage] column indexes, in key order */
+	ElImageForm *image_forms;	/* [natts] */
+	Oid		   *image_types;	/* [natts] base types */
+	FmgrInfo   *image_to_jsonb; /* [natts], for EL_IMAGE_GENERIC */
+	JEntry	   *image_key_entries;	/* [nimage] */
+	char	   *image_keys;		/* the keys, one after another */
+	int			image_keys_len;
+	Datum	   *values;			/* [natts] the row being written */
+	bool	   *nulls;
+
 	char	   *dbname;
 	char	   *schema;
 	char	   *table;
@@ -83,12 +111,11 @@ extern bool el_same_key(ElCapture *cap, HeapTuple a, HeapTuple b);
 extern void el_capture_describe(ElCapture *cap, Relation rel, const char *topic,
 								int nkeys, char **key_names, MemoryContext cxt);
 extern void el_to_jsonb_info(FmgrInfo *finfo, Oid argtype, MemoryContext cxt);
-extern Jsonb *el_row_jsonb(ElCapture *cap, HeapTuple tuple);
-extern Jsonb *el_capture_envelope(ElCapture *cap, char op, Jsonb *before,
-								  Jsonb *after, bool snapshot);
+extern Jsonb *el_capture_envelope(ElCapture *cap, char op, HeapTuple before,
+								  HeapTuple after, bool snapshot);
 
 /* capture_batch.c (and el_capture_flush in pg_eventlog.h) */
-extern void el_capture_change(ElCapture *cap, char op, Jsonb *before,
-							  Jsonb *after, text *key, bool snapshot);
+extern void el_capture_change(ElCapture *cap, char op, HeapTuple before,
+							  HeapTuple after, text *key, bool snapshot);
 
 #endif							/* PG_EVENTLOG_CAPTURE_H */

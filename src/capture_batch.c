@@ -206,12 +206,12 @@ el_pending_reset(void)
 }
 
 /*
- * Buffer one change of "cap"'s table under "key", with row images "before"
- * and "after" (either NULL): its envelope built now (its times and WAL
+ * Buffer one change of "cap"'s table, from row "before" to row "after"
+ * (either NULL), under "key": its envelope built now (its times and WAL
  * position are the change's), after the checks a produce call would make.
  */
 void
-el_capture_change(ElCapture *cap, char op, Jsonb *before, Jsonb *after,
+el_capture_change(ElCapture *cap, char op, HeapTuple before, HeapTuple after,
 				  text *key, bool snapshot)
 {
 	ElRecordIn	rec;

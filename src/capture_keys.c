@@ -269,6 +269,25 @@ el_append_key_value(ElCapture *cap, int i, StringInfo buf, Datum d)
 			}
 		case EL_KEY_IMAGE:
 		case EL_KEY_IMAGE_INEXACT:
+			/* The commonest keys without to_jsonb(): the same text. */
+			switch (cap->key_types[i])
+			{
+				case INT2OID:
+					appendStringInfo(buf, "%d", (int) DatumGetInt16(d));
+					return;
+				case INT4OID:
+					appendStringInfo(buf, "%d", DatumGetInt32(d));
+					return;
+				case INT8OID:
+					appendStringInfo(buf, INT64_FORMAT, DatumGetInt64(d));
+					return;
+				case TEXTOID:
+				case VARCHAROID:
+					escape_json(buf, TextDatumGetCString(d));
+					return;
+				default:
+					break;
+			}
 			break;
 	}
 	jb = DatumGetJsonbP(FunctionCall1(&cap->key_to_jsonb[i], d));
