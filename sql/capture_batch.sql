@@ -231,13 +231,29 @@ SELECT count(*) AS records, count(DISTINCT append_time) AS batches,
        bool_and(value ->> 'op' = 'r') AS all_r
   FROM eventlog.read('cb.snap', 0, 0, 10000);
 
+-- 13. A savepoint rolled back between statements: its changes are not
+-- produced, those around it are, in order.
+CREATE TABLE cb_sp (id integer PRIMARY KEY);
+SELECT eventlog.capture('cb_sp', 'cb.sp', partitions => 2);
+BEGIN;
+INSERT INTO cb_sp VALUES (1), (2);
+SAVEPOINT s;
+INSERT INTO cb_sp VALUES (3), (4);
+UPDATE cb_sp SET id = id + 10 WHERE id = 1;
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO cb_sp VALUES (5);
+COMMIT;
+SELECT partition, key, value ->> 'op' AS op
+  FROM generate_series(0, 1) p, LATERAL eventlog.read('cb.sp', p, 0) r
+ ORDER BY partition, offset_id;
+
 -- The envelope itself is unchanged (the golden ones are in capture.sql).
 SELECT jsonb_pretty(batch_env(value)) FROM eventlog.read('cb.copy', 0, 5, 1);
 
 DROP TABLE cb_items, cb_big, cb_side, cb_twice, cb_mixed, cb_copy, cb_parted, cb_owned,
-           cb_audit, cb_wide, cb_snap;
+           cb_audit, cb_wide, cb_snap, cb_sp;
 DROP FUNCTION cb_side_effect(), cb_bump(), cb_note(), cb_fail(), cb_audit_row(), batch_env(jsonb);
 DROP ROLE regress_cb_writer, regress_cb_definer;
 SELECT count(eventlog.drop_topic(t)) AS dropped
   FROM unnest(ARRAY['cb.items', 'cb.big', 'cb.side', 'cb.twice', 'cb.mixed', 'cb.copy',
-                    'cb.parted', 'cb.owned', 'cb.audit', 'cb.wide', 'cb.snap']) t;
+                    'cb.parted', 'cb.owned', 'cb.audit', 'cb.wide', 'cb.snap', 'cb.sp']) t;

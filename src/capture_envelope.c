@@ -567,9 +567,11 @@ el_capture_envelope(ElCapture *cap, char op, HeapTuple before, HeapTuple after,
 	StringInfoData buf;
 	int			saved = extra_float_digits;
 
+	/* Room for the usual envelope: twice the stored rows, and the rest. */
 	initStringInfo(&buf);
 	enlargeStringInfo(&buf, VARHDRSZ + 400 +
-					  (before ? before->t_len * 2 : 0) + (after ? after->t_len * 2 : 0));
+					  (before ? Min(before->t_len, BLCKSZ) * 2 : 0) +
+					  (after ? Min(after->t_len, BLCKSZ) * 2 : 0));
 	if (saved >= 1)
 		el_write_envelope(&buf, cap, op, before, after, snapshot);
 	else
