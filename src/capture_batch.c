@@ -89,7 +89,9 @@ typedef struct ElChange
 /*
  * Changes not produced yet, in capture order, in el_pending_cxt.  Its
  * first block holds a typical batch and is kept when the context is reset
- * after a flush, so that batch after batch reuses the same memory.
+ * after a flush, so that a big statement's batches reuse the same memory
+ * (allocating and freeing it batch after batch cost page faults); the
+ * context goes at the end of the transaction.
  */
 #define EL_PENDING_BLOCK	(1024 * 1024)
 static MemoryContext el_pending_cxt = NULL;
@@ -476,6 +478,11 @@ el_capture_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/*
+ * The transaction ends: forget everything, and give the memory back (the
+ * contexts keep a block between the batches of a transaction, not for the
+ * rest of the session).
+ */
 static void
 el_capture_reset(void)
 {
@@ -485,8 +492,16 @@ el_capture_reset(void)
 		MemoryContextReset(el_owed_cxt);
 	el_next_seq = 0;
 	el_flushing = false;
+	if (el_pending_cxt != NULL)
+	{
+		MemoryContextDelete(el_pending_cxt);
+		el_pending_cxt = NULL;
+	}
 	if (el_flush_cxt != NULL)
-		MemoryContextReset(el_flush_cxt);
+	{
+		MemoryContextDelete(el_flush_cxt);
+		el_flush_cxt = NULL;
+	}
 }
 
 static void
