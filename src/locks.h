@@ -86,10 +86,12 @@
  *	  trigger; the snapshot of existing rows (capture.c) then opens it with
  *	  AccessShareLock.
  *	- segment tables (eventlog_segments.seg_*): RowExclusiveLock by produce
- *	  and the capture trigger (produce.c, el_open_segment: after taking
- *	  offsets, so after any kind 1 wait of that call), then on the
- *	  segment's indexes (segment.c, el_appender_begin), both held to the
- *	  end of the transaction; AccessShareLock by
+ *	  and change capture's batches (produce.c, el_open_segment: after taking
+ *	  offsets, so after any kind 1 wait of that call; a batch is produced at
+ *	  a flush point of capture_batch.c, one partition after another, as
+ *	  produce_batch does), then on the segment's indexes (segment.c,
+ *	  el_appender_begin), both held to the end of the transaction;
+ *	  AccessShareLock by
  *	  read (read.c) and by counter recovery (segment.c,
  *	  el_segment_edge_offset, under the kind 1 lock); AccessShareLock taken
  *	  conditionally (never waits) by the monitoring views (segment.c);
@@ -111,7 +113,7 @@
  *	  FOR UPDATE (ascending partition) by a member's commit, and the
  *	  rebalance's UPDATE (group_member.c), under the membership lock.
  *	- PostgreSQL catalogs, AccessShareLock, alone: pg_database (launcher),
- *	  pg_depend and pg_attrdef (dependents.c), pg_trigger (capture.c).
+ *	  pg_depend and pg_attrdef (dependents.c), pg_trigger (capture_ddl.c).
  *	- NOTIFY's lock (PreCommit_Notify: AccessExclusiveLock on "database 0"):
  *	  taken only by the notifier's own transactions, never by producers
  *	  (notify.c says why).

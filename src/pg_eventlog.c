@@ -40,6 +40,7 @@ _PG_init(void)
 	el_dependents_init();
 	el_worker_init();
 	el_notify_init();
+	el_capture_batch_init();
 
 	MarkGUCPrefixReserved("eventlog");
 }

@@ -100,7 +100,7 @@ el_open_segment(ElTopic **topic_io, text *name, int32 partition, int32 segno)
 			return rel;
 		/* Not cached yet, or gone: read the catalog again. */
 		el_topic_invalidate();
-		*topic_io = el_topic_lookup(name);
+		*topic_io = el_topic_get(name);
 		el_check_partition(*topic_io, partition);
 	}
 	ereport(ERROR,
@@ -113,27 +113,29 @@ el_open_segment(ElTopic **topic_io, text *name, int32 partition, int32 segno)
 }
 
 /*
- * Append records[0..count) to one partition: consecutive offsets from the
- * returned first one, in the segment the offsets were routed to.
+ * Append records[0..count) to one partition for role "userid": consecutive
+ * offsets from the returned first one, in the segment the offsets were
+ * routed to.
  */
 static int64
 el_append(ElTopic **topic_io, text *name, int32 partition,
-		  const ElRecordIn *records, int count)
+		  const ElRecordIn *records, int count, Oid userid)
 {
 	Relation	rel;
 	ElAppender	app;
 	TimestampTz append_time;
 	int64		first;
 	int32		segno;
-	int			i;
 
 	/* Refuse without the produce privilege, before any offset is taken. */
-	el_require_topic_privilege(*topic_io, GetUserId(), EL_PRIV_PRODUCE);
+	el_require_topic_privilege(*topic_io, userid, EL_PRIV_PRODUCE);
 	first = el_take_offsets(*topic_io, partition, count, &segno, &append_time);
 	rel = el_open_segment(topic_io, name, partition, segno);
 	el_appender_begin(&app, rel);
-	for (i = 0; i < count; i++)
-		el_appender_insert(&app, &records[i], first + i, append_time);
+	if (count == 1)
+		el_appender_insert(&app, &records[0], first, append_time);
+	else
+		el_appender_insert_many(&app, records, count, first, append_time);
 	el_appender_end(&app);
 
 	/* Keep the lock until the end of the transaction, like any insert. */
@@ -207,7 +209,7 @@ el_produce(PG_FUNCTION_ARGS)
 		tupdesc = BlessTupleDesc(tupdesc);
 	}
 
-	offset = el_append(&topic, name, partition, &rec, 1);
+	offset = el_append(&topic, name, partition, &rec, 1, GetUserId());
 	result = el_position_datum(tupdesc, partition, offset);
 	if (OidIsValid(rettype))
 		ReleaseTupleDesc(tupdesc);
@@ -215,25 +217,38 @@ el_produce(PG_FUNCTION_ARGS)
 }
 
 /*
- * Produce one record from C (the change capture trigger): the key picks the
- * partition, as in eventlog.produce.  Returns the offset; the partition in
- * *partition.
+ * Change capture (capture_batch.c), when it captures a change: the checks
+ * eventlog.produce makes of a record before it takes an offset, for the
+ * current user, and the partition the record's key picks.  The record is
+ * produced later, with others, by el_produce_to_partition.  Does not
+ * produce the changes captured so far, as eventlog.produce does first.
  */
-int64
-el_produce_record(text *name, text *key, Jsonb *value, Jsonb *headers,
-				  int32 *partition)
+int32
+el_produce_route(text *name, const ElRecordIn *rec)
 {
-	ElTopic    *topic = el_topic_lookup(name);
-	ElRecordIn	rec;
+	ElTopic    *topic = el_topic_get(name);
 
 	el_check_writable();
-	memset(&rec, 0, sizeof(rec));
-	rec.key = key;
-	rec.value = value;
-	rec.headers = headers;
-	el_check_record_size(&rec);
-	*partition = el_choose_partition(topic, &rec, false, 0);
-	return el_append(&topic, name, *partition, &rec, 1);
+	el_check_record_size(rec);
+	el_require_topic_privilege(topic, GetUserId(), EL_PRIV_PRODUCE);
+	return el_choose_partition(topic, rec, false, 0);
+}
+
+/*
+ * Change capture's batch of records for one partition, in order, checked
+ * by el_produce_route when they were captured, produced for the role that
+ * captured them ("userid", who may not be the current user when a
+ * statement run by another role produces them).
+ */
+void
+el_produce_to_partition(text *name, int32 partition, const ElRecordIn *records,
+						int count, Oid userid)
+{
+	ElTopic    *topic = el_topic_get(name);
+
+	el_check_writable();
+	el_check_partition(topic, partition);
+	(void) el_append(&topic, name, partition, records, count, userid);
 }
 
 /* Deconstruct an optional array argument, checking its length. */
@@ -392,7 +407,7 @@ el_produce_batch(PG_FUNCTION_ARGS)
 
 		if (start == end)
 			continue;
-		first = el_append(&topic, name, p, &sorted[start], end - start);
+		first = el_append(&topic, name, p, &sorted[start], end - start, GetUserId());
 		for (i = start; i < end; i++)
 			offsets[order[i]] = first + (i - start);
 	}

@@ -165,12 +165,11 @@ el_appender_begin(ElAppender *app, Relation rel)
 									   &TTSOpsVirtual);
 }
 
-void
-el_appender_insert(ElAppender *app, const ElRecordIn *rec, int64 offset,
-				   TimestampTz append_time)
+/* Fill "slot" with the segment row of record "rec" at "offset". */
+static void
+el_appender_fill(TupleTableSlot *slot, const ElRecordIn *rec, int64 offset,
+				 TimestampTz append_time)
 {
-	TupleTableSlot *slot = app->slot;
-
 	ExecClearTuple(slot);
 	/* Columns dropped after the sixth (el_segment_check_shape) are NULL. */
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
@@ -192,11 +191,72 @@ el_appender_insert(ElAppender *app, const ElRecordIn *rec, int64 offset,
 		TimestampTzGetDatum(rec->has_event_time ? rec->event_time : append_time);
 	slot->tts_values[EL_SEG_APPEND_TIME - 1] = TimestampTzGetDatum(append_time);
 	ExecStoreVirtualTuple(slot);
+}
 
+void
+el_appender_insert(ElAppender *app, const ElRecordIn *rec, int64 offset,
+				   TimestampTz append_time)
+{
+	TupleTableSlot *slot = app->slot;
+
+	el_appender_fill(slot, rec, offset, append_time);
 	table_tuple_insert(app->rel, slot, GetCurrentCommandId(true), 0, NULL);
 	if (app->rri->ri_NumIndices > 0)
 		(void) el_insert_index_tuples(app->rri, slot, app->estate);
 	ResetPerTupleExprContext(app->estate);
+}
+
+/*
+ * Rows per table_multi_insert call: enough to fill several pages per call,
+ * few enough that the tuples formed for a call stay in a few cached
+ * blocks of memory.
+ */
+#define EL_MULTI_INSERT_ROWS	100
+
+/*
+ * Insert records[0..count) at offsets first, first + 1, ...: through
+ * table_multi_insert, which fills a page at a time (one WAL record and
+ * one buffer lock per page, not per row), then their index entries, in
+ * offset order.  What produce_batch and change capture's batches use.
+ */
+void
+el_appender_insert_many(ElAppender *app, const ElRecordIn *records, int count,
+						int64 first, TimestampTz append_time)
+{
+	int			nslots = Min(count, EL_MULTI_INSERT_ROWS);
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * Max(nslots, 1));
+	CommandId	cid = GetCurrentCommandId(true);
+	int			done = 0;
+	int			i;
+
+	for (i = 0; i < nslots; i++)
+		slots[i] = table_slot_create(app->rel, NULL);
+	while (done < count)
+	{
+		int			n = Min(count - done, nslots);
+
+		for (i = 0; i < n; i++)
+		{
+			el_appender_fill(slots[i], &records[done + i], first + done + i, append_time);
+			/* The table AM's own tuple, formed in the slot's memory. */
+			ExecMaterializeSlot(slots[i]);
+		}
+		table_multi_insert(app->rel, slots, n, cid, 0, NULL);
+		if (app->rri->ri_NumIndices > 0)
+		{
+			for (i = 0; i < n; i++)
+			{
+				(void) el_insert_index_tuples(app->rri, slots[i], app->estate);
+				ResetPerTupleExprContext(app->estate);
+			}
+		}
+		for (i = 0; i < n; i++)
+			ExecClearTuple(slots[i]);
+		done += n;
+	}
+	for (i = 0; i < nslots; i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	pfree(slots);
 }
 
 void

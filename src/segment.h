@@ -45,6 +45,9 @@ typedef struct ElAppender
 extern void el_appender_begin(ElAppender *app, Relation rel);
 extern void el_appender_insert(ElAppender *app, const ElRecordIn *rec,
 							   int64 offset, TimestampTz append_time);
+extern void el_appender_insert_many(ElAppender *app, const ElRecordIn *records,
+									int count, int64 first,
+									TimestampTz append_time);
 extern void el_appender_end(ElAppender *app);
 extern bool el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
 								   int64 *offset);
@@ -54,8 +57,10 @@ extern void el_check_record_size(const ElRecordIn *rec);
 
 extern int	el_max_record_bytes;
 
-/* produce.c */
-extern int64 el_produce_record(text *name, text *key, Jsonb *value,
-							   Jsonb *headers, int32 *partition);
+/* produce.c: what change capture (capture_batch.c) produces through */
+extern int32 el_produce_route(text *name, const ElRecordIn *rec);
+extern void el_produce_to_partition(text *name, int32 partition,
+									const ElRecordIn *records, int count,
+									Oid userid);
 
 #endif							/* PG_EVENTLOG_SEGMENT_H */

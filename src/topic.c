@@ -385,8 +385,22 @@ el_topic_lookup_internal(text *name_text, bool missing_ok)
 	return entry;
 }
 
+/*
+ * The topic an SQL function acts on.  The changes captured so far in this
+ * transaction are produced first (capture_batch.c): a function that
+ * produces appends after them, as it did when each change was produced at
+ * once, and one that reads sees them.
+ */
 ElTopic *
 el_topic_lookup(text *name_text)
+{
+	el_capture_flush();
+	return el_topic_lookup_internal(name_text, false);
+}
+
+/* The same, for change capture itself: it must not produce what it buffers. */
+ElTopic *
+el_topic_get(text *name_text)
 {
 	return el_topic_lookup_internal(name_text, false);
 }

@@ -57,6 +57,7 @@ extern uint64 el_cache_generation;
 
 extern void el_topic_cache_init(void);
 extern ElTopic *el_topic_lookup(text *name);
+extern ElTopic *el_topic_get(text *name);
 extern ElTopic *el_topic_recheck(text *name, int32 topic_id, uint64 *drops);
 extern void el_check_topic_name(const char *name, int len);
 extern void el_topic_invalidate(void);

@@ -288,7 +288,11 @@ el_resume_workers_callback(int code, Datum arg)
 	el_resume_workers(pause->dbid, pause->counted);
 }
 
-/* Run the statement with the next hook, or PostgreSQL's own. */
+/*
+ * Run the statement with the next hook, or PostgreSQL's own; then produce
+ * the changes it captured (capture_batch.c): COPY FROM fires row triggers
+ * outside the executor, whose hook produces a statement's changes.
+ */
 static void
 el_run_utility(PlannedStmt *pstmt, const char *queryString,
 			   bool readOnlyTree, ProcessUtilityContext context,
@@ -301,6 +305,7 @@ el_run_utility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+	el_capture_flush();
 }
 
 static void
