@@ -1214,3 +1214,30 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._consumer_group_info() IS
 'internal: the rows of the eventlog.consumer_groups view';
+
+/*
+ * The catalog triggers fire per changed row (and per TRUNCATE), no longer
+ * per statement: a statement changing no row, as most of a maintenance
+ * round's are, no longer invalidates every backend's topic cache and plans.
+ */
+DROP TRIGGER catalog_changed ON @extschema@.topic_catalog;
+DROP TRIGGER catalog_changed ON @extschema@.partition_catalog;
+DROP TRIGGER catalog_changed ON @extschema@.segment_catalog;
+CREATE TRIGGER catalog_changed
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.topic_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.topic_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_changed
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.partition_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.partition_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_changed
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.segment_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.segment_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();

@@ -35,6 +35,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -54,6 +55,16 @@ static Oid	el_catalog_relids[3];
 
 static Oid	el_schema_oid(void);
 
+#ifdef EL_TEST_HOOKS
+/*
+ * Test only: report every load of a topic into this backend's cache, so
+ * that a test can show which catalog changes make backends reload it (and
+ * that a maintenance round that changes nothing makes none reload).  Only
+ * in a build for the tests (EL_TEST_HOOKS, see the Makefile).
+ */
+static bool el_debug_report_cache_loads = false;
+#endif
+
 static void
 el_relcache_callback(Datum arg, Oid relid)
 {
@@ -68,6 +79,15 @@ void
 el_topic_cache_init(void)
 {
 	CacheRegisterRelcacheCallback(el_relcache_callback, (Datum) 0);
+#ifdef EL_TEST_HOOKS
+	DefineCustomBoolVariable("eventlog.debug_report_cache_loads",
+							 "Test only: report each load of a topic into the session's metadata cache.",
+							 NULL,
+							 &el_debug_report_cache_loads,
+							 false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+#endif
 }
 
 /*
@@ -450,6 +470,11 @@ el_topic_load(ElTopic *entry, const char *name)
 	}
 
 	UnregisterSnapshot(snapshot);
+#ifdef EL_TEST_HOOKS
+	if (el_debug_report_cache_loads && found)
+		ereport(NOTICE,
+				(errmsg("topic \"%s\" loaded into the session's metadata cache", name)));
+#endif
 	return found;
 }
 

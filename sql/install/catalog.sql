@@ -77,7 +77,16 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.topic_catalog_topic_id_s
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.partition_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.segment_catalog', '');
 
-/* Any change to the catalog invalidates every backend's topic cache. */
+/*
+ * Any change to the catalog invalidates every backend's topic cache, and
+ * every cached plan over the changed table.  Row triggers, not statement
+ * triggers: a statement that changes no row (a maintenance round's UPDATE
+ * for a partition with nothing to record, every round, for every topic)
+ * must not make every producer reload its cache and every session replan
+ * (docs/design.md, "Metadata cache").  Invalidations of one table in one
+ * transaction are sent once, however many rows fire.  TRUNCATE has no row
+ * triggers, hence the statement trigger beside each.
+ */
 CREATE FUNCTION @extschema@._catalog_changed()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'el_catalog_changed'
@@ -86,13 +95,22 @@ COMMENT ON FUNCTION @extschema@._catalog_changed() IS
 'internal: trigger that invalidates the per-backend topic metadata cache';
 
 CREATE TRIGGER catalog_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.topic_catalog
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.topic_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.topic_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
 CREATE TRIGGER catalog_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.partition_catalog
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.partition_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.partition_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
 CREATE TRIGGER catalog_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.segment_catalog
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.segment_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.segment_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
 
 /* Segment tables refuse every write that does not come from produce. */
