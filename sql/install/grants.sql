@@ -19,6 +19,7 @@ REVOKE ALL ON FUNCTION
     @extschema@._partition_routing(text, integer),
     @extschema@._poll_member(integer, text, text, text, integer, interval),
     @extschema@._rebalance(integer, text, text),
+    @extschema@._segment_times(name),
     @extschema@._set_position(integer, text, integer, bigint, text),
     @extschema@._try_xact_lock(integer, bigint),
     @extschema@._xact_lock(integer, bigint, boolean)
