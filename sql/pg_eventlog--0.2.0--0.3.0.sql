@@ -1404,3 +1404,12 @@ BEGIN
     END LOOP;
 END
 $$;
+
+/*
+ * The catalog triggers invalidate an empty row type instead of the changed
+ * catalog table, so that a change of rows leaves every session's relcache
+ * entries of the catalog and its plans over it alone.
+ */
+CREATE TYPE @extschema@.catalog_signal AS ();
+COMMENT ON TYPE @extschema@.catalog_signal IS
+'internal: the catalog triggers invalidate this empty row type to tell every session that the catalog changed (it holds nothing)';

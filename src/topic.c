@@ -8,14 +8,16 @@
  *
  * The cache maps a topic name to its id, partition count and, per
  * partition, the segment tables (by OID, resolved from the names stored in
- * segment_catalog).  Statement triggers on the three catalog tables send a
- * relcache invalidation of the table they fire on; the callback below bumps
- * el_cache_generation, and the next lookup reloads.  Callers that open a
- * segment table compare the generation before and after taking the lock, as
- * the lock is where pending invalidations are processed.
+ * segment_catalog).  Row triggers on the three catalog tables send a
+ * relcache invalidation of an empty row type, eventlog.catalog_signal
+ * (el_catalog_changed); the callback below bumps el_cache_generation, and
+ * the next lookup reloads.  Callers that open a segment table compare the
+ * generation before and after taking the lock, as the lock is where pending
+ * invalidations are processed.
  *
- * The catalog is read with a fresh snapshot, not the transaction's, so that
- * a REPEATABLE READ transaction never caches a stale segment list.
+ * The catalog is read through its indexes with a fresh snapshot, not the
+ * transaction's, so that a REPEATABLE READ transaction never caches a stale
+ * segment list.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +37,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -50,44 +51,58 @@ static HTAB *el_topic_cache = NULL;
 static MemoryContext el_cache_cxt = NULL;
 static uint64 el_cache_loaded_generation = 0;
 
-/* OIDs of the catalog tables, known once the cache has been loaded. */
+/*
+ * OIDs of the catalog tables and of the signal row type (InvalidOid in a
+ * catalog older than 0.3.0), known once the cache has been loaded.
+ */
 static Oid	el_catalog_relids[3];
+static Oid	el_catalog_signal_relid = InvalidOid;
+
+/*
+ * The segment schema, looked up when first needed (two catalog scans: it
+ * must belong to the extension) and forgotten when the catalog tables
+ * themselves change (the extension dropped, created or updated) or a caller
+ * finds the cache stale; not when only the catalog's rows change.
+ */
+static Oid	el_cache_segnsp = InvalidOid;
 
 static Oid	el_schema_oid(void);
-
-#ifdef EL_TEST_HOOKS
-/*
- * Test only: report every load of a topic into this backend's cache, so
- * that a test can show which catalog changes make backends reload it (and
- * that a maintenance round that changes nothing makes none reload).  Only
- * in a build for the tests (EL_TEST_HOOKS, see the Makefile).
- */
-static bool el_debug_report_cache_loads = false;
-#endif
+static void el_find_catalog(Oid nsp);
 
 static void
 el_relcache_callback(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid ||
-		relid == el_catalog_relids[0] ||
-		relid == el_catalog_relids[1] ||
-		relid == el_catalog_relids[2])
+	if (OidIsValid(relid) && relid == el_catalog_signal_relid)
 		el_cache_generation++;
+	else if (relid == InvalidOid ||
+			 relid == el_catalog_relids[0] ||
+			 relid == el_catalog_relids[1] ||
+			 relid == el_catalog_relids[2])
+	{
+		el_cache_generation++;
+		el_cache_segnsp = InvalidOid;
+	}
 }
 
 void
 el_topic_cache_init(void)
 {
 	CacheRegisterRelcacheCallback(el_relcache_callback, (Datum) 0);
-#ifdef EL_TEST_HOOKS
-	DefineCustomBoolVariable("eventlog.debug_report_cache_loads",
-							 "Test only: report each load of a topic into the session's metadata cache.",
-							 NULL,
-							 &el_debug_report_cache_loads,
-							 false,
-							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
-							 NULL, NULL, NULL);
-#endif
+}
+
+/*
+ * Note the OIDs the relcache callback watches: the catalog tables (their
+ * own invalidations come with DDL on them, as ALTER EXTENSION UPDATE or
+ * DROP EXTENSION make) and the signal row type, which the catalog triggers
+ * invalidate when rows change (el_catalog_changed).
+ */
+static void
+el_find_catalog(Oid nsp)
+{
+	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
+	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
+	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
+	el_catalog_signal_relid = get_relname_relid(EL_CATALOG_SIGNAL, nsp);
 }
 
 /*
@@ -98,11 +113,7 @@ el_topic_cache_init(void)
 void
 el_watch_catalog(void)
 {
-	Oid			nsp = el_schema_oid();
-
-	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
-	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
-	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
+	el_find_catalog(el_schema_oid());
 }
 
 /* Make the next lookup read the catalog again. */
@@ -110,6 +121,7 @@ void
 el_topic_invalidate(void)
 {
 	el_cache_generation++;
+	el_cache_segnsp = InvalidOid;
 }
 
 /* Throw the whole cache away if the catalog changed since it was built. */
@@ -295,7 +307,7 @@ static bool
 el_topic_load(ElTopic *entry, const char *name)
 {
 	Oid			nsp = el_schema_oid();
-	Oid			segnsp = el_segment_schema_oid();
+	Oid			segnsp;
 	Snapshot	snapshot;
 	Relation	rel;
 	SysScanDesc scan;
@@ -314,12 +326,14 @@ el_topic_load(ElTopic *entry, const char *name)
 	int			i;
 	static const char *const by_topic[] = {"topic_id", "partition"};
 
-	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
-	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
-	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
+	el_find_catalog(nsp);
 	if (!OidIsValid(el_catalog_relids[0]) || !OidIsValid(el_catalog_relids[1]) ||
 		!OidIsValid(el_catalog_relids[2]))
 		elog(ERROR, "pg_eventlog's catalog tables are missing");
+
+	if (!OidIsValid(el_cache_segnsp))
+		el_cache_segnsp = el_segment_schema_oid();
+	segnsp = el_cache_segnsp;
 
 	/*
 	 * A fresh snapshot, not the transaction's: a REPEATABLE READ transaction
@@ -470,11 +484,6 @@ el_topic_load(ElTopic *entry, const char *name)
 	}
 
 	UnregisterSnapshot(snapshot);
-#ifdef EL_TEST_HOOKS
-	if (el_debug_report_cache_loads && found)
-		ereport(NOTICE,
-				(errmsg("topic \"%s\" loaded into the session's metadata cache", name)));
-#endif
 	return found;
 }
 
@@ -670,15 +679,31 @@ el_find_segment(ElTopic *topic, int32 partition, int32 segno)
 PG_FUNCTION_INFO_V1(el_catalog_changed);
 PG_FUNCTION_INFO_V1(el_require_shmem_sql);
 
-/* Trigger on the catalog tables: every backend must reload its cache. */
+/*
+ * Trigger on the catalog tables: every backend must reload its cache.
+ *
+ * The invalidation sent is the signal row type's (eventlog.catalog_signal),
+ * not the changed table's: a relcache invalidation of a catalog table would
+ * also make every backend rebuild its relcache entries of that table and
+ * replan every cached plan over it (consumers' polls, maintenance rounds),
+ * though only rows changed; nothing is cached for the row type.  A catalog
+ * older than 0.3.0 has no signal: the table's own invalidation then.
+ * Several rows of one transaction send one message.
+ */
 Datum
 el_catalog_changed(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Oid			signal;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "el_catalog_changed must be called as a trigger");
-	CacheInvalidateRelcache(trigdata->tg_relation);
+	signal = get_relname_relid(EL_CATALOG_SIGNAL,
+							   RelationGetNamespace(trigdata->tg_relation));
+	if (OidIsValid(signal))
+		CacheInvalidateRelcacheByRelid(signal);
+	else
+		CacheInvalidateRelcache(trigdata->tg_relation);
 	return PointerGetDatum(NULL);
 }
 

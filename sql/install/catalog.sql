@@ -78,15 +78,21 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.partition_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.segment_catalog', '');
 
 /*
- * Any change to the catalog invalidates every backend's topic cache, and
- * every cached plan over the changed table.  Row triggers, not statement
- * triggers: a statement that changes no row (a maintenance round's UPDATE
- * for a partition with nothing to record, every round, for every topic)
- * must not make every producer reload its cache and every session replan
- * (docs/design.md, "Metadata cache").  Invalidations of one table in one
- * transaction are sent once, however many rows fire.  TRUNCATE has no row
- * triggers, hence the statement trigger beside each.
+ * Any change to the catalog's rows invalidates every backend's topic cache
+ * (docs/design.md, "Metadata cache").  The triggers send a relcache
+ * invalidation of this empty row type, which nothing else uses, rather than
+ * of the changed table: that would also throw away every backend's relcache
+ * entries of the table and every cached plan over it, though only rows
+ * changed.  Row triggers, not statement triggers: a statement that changes
+ * no row (a maintenance round's UPDATE for a partition with nothing to
+ * record, every round, for every topic) must not make every producer
+ * reload.  One transaction sends one invalidation, however many rows fire.
+ * TRUNCATE has no row triggers, hence the statement trigger beside each.
  */
+CREATE TYPE @extschema@.catalog_signal AS ();
+COMMENT ON TYPE @extschema@.catalog_signal IS
+'internal: the catalog triggers invalidate this empty row type to tell every session that the catalog changed (it holds nothing)';
+
 CREATE FUNCTION @extschema@._catalog_changed()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'el_catalog_changed'
