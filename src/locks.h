@@ -103,8 +103,8 @@
  *	  el_drop_all_segments).
  *	- the catalog tables (topic_catalog, partition_catalog, segment_catalog,
  *	  group_catalog, group_offsets, group_members): AccessShareLock for every
- *	  read (SPI: topic.c, partition.c, committed.c, notifier.c, worker.c),
- *	  RowExclusiveLock and row locks for every change.  Row locks on
+ *	  read (index scans: topic.c; SPI: partition.c, committed.c, notifier.c,
+ *	  maintenance.c), RowExclusiveLock and row locks for every change.  Row locks on
  *	  group_offsets: UPDATE by a transactional poll and seek under the
  *	  partition's kind 3 lock; FOR UPDATE (ascending partition) by a
  *	  member's commit, and UPDATEs by _rebalance, under the membership lock.
