@@ -1413,3 +1413,49 @@ $$;
 CREATE TYPE @extschema@.catalog_signal AS ();
 COMMENT ON TYPE @extschema@.catalog_signal IS
 'internal: the catalog triggers invalidate this empty row type to tell every session that the catalog changed (it holds nothing)';
+
+/*
+ * drop_topic waits for a maintenance round of the topic in progress: the
+ * segment a round rolling a partition created, committed after drop_topic
+ * had listed the segments, outlived the topic.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old_id integer;
+    seg record;
+BEGIN
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT t.topic_id INTO old_id
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic;
+    IF NOT FOUND THEN
+        IF coalesce(if_exists, false) THEN
+            RAISE NOTICE 'topic "%" does not exist, skipping', topic;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = '42704';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
+    -- Wait for a maintenance round of the topic in progress, and keep the
+    -- next ones away (they skip a topic whose round lock is taken): a round
+    -- that rolled a partition commits a new segment, which the list below
+    -- must see, or its table would outlive the topic (its catalog row goes
+    -- with the partition's).
+    PERFORM @extschema@._xact_lock(2, old_id);
+    FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
+    LOOP
+        -- CASCADE: objects made to depend on a segment (a view by the
+        -- extension owner, a regclass constant by anyone) go with it.
+        EXECUTE format('DROP TABLE IF EXISTS eventlog_segments.%I CASCADE', seg.table_name);
+    END LOOP;
+    DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
+    PERFORM @extschema@._forget_topic(old_id);
+END
+$$;
