@@ -1325,3 +1325,248 @@ BEGIN
     DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name;
 END
 $$;
+
+/*
+ * The catalog triggers fire per changed row (and per TRUNCATE), no longer
+ * per statement: a statement changing no row, as most of a maintenance
+ * round's are, no longer invalidates every backend's topic cache and plans.
+ */
+DROP TRIGGER catalog_changed ON @extschema@.topic_catalog;
+DROP TRIGGER catalog_changed ON @extschema@.partition_catalog;
+DROP TRIGGER catalog_changed ON @extschema@.segment_catalog;
+CREATE TRIGGER catalog_changed
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.topic_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.topic_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_changed
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.partition_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.partition_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_changed
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.segment_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.segment_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
+
+/*
+ * Maintenance rounds cost less: the partition's size is summed only under
+ * retention_bytes, and a segment's first and last append times come from
+ * eventlog._segment_times (two index lookups) instead of a query on the
+ * segment planned afresh for every partition of every round.
+ */
+CREATE FUNCTION @extschema@._segment_times(segment name,
+                                           OUT oldest timestamptz, OUT newest timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'el_segment_times_sql'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._segment_times(name) IS
+'internal: the append times of a segment''s first and last records (NULL if it is empty), for maintenance rounds';
+
+REVOKE ALL ON FUNCTION @extschema@._segment_times(name) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._maintain_topic(topic_id integer)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    t @extschema@.topic_catalog;
+    p integer;
+    rt record;
+    seg record;
+    nxt bigint;
+    part_bytes bigint;
+    seg_bytes bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    stable bigint;
+    spare name;
+    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    -- The caller's lock_timeout if shorter (0 is none).
+    drop_lock_timeout text := CASE
+        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
+         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
+        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
+BEGIN
+    SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _maintain_topic.topic_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    -- One round per topic at a time (the worker and enforce_retention may
+    -- meet): a round that finds another in progress leaves it the work.
+    IF NOT @extschema@._try_xact_lock(2, t.topic_id) THEN
+        RETURN;
+    END IF;
+    r.topic := t.name;
+    FOR p IN 0 .. t.partitions - 1 LOOP
+        r.partition := p;
+        -- Ordered with counter recovery (el_recover_next_offset): from the
+        -- routing read until the base offset is recorded and committed.
+        PERFORM @extschema@._xact_lock(1, (t.topic_id::bigint << 32) | p);
+        SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+
+        -- 1. The active segment's base offset, once known, is recorded.
+        UPDATE @extschema@.segment_catalog s SET base_offset = rt.active_base
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NULL;
+        IF FOUND THEN
+            UPDATE @extschema@.partition_catalog pc
+               SET offset_floor = greatest(pc.offset_floor, rt.active_base)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+        END IF;
+
+        -- 2. Retention, oldest sealed segment first.  The partition's size
+        --    only matters under retention_bytes.
+        part_bytes := NULL;
+        IF t.retention_bytes IS NOT NULL THEN
+            SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
+                       pg_catalog.to_regclass(format('eventlog_segments.%I', s.table_name)))), 0)
+              INTO part_bytes
+              FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p;
+        END IF;
+        stable := @extschema@.last_stable_offset(t.name, p);
+        FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name
+                     FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = t.topic_id AND s.partition = p
+                      AND s.segment_no < rt.active_segment
+                    ORDER BY s.segment_no
+        LOOP
+            SELECT s.base_offset INTO nxt FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no > seg.segment_no
+             ORDER BY s.segment_no LIMIT 1;
+            -- Every offset of the segment must be stable: none in flight.
+            EXIT WHEN nxt IS NULL OR nxt > stable;
+            SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
+            EXIT WHEN NOT (
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
+                OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
+            -- Never queue behind a reader or a writer: skip till next round.
+            -- DROP ... CASCADE also drops, and so must lock, every object
+            -- made to depend on the segment (a view, a column default or a
+            -- constraint holding its regclass): whoever holds one of those
+            -- is waited for at most drop_lock_timeout, never longer.
+            BEGIN
+                EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                               seg.table_name);
+                seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+                PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
+                -- CASCADE: see _drop_topic.
+                EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', seg.table_name);
+                PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                -- The sub-block's abort has restored lock_timeout.
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            END;
+            DELETE FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
+            UPDATE @extschema@.partition_catalog pc
+               SET log_start_offset = greatest(pc.log_start_offset, nxt),
+                   offset_floor = greatest(pc.offset_floor, nxt)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+            part_bytes := part_bytes - seg_bytes;
+            r.action := 'removed';
+            r.segment := seg.table_name;
+            r.first_offset := seg.base_offset;
+            r.next_offset := nxt;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END LOOP;
+
+        -- 3. Roll the active segment when due (never an empty one, and only
+        --    once its base offset is recorded).
+        SELECT s.table_name INTO seg FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
+        CONTINUE WHEN NOT FOUND;
+        SELECT st.oldest, st.newest INTO oldest, newest
+          FROM @extschema@._segment_times(seg.table_name) st;
+        CONTINUE WHEN oldest IS NULL;
+        seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+        IF oldest < pg_catalog.now() - t.segment_interval
+           OR seg_bytes >= t.segment_bytes
+           OR (t.retention IS NOT NULL AND newest < pg_catalog.now() - t.retention) THEN
+            SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p
+               AND s.segment_no = rt.active_segment + 1;
+            IF NOT FOUND THEN
+                spare := @extschema@._create_segment(t.topic_id, p, rt.active_segment + 1, NULL);
+            END IF;
+            PERFORM @extschema@._activate_segment_at_commit(t.topic_id, p, rt.active_segment + 1);
+            r.action := 'rolled';
+            r.segment := spare;
+            r.first_offset := NULL;
+            r.next_offset := NULL;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END IF;
+    END LOOP;
+END
+$$;
+
+/*
+ * The catalog triggers invalidate an empty row type instead of the changed
+ * catalog table, so that a change of rows leaves every session's relcache
+ * entries of the catalog and its plans over it alone.
+ */
+CREATE TYPE @extschema@.catalog_signal AS ();
+COMMENT ON TYPE @extschema@.catalog_signal IS
+'internal: the catalog triggers invalidate this empty row type to tell every session that the catalog changed (it holds nothing)';
+
+/*
+ * drop_topic waits for a maintenance round of the topic in progress: the
+ * segment a round rolling a partition created, committed after drop_topic
+ * had listed the segments, outlived the topic.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old_id integer;
+    seg record;
+BEGIN
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT t.topic_id INTO old_id
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic;
+    IF NOT FOUND THEN
+        IF coalesce(if_exists, false) THEN
+            RAISE NOTICE 'topic "%" does not exist, skipping', topic;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = '42704';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
+    -- Wait for a maintenance round of the topic in progress, and keep the
+    -- next ones away (they skip a topic whose round lock is taken): a round
+    -- that rolled a partition commits a new segment, which the list below
+    -- must see, or its table would outlive the topic (its catalog row goes
+    -- with the partition's).
+    PERFORM @extschema@._xact_lock(2, old_id);
+    FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
+    LOOP
+        -- CASCADE: objects made to depend on a segment (a view by the
+        -- extension owner, a regclass constant by anyone) go with it.
+        EXECUTE format('DROP TABLE IF EXISTS eventlog_segments.%I CASCADE', seg.table_name);
+    END LOOP;
+    DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
+    PERFORM @extschema@._forget_topic(old_id);
+END
+$$;

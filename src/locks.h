@@ -57,7 +57,9 @@
  *	  commit (its own routing read may recover a counter under it: a
  *	  backend's session and transaction locks on one tag do not conflict).
  *	- kind 2, EL_LOCK_MAINTENANCE, key topic_id: one maintenance round per
- *	  topic.  Exclusive, never waits (_try_xact_lock in _maintain_topic).
+ *	  topic.  Exclusive, never waits (_try_xact_lock in _maintain_topic);
+ *	  waited for by drop_topic, after its topic row lock, held to its
+ *	  commit, so that no round of the topic runs beside the drop.
  *	  eventlog.enforce_retention() without a topic takes the kind 2 and 1
  *	  locks of several topics in one transaction, in ascending topic_id.
  *	- kind 3, EL_LOCK_GROUP, key _group_lock_key(topic_id, group, p): p = -1
@@ -97,21 +99,22 @@
  *	  conditionally (never waits) by the monitoring views (segment.c);
  *	  AccessShareLock, waited for, by _maintain_topic (under kind 2 and
  *	  kind 1; it conflicts only with a DROP): held to commit by its
- *	  append-time queries, oldest segment first, released at once by its
- *	  size queries (pg_total_relation_size);
+ *	  append-time lookups (eventlog._segment_times), oldest segment first,
+ *	  released at once by its size queries (pg_total_relation_size);
  *	  AccessExclusiveLock NOWAIT, then DROP under a lock_timeout of at most
  *	  50 ms, by retention in _maintain_topic (under kind 2 and kind 1);
  *	  DROP TABLE, waiting, in (partition, segment) order, by drop_topic
- *	  (after its topic row lock) and by DROP EXTENSION (utility.c,
+ *	  (after its topic row lock and kind 2) and by DROP EXTENSION (utility.c,
  *	  el_drop_all_segments).
  *	- the catalog tables (topic_catalog, partition_catalog, segment_catalog,
  *	  group_catalog, group_offsets, group_members): AccessShareLock for every
- *	  read (SPI: topic.c, partition.c, committed.c, notifier.c, worker.c;
- *	  index scans: group_scan.c), RowExclusiveLock and row locks for every
- *	  change.  Row locks on group_offsets: UPDATE (in place, or the upsert)
- *	  by a transactional poll and by seek under the partition's kind 3 lock;
- *	  FOR UPDATE (ascending partition) by a member's commit, and the
- *	  rebalance's UPDATE (group_member.c), under the membership lock.
+ *	  read (index scans: topic.c, group_scan.c; SPI: partition.c,
+ *	  committed.c, notifier.c, maintenance.c), RowExclusiveLock and row
+ *	  locks for every change.  Row locks on group_offsets: UPDATE (in place,
+ *	  or the upsert) by a transactional poll and by seek under the
+ *	  partition's kind 3 lock; FOR UPDATE (ascending partition) by a
+ *	  member's commit, and the rebalance's UPDATE (group_member.c), under
+ *	  the membership lock.
  *	- PostgreSQL catalogs, AccessShareLock, alone: pg_database (launcher),
  *	  pg_depend and pg_attrdef (dependents.c), pg_trigger (capture_ddl.c).
  *	- NOTIFY's lock (PreCommit_Notify: AccessExclusiveLock on "database 0"):
@@ -121,15 +124,16 @@
  * Whole order, outermost first: topic_catalog table lock > topic row >
  * captured table > kind 2 > kind 3 membership > kind 3 partitions > kind 1
  * > segment and catalog table locks, row locks > (no heavyweight wait from
- * here on) hash_lock > one slot lock > pin_lock.  Two exceptions:
+ * here on) hash_lock > one slot lock > pin_lock.  One exception:
  *	- a transaction that produced or read holds segment locks when a later
  *	  call waits for a kind 1 lock in recovery, the reverse of a maintenance
  *	  round; but the round never waits for a lock a producer or reader holds
  *	  (NOWAIT, a bounded lock_timeout, or AccessShareLock, which conflicts
- *	  only with a DROP), so that cycle cannot close;
- *	- drop_topic takes no kind 2 lock and runs beside a round of its
- *	  topic; both hold the segments' locks in ascending (partition,
- *	  segment) order, so one queues behind the other.
+ *	  only with a DROP), so that cycle cannot close.
+ * (drop_topic waits for the topic's kind 2 lock: beside a round, the
+ * segment the round created outlived the topic, and the two deadlocked, the
+ * round waiting for a segment drop_topic had dropped while drop_topic's
+ * cascade waited for the catalog rows the round had changed.)
  * The worker registry mutex is never held with any other lock.
  *
  *-------------------------------------------------------------------------

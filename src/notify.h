@@ -27,7 +27,7 @@ extern void el_channel_name(const char *topic, char *channel);
 /* a transaction that ended with committed records to announce (shmem.c) */
 extern void el_wake_notifier(void);
 
-/* the launcher, for each registry entry (worker.c) */
+/* the launcher, for each registry entry (launcher.c) */
 extern void el_supervise_notifier(int i, TimestampTz now);
 
 /* eventlog.maintenance (worker.c) */

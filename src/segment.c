@@ -3,8 +3,9 @@
  * segment.c
  *	  Segment tables: the append path used by produce, the record size
  *	  limit, the trigger that refuses every other write, the check that a
- *	  segment still has a segment's columns, and the lock-free look at
- *	  segments behind the monitoring views.
+ *	  segment still has a segment's columns, the lock-free look at
+ *	  segments behind the monitoring views, and the append times a
+ *	  maintenance round checks.
  *
  * A segment is a plain heap table (docs/design.md says why not a
  * declarative partition) with a primary key on offset_id.  produce
@@ -21,16 +22,20 @@
 #include "pg_eventlog.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "nodes/execnodes.h"
+#include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -487,6 +492,70 @@ el_append_time_sql(PG_FUNCTION_ARGS)
 	if (edge != EL_EDGE_FOUND)
 		PG_RETURN_NULL();
 	PG_RETURN_TIMESTAMPTZ(ts);
+}
+
+PG_FUNCTION_INFO_V1(el_segment_times_sql);
+
+/*
+ * eventlog._segment_times(segment name, OUT oldest timestamptz,
+ * OUT newest timestamptz): the append times of the first and the last
+ * record of a segment (NULL if it holds none) visible to the active
+ * snapshot, for maintenance rounds.  Two lookups at the ends of the primary
+ * key: the queries this replaces named the segment at run time, so every
+ * round parsed and planned them afresh for every partition.  The segment is
+ * locked as those queries locked it (ACCESS SHARE, to the end of the
+ * transaction), and a missing one is the same error (42P01).
+ */
+Datum
+el_segment_times_sql(PG_FUNCTION_ARGS)
+{
+	Name		segname = PG_GETARG_NAME(0);
+	char	   *nspname = get_namespace_name(el_segment_schema_oid());
+	TupleDesc	tupdesc;
+	Datum		values[2] = {0, 0};
+	bool		nulls[2] = {true, true};
+	Relation	rel;
+	Relation	index;
+	TupleTableSlot *slot;
+	Oid			relid;
+	Oid			pk;
+	int			i;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	relid = RangeVarGetRelid(makeRangeVar(nspname, NameStr(*segname), -1),
+							 AccessShareLock, false);
+	rel = relation_open(relid, NoLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		elog(ERROR, "\"%s\" is not a segment table", RelationGetRelationName(rel));
+	el_segment_check_shape(rel);
+	pk = el_primary_key_index(rel);
+	if (!OidIsValid(pk))
+		elog(ERROR, "segment \"%s\" has no primary key",
+			 RelationGetRelationName(rel));
+	index = index_open(pk, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	for (i = 0; i < 2; i++)
+	{
+		IndexScanDesc scan = el_index_beginscan(rel, index, GetActiveSnapshot(), 0, 0);
+
+		index_rescan(scan, NULL, 0, NULL, 0);
+		if (index_getnext_slot(scan, i == 0 ? ForwardScanDirection : BackwardScanDirection,
+							   slot))
+		{
+			/* Copied out of the slot: by reference where int64 is. */
+			TimestampTz ts = DatumGetTimestampTz(slot_getattr(slot, EL_SEG_APPEND_TIME,
+															  &nulls[i]));
+
+			if (!nulls[i])
+				values[i] = TimestampTzGetDatum(ts);
+		}
+		index_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	relation_close(rel, NoLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 PG_FUNCTION_INFO_V1(el_partition_bytes_sql);

@@ -8,30 +8,35 @@
  *
  * The cache maps a topic name to its id, partition count and, per
  * partition, the segment tables (by OID, resolved from the names stored in
- * segment_catalog).  Statement triggers on the three catalog tables send a
- * relcache invalidation of the table they fire on; the callback below bumps
- * el_cache_generation, and the next lookup reloads.  Callers that open a
- * segment table compare the generation before and after taking the lock, as
- * the lock is where pending invalidations are processed.
+ * segment_catalog).  Row triggers on the three catalog tables send a
+ * relcache invalidation of an empty row type, eventlog.catalog_signal
+ * (el_catalog_changed); the callback below bumps el_cache_generation, and
+ * the next lookup reloads.  Callers that open a segment table compare the
+ * generation before and after taking the lock, as the lock is where pending
+ * invalidations are processed.
  *
- * The catalog is read with a fresh snapshot, not the transaction's, so that
- * a REPEATABLE READ transaction never caches a stale segment list.
+ * The catalog is read through its indexes with a fresh snapshot, not the
+ * transaction's, so that a REPEATABLE READ transaction never caches a stale
+ * segment list.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_eventlog.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
-#include "executor/spi.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -46,25 +51,58 @@ static HTAB *el_topic_cache = NULL;
 static MemoryContext el_cache_cxt = NULL;
 static uint64 el_cache_loaded_generation = 0;
 
-/* OIDs of the catalog tables, known once the cache has been loaded. */
+/*
+ * OIDs of the catalog tables and of the signal row type (InvalidOid in a
+ * catalog older than 0.3.0), known once the cache has been loaded.
+ */
 static Oid	el_catalog_relids[3];
+static Oid	el_catalog_signal_relid = InvalidOid;
+
+/*
+ * The segment schema, looked up when first needed (two catalog scans: it
+ * must belong to the extension) and forgotten when the catalog tables
+ * themselves change (the extension dropped, created or updated) or a caller
+ * finds the cache stale; not when only the catalog's rows change.
+ */
+static Oid	el_cache_segnsp = InvalidOid;
 
 static Oid	el_schema_oid(void);
+static void el_find_catalog(Oid nsp);
 
 static void
 el_relcache_callback(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid ||
-		relid == el_catalog_relids[0] ||
-		relid == el_catalog_relids[1] ||
-		relid == el_catalog_relids[2])
+	if (OidIsValid(relid) && relid == el_catalog_signal_relid)
 		el_cache_generation++;
+	else if (relid == InvalidOid ||
+			 relid == el_catalog_relids[0] ||
+			 relid == el_catalog_relids[1] ||
+			 relid == el_catalog_relids[2])
+	{
+		el_cache_generation++;
+		el_cache_segnsp = InvalidOid;
+	}
 }
 
 void
 el_topic_cache_init(void)
 {
 	CacheRegisterRelcacheCallback(el_relcache_callback, (Datum) 0);
+}
+
+/*
+ * Note the OIDs the relcache callback watches: the catalog tables (their
+ * own invalidations come with DDL on them, as ALTER EXTENSION UPDATE or
+ * DROP EXTENSION make) and the signal row type, which the catalog triggers
+ * invalidate when rows change (el_catalog_changed).
+ */
+static void
+el_find_catalog(Oid nsp)
+{
+	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
+	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
+	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
+	el_catalog_signal_relid = get_relname_relid(EL_CATALOG_SIGNAL, nsp);
 }
 
 /*
@@ -75,11 +113,7 @@ el_topic_cache_init(void)
 void
 el_watch_catalog(void)
 {
-	Oid			nsp = el_schema_oid();
-
-	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
-	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
-	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
+	el_find_catalog(el_schema_oid());
 }
 
 /* Make the next lookup read the catalog again. */
@@ -87,6 +121,7 @@ void
 el_topic_invalidate(void)
 {
 	el_cache_generation++;
+	el_cache_segnsp = InvalidOid;
 }
 
 /* Throw the whole cache away if the catalog changed since it was built. */
@@ -181,14 +216,13 @@ el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 }
 
 /*
- * Copy the oid[] in column "col" of "tup" into *roles (palloc'd in the
+ * Copy the regrole[] "d" (unless "isnull") into *roles (palloc'd in the
  * current context), *nroles elements; NULL elements are skipped.
  */
 static void
-el_load_roles(HeapTuple tup, TupleDesc desc, int col, int *nroles, Oid **roles)
+el_load_roles(Datum d, bool isnull, int *nroles, Oid **roles)
 {
-	bool		isnull;
-	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	ArrayType  *arr;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
@@ -198,7 +232,9 @@ el_load_roles(HeapTuple tup, TupleDesc desc, int col, int *nroles, Oid **roles)
 	*roles = NULL;
 	if (isnull)
 		return;
-	deconstruct_array(DatumGetArrayTypeP(d), OIDOID, sizeof(Oid), true,
+	arr = DatumGetArrayTypeP(d);
+	/* regrole is an oid: same length, by value, int alignment */
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), sizeof(Oid), true,
 					  TYPALIGN_INT, &elems, &nulls, &n);
 	*roles = palloc(sizeof(Oid) * Max(n, 1));
 	for (i = 0; i < n; i++)
@@ -206,126 +242,248 @@ el_load_roles(HeapTuple tup, TupleDesc desc, int col, int *nroles, Oid **roles)
 			(*roles)[(*nroles)++] = DatumGetObjectId(elems[i]);
 }
 
-/* Load one topic from the catalog into "entry"; false if there is none. */
+/* A column's number in a catalog table, or an error naming it. */
+static AttrNumber
+el_catalog_attnum(Oid relid, const char *column)
+{
+	AttrNumber	attnum = get_attnum(relid, column);
+
+	if (attnum == InvalidAttrNumber)
+		elog(ERROR, "column \"%s\" of pg_eventlog's catalog table \"%s\" is missing",
+			 column, get_rel_name(relid));
+	return attnum;
+}
+
+/*
+ * Begin a scan of a catalog table for the rows whose first "nkeys" columns
+ * of its index "index_name" equal "values" (integers): through that index
+ * when it exists, else with a sequential scan.
+ */
+static SysScanDesc
+el_catalog_scan(Relation rel, const char *index_name, Oid nsp, Snapshot snapshot,
+				int nkeys, const char *const *columns, const Datum *values,
+				ScanKeyData *keys)
+{
+	Oid			index = get_relname_relid(index_name, nsp);
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		ScanKeyInit(&keys[i], el_catalog_attnum(RelationGetRelid(rel), columns[i]),
+					BTEqualStrategyNumber, F_INT4EQ, values[i]);
+	return systable_beginscan(rel, index, OidIsValid(index), snapshot, nkeys, keys);
+}
+
+/* One segment row, while a topic is loaded. */
+typedef struct ElSegmentRow
+{
+	int32		partition;
+	ElSegment	seg;
+} ElSegmentRow;
+
+static int
+el_segment_row_cmp(const void *a, const void *b)
+{
+	const ElSegmentRow *x = a;
+	const ElSegmentRow *y = b;
+
+	if (x->partition != y->partition)
+		return x->partition < y->partition ? -1 : 1;
+	if (x->seg.segment_no != y->seg.segment_no)
+		return x->seg.segment_no < y->seg.segment_no ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Load one topic from the catalog into "entry"; false if there is none.
+ *
+ * Through the catalog tables' indexes (genam), not SPI: every backend
+ * reloads its cache after each change of the catalog, a maintenance round
+ * rolling a segment included, and SQL would parse and plan its queries
+ * afresh each time (the change invalidates plans over the catalog too);
+ * an index lookup costs a few microseconds.  Columns are found by name,
+ * since a catalog updated from 0.1.0 has its privilege columns at the end.
+ */
 static bool
 el_topic_load(ElTopic *entry, const char *name)
 {
 	Oid			nsp = el_schema_oid();
-	Oid			segnsp = el_segment_schema_oid();
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1];
-	MemoryContext old;
+	Oid			segnsp;
+	Snapshot	snapshot;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData keys[2];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	Oid			index;
+	AttrNumber	name_att;
+	Datum		values[2];
+	bool		isnull;
 	bool		found = false;
-	int			ret;
-	int			pin;
-	uint64		i;
+	int32		npartitions = 0;
+	ElSegmentRow *rows = NULL;
+	int			nrows = 0;
+	int			maxrows = 0;
+	int			i;
+	static const char *const by_topic[] = {"topic_id", "partition"};
 
-	el_catalog_relids[0] = get_relname_relid("topic_catalog", nsp);
-	el_catalog_relids[1] = get_relname_relid("partition_catalog", nsp);
-	el_catalog_relids[2] = get_relname_relid("segment_catalog", nsp);
+	el_find_catalog(nsp);
+	if (!OidIsValid(el_catalog_relids[0]) || !OidIsValid(el_catalog_relids[1]) ||
+		!OidIsValid(el_catalog_relids[2]))
+		elog(ERROR, "pg_eventlog's catalog tables are missing");
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	pin = el_pin_search_path();
-	PushActiveSnapshot(GetLatestSnapshot());
-
-	args[0] = CStringGetTextDatum(name);
+	if (!OidIsValid(el_cache_segnsp))
+		el_cache_segnsp = el_segment_schema_oid();
+	segnsp = el_cache_segnsp;
 
 	/*
-	 * A database still at version 0.1.0 (this library installed, ALTER
-	 * EXTENSION UPDATE not run yet) has no privilege columns: load it as
-	 * 0.1.0 did, with privileges on the segment tables (acl.c).
+	 * A fresh snapshot, not the transaction's: a REPEATABLE READ transaction
+	 * must not cache a stale segment list.
 	 */
-	entry->legacy_acl = (get_attnum(el_catalog_relids[0], "owner") == InvalidAttrNumber);
-	ret = SPI_execute_with_args(
-		entry->legacy_acl ?
-		"SELECT t.topic_id, t.partitions, 0::oid, NULL::oid[], NULL::oid[]"
-		"  FROM " EL_SCHEMA_NAME ".topic_catalog t"
-		" WHERE t.name = $1" :
-		"SELECT t.topic_id, t.partitions, t.owner::oid,"
-		"       t.producers::oid[], t.consumers::oid[]"
-		"  FROM " EL_SCHEMA_NAME ".topic_catalog t"
-		" WHERE t.name = $1",
-		1, argtypes, args, NULL, true, 1);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read eventlog.topic_catalog: %s",
-			 SPI_result_code_string(ret));
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
 
-	if (SPI_processed == 1)
+	/* The topic, by name (the UNIQUE constraint's index). */
+	rel = table_open(el_catalog_relids[0], AccessShareLock);
+	desc = RelationGetDescr(rel);
+	index = get_relname_relid("topic_catalog_name_key", nsp);
+	name_att = el_catalog_attnum(el_catalog_relids[0], "name");
+	ScanKeyInit(&keys[0], name_att, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(name));
+	/* Compare in the column's collation, as its UNIQUE index does. */
+	keys[0].sk_collation = TupleDescAttr(desc, name_att - 1)->attcollation;
+	scan = systable_beginscan(rel, index, OidIsValid(index), snapshot, 1, keys);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
 	{
-		bool		isnull;
-		Oid			argtypes2[1] = {INT4OID};
-		Datum		args2[1];
-		int32		npartitions;
+		AttrNumber	owner_att = get_attnum(el_catalog_relids[0], "owner");
+		MemoryContext old;
 
 		found = true;
-		entry->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-													  SPI_tuptable->tupdesc, 1, &isnull));
-		npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 2, &isnull));
-		entry->owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-													  SPI_tuptable->tupdesc, 3, &isnull));
+		entry->topic_id = DatumGetInt32(heap_getattr(tup,
+													 el_catalog_attnum(el_catalog_relids[0], "topic_id"),
+													 desc, &isnull));
+		npartitions = DatumGetInt32(heap_getattr(tup,
+												 el_catalog_attnum(el_catalog_relids[0], "partitions"),
+												 desc, &isnull));
 
+		/*
+		 * A database still at version 0.1.0 (this library installed, ALTER
+		 * EXTENSION UPDATE not run yet) has no privilege columns: load it as
+		 * 0.1.0 did, with privileges on the segment tables (acl.c).
+		 */
+		entry->legacy_acl = (owner_att == InvalidAttrNumber);
 		old = MemoryContextSwitchTo(el_cache_cxt);
 		entry->parts = palloc0(sizeof(ElPartitionMeta) * npartitions);
-		el_load_roles(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4,
-					  &entry->nproducers, &entry->producers);
-		el_load_roles(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5,
-					  &entry->nconsumers, &entry->consumers);
+		if (entry->legacy_acl)
+		{
+			entry->owner = InvalidOid;
+			el_load_roles((Datum) 0, true, &entry->nproducers, &entry->producers);
+			el_load_roles((Datum) 0, true, &entry->nconsumers, &entry->consumers);
+		}
+		else
+		{
+			Datum		d;
+
+			entry->owner = DatumGetObjectId(heap_getattr(tup, owner_att, desc, &isnull));
+			d = heap_getattr(tup, el_catalog_attnum(el_catalog_relids[0], "producers"),
+							 desc, &isnull);
+			el_load_roles(d, isnull, &entry->nproducers, &entry->producers);
+			d = heap_getattr(tup, el_catalog_attnum(el_catalog_relids[0], "consumers"),
+							 desc, &isnull);
+			el_load_roles(d, isnull, &entry->nconsumers, &entry->consumers);
+		}
 		MemoryContextSwitchTo(old);
 		entry->npartitions = npartitions;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
 
-		args2[0] = Int32GetDatum(entry->topic_id);
-		ret = SPI_execute_with_args(
-			"SELECT p.partition, p.log_start_offset, p.offset_floor,"
-			"       s.segment_no, s.base_offset, s.table_name,"
-			"       count(*) OVER (PARTITION BY p.partition)::integer"
-			"  FROM " EL_SCHEMA_NAME ".partition_catalog p"
-			"  LEFT JOIN " EL_SCHEMA_NAME ".segment_catalog s USING (topic_id, partition)"
-			" WHERE p.topic_id = $1"
-			" ORDER BY p.partition, s.segment_no",
-			1, argtypes2, args2, NULL, true, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "could not read eventlog.segment_catalog: %s",
-				 SPI_result_code_string(ret));
+	if (found)
+	{
+		AttrNumber	part_att;
+		AttrNumber	lso_att;
+		AttrNumber	floor_att;
+		AttrNumber	segno_att;
+		AttrNumber	base_att;
+		AttrNumber	table_att;
 
-		for (i = 0; i < SPI_processed; i++)
+		values[0] = Int32GetDatum(entry->topic_id);
+
+		/* Its partitions. */
+		rel = table_open(el_catalog_relids[1], AccessShareLock);
+		desc = RelationGetDescr(rel);
+		part_att = el_catalog_attnum(el_catalog_relids[1], "partition");
+		lso_att = el_catalog_attnum(el_catalog_relids[1], "log_start_offset");
+		floor_att = el_catalog_attnum(el_catalog_relids[1], "offset_floor");
+		scan = el_catalog_scan(rel, "partition_catalog_pkey", nsp, snapshot,
+							   1, by_topic, values, keys);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
 		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			int32		p = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+			int32		p = DatumGetInt32(heap_getattr(tup, part_att, desc, &isnull));
 			ElPartitionMeta *meta;
-			ElSegment  *seg;
-			char	   *relname;
 
 			if (p < 0 || p >= npartitions)
 				continue;		/* a partition being added right now */
 			meta = &entry->parts[p];
+			meta->log_start_offset = DatumGetInt64(heap_getattr(tup, lso_att, desc, &isnull));
+			meta->offset_floor = DatumGetInt64(heap_getattr(tup, floor_att, desc, &isnull));
+		}
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+
+		/* Its segments, sorted by partition and segment number. */
+		rel = table_open(el_catalog_relids[2], AccessShareLock);
+		desc = RelationGetDescr(rel);
+		part_att = el_catalog_attnum(el_catalog_relids[2], "partition");
+		segno_att = el_catalog_attnum(el_catalog_relids[2], "segment_no");
+		base_att = el_catalog_attnum(el_catalog_relids[2], "base_offset");
+		table_att = el_catalog_attnum(el_catalog_relids[2], "table_name");
+		scan = el_catalog_scan(rel, "segment_catalog_pkey", nsp, snapshot,
+							   1, by_topic, values, keys);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			ElSegmentRow *row;
+			Datum		base;
+
+			if (nrows == maxrows)
+			{
+				maxrows = Max(16, maxrows * 2);
+				rows = rows ? repalloc(rows, sizeof(ElSegmentRow) * maxrows)
+					: palloc(sizeof(ElSegmentRow) * maxrows);
+			}
+			row = &rows[nrows++];
+			row->partition = DatumGetInt32(heap_getattr(tup, part_att, desc, &isnull));
+			row->seg.segment_no = DatumGetInt32(heap_getattr(tup, segno_att, desc, &isnull));
+			base = heap_getattr(tup, base_att, desc, &isnull);
+			row->seg.base_offset = isnull ? EL_BASE_UNKNOWN : DatumGetInt64(base);
+			row->seg.relid = get_relname_relid(NameStr(*DatumGetName(heap_getattr(tup, table_att,
+																				  desc, &isnull))),
+											   segnsp);
+		}
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+
+		if (nrows > 1)
+			qsort(rows, nrows, sizeof(ElSegmentRow), el_segment_row_cmp);
+		for (i = 0; i < nrows; i++)
+		{
+			ElPartitionMeta *meta;
+			int			n = 1;
+
+			if (rows[i].partition < 0 || rows[i].partition >= npartitions)
+				continue;		/* a partition being added right now */
+			meta = &entry->parts[rows[i].partition];
 			if (meta->segments == NULL)
 			{
-				int			n = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-
-				meta->log_start_offset = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-				meta->offset_floor = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+				while (i + n < nrows && rows[i + n].partition == rows[i].partition)
+					n++;
 				meta->segments = MemoryContextAllocZero(el_cache_cxt,
 														sizeof(ElSegment) * n);
 			}
-			(void) SPI_getbinval(tup, desc, 4, &isnull);
-			if (isnull)
-				continue;		/* a partition without segments */
-			seg = &meta->segments[meta->nsegments++];
-			seg->segment_no = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
-			seg->base_offset = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-			if (isnull)
-				seg->base_offset = EL_BASE_UNKNOWN;
-			relname = SPI_getvalue(tup, desc, 6);
-			seg->relid = get_relname_relid(relname, segnsp);
+			meta->segments[meta->nsegments++] = rows[i].seg;
 		}
 	}
 
-	PopActiveSnapshot();
-	el_unpin_search_path(pin);
-	SPI_finish();
+	UnregisterSnapshot(snapshot);
 	return found;
 }
 
@@ -535,15 +693,31 @@ el_find_segment(ElTopic *topic, int32 partition, int32 segno)
 PG_FUNCTION_INFO_V1(el_catalog_changed);
 PG_FUNCTION_INFO_V1(el_require_shmem_sql);
 
-/* Trigger on the catalog tables: every backend must reload its cache. */
+/*
+ * Trigger on the catalog tables: every backend must reload its cache.
+ *
+ * The invalidation sent is the signal row type's (eventlog.catalog_signal),
+ * not the changed table's: a relcache invalidation of a catalog table would
+ * also make every backend rebuild its relcache entries of that table and
+ * replan every cached plan over it (consumers' polls, maintenance rounds),
+ * though only rows changed; nothing is cached for the row type.  A catalog
+ * older than 0.3.0 has no signal: the table's own invalidation then.
+ * Several rows of one transaction send one message.
+ */
 Datum
 el_catalog_changed(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Oid			signal;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "el_catalog_changed must be called as a trigger");
-	CacheInvalidateRelcache(trigdata->tg_relation);
+	signal = get_relname_relid(EL_CATALOG_SIGNAL,
+							   RelationGetNamespace(trigdata->tg_relation));
+	if (OidIsValid(signal))
+		CacheInvalidateRelcacheByRelid(signal);
+	else
+		CacheInvalidateRelcache(trigdata->tg_relation);
 	return PointerGetDatum(NULL);
 }
 

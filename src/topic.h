@@ -14,6 +14,12 @@
 #define EL_TOPIC_NAME_MAX 200
 
 /*
+ * The row type (in the extension's schema, 0.3.0 on) whose relcache
+ * invalidation tells every backend that the catalog's rows changed.
+ */
+#define EL_CATALOG_SIGNAL "catalog_signal"
+
+/*
  * A segment's base offset is unknown (NULL in segment_catalog) while it is
  * a spare not yet active, or between its activation in shared memory and
  * the maintenance round that records it.

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *	  The launcher's registry of databases and their workers (worker.c):
- *	  each database's maintenance worker and notifier (notify.c,
- *	  notifier.c).
+ *	  The registry of databases and their workers (worker.c), used by the
+ *	  launcher (launcher.c), each database's maintenance worker
+ *	  (maintenance.c) and its notifier (notify.c, notifier.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -92,8 +92,11 @@ extern void el_resume_workers(Oid dbid, bool counted);
 extern void el_request_worker_at_commit(void);
 extern void el_probe_at_commit(void);
 
-/* the launcher's (it starts the notifier too: notify.c) */
+/* the launcher's (launcher.c; it starts the notifier too: notify.c) */
 extern bool el_start_worker(int i, Oid dbid, bool notifier,
 							BackgroundWorkerHandle **handle);
+/* both a backend's (CREATE EXTENSION) and the launcher's */
+extern bool el_register_worker(Oid dbid, bool notifier, pid_t notify_pid,
+							   BackgroundWorkerHandle **handle);
 
 #endif							/* PG_EVENTLOG_WORKER_H */

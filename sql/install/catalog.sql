@@ -77,7 +77,22 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.topic_catalog_topic_id_s
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.partition_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.segment_catalog', '');
 
-/* Any change to the catalog invalidates every backend's topic cache. */
+/*
+ * Any change to the catalog's rows invalidates every backend's topic cache
+ * (docs/design.md, "Metadata cache").  The triggers send a relcache
+ * invalidation of this empty row type, which nothing else uses, rather than
+ * of the changed table: that would also throw away every backend's relcache
+ * entries of the table and every cached plan over it, though only rows
+ * changed.  Row triggers, not statement triggers: a statement that changes
+ * no row (a maintenance round's UPDATE for a partition with nothing to
+ * record, every round, for every topic) must not make every producer
+ * reload.  One transaction sends one invalidation, however many rows fire.
+ * TRUNCATE has no row triggers, hence the statement trigger beside each.
+ */
+CREATE TYPE @extschema@.catalog_signal AS ();
+COMMENT ON TYPE @extschema@.catalog_signal IS
+'internal: the catalog triggers invalidate this empty row type to tell every session that the catalog changed (it holds nothing)';
+
 CREATE FUNCTION @extschema@._catalog_changed()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'el_catalog_changed'
@@ -86,13 +101,22 @@ COMMENT ON FUNCTION @extschema@._catalog_changed() IS
 'internal: trigger that invalidates the per-backend topic metadata cache';
 
 CREATE TRIGGER catalog_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.topic_catalog
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.topic_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.topic_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
 CREATE TRIGGER catalog_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.partition_catalog
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.partition_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.partition_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
 CREATE TRIGGER catalog_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.segment_catalog
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.segment_catalog
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._catalog_changed();
+CREATE TRIGGER catalog_truncated
+    AFTER TRUNCATE ON @extschema@.segment_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._catalog_changed();
 
 /* Segment tables refuse every write that does not come from produce. */

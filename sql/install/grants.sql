@@ -14,6 +14,7 @@ REVOKE ALL ON FUNCTION
     @extschema@._maintain_topic(integer),
     @extschema@._partition_routing(text, integer),
     @extschema@._rebalance(integer, text, text),
+    @extschema@._segment_times(name),
     @extschema@._set_position(integer, text, integer, bigint, text),
     @extschema@._try_xact_lock(integer, bigint),
     @extschema@._xact_lock(integer, bigint, boolean)

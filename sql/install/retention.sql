@@ -19,6 +19,14 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@._activate_segment_at_commit(integer, integer, integer) IS
 'internal: when the transaction commits, route the partition''s new records to that (committed) segment';
 
+CREATE FUNCTION @extschema@._segment_times(segment name,
+                                           OUT oldest timestamptz, OUT newest timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'el_segment_times_sql'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._segment_times(name) IS
+'internal: the append times of a segment''s first and last records (NULL if it is empty), for maintenance rounds';
+
 /*
  * One maintenance round for one topic, in the caller's transaction:
  *  1. record the base offset of each partition's active segment;
@@ -94,12 +102,16 @@ BEGIN
              WHERE pc.topic_id = t.topic_id AND pc.partition = p;
         END IF;
 
-        -- 2. Retention, oldest sealed segment first.
-        SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
-                   pg_catalog.to_regclass(format('eventlog_segments.%I', s.table_name)))), 0)
-          INTO part_bytes
-          FROM @extschema@.segment_catalog s
-         WHERE s.topic_id = t.topic_id AND s.partition = p;
+        -- 2. Retention, oldest sealed segment first.  The partition's size
+        --    only matters under retention_bytes.
+        part_bytes := NULL;
+        IF t.retention_bytes IS NOT NULL THEN
+            SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
+                       pg_catalog.to_regclass(format('eventlog_segments.%I', s.table_name)))), 0)
+              INTO part_bytes
+              FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p;
+        END IF;
         stable := @extschema@.last_stable_offset(t.name, p);
         FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name
                      FROM @extschema@.segment_catalog s
@@ -112,8 +124,7 @@ BEGIN
              ORDER BY s.segment_no LIMIT 1;
             -- Every offset of the segment must be stable: none in flight.
             EXIT WHEN nxt IS NULL OR nxt > stable;
-            EXECUTE format('SELECT append_time FROM eventlog_segments.%I ORDER BY offset_id DESC LIMIT 1',
-                           seg.table_name) INTO newest;
+            SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
             EXIT WHEN NOT (
                 (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
                 OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
@@ -161,10 +172,8 @@ BEGIN
          WHERE s.topic_id = t.topic_id AND s.partition = p
            AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
         CONTINUE WHEN NOT FOUND;
-        EXECUTE format('SELECT a.append_time, b.append_time FROM '
-                       '(SELECT append_time FROM eventlog_segments.%1$I ORDER BY offset_id LIMIT 1) a, '
-                       '(SELECT append_time FROM eventlog_segments.%1$I ORDER BY offset_id DESC LIMIT 1) b',
-                       seg.table_name) INTO oldest, newest;
+        SELECT st.oldest, st.newest INTO oldest, newest
+          FROM @extschema@._segment_times(seg.table_name) st;
         CONTINUE WHEN oldest IS NULL;
         seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
         IF oldest < pg_catalog.now() - t.segment_interval

@@ -274,6 +274,12 @@ BEGIN
     END IF;
     PERFORM @extschema@._authorize(topic, 'owner');
     PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
+    -- Wait for a maintenance round of the topic in progress, and keep the
+    -- next ones away (they skip a topic whose round lock is taken): a round
+    -- that rolled a partition commits a new segment, which the list below
+    -- must see, or its table would outlive the topic (its catalog row goes
+    -- with the partition's).
+    PERFORM @extschema@._xact_lock(2, old_id);
     FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                 WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
     LOOP
