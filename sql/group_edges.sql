@@ -116,3 +116,23 @@ SELECT count(*) AS positions FROM eventlog.group_offsets WHERE group_name = 'g';
 SELECT length(e.message) FROM expect_error($$SELECT * FROM eventlog.poll('edges', repeat('é', 300))$$) e;
 -- A long poll that finds nothing returns nothing when its wait ends.
 SELECT count(*) AS nothing FROM eventlog.poll('edges', 'ro', 5, partitions => 4, wait => '10 ms');
+
+-- A trigger someone added to group_offsets fires for every position a poll
+-- moves, as it did when polls wrote them with an upsert statement (a poll
+-- must not update the row in place behind its back).
+SELECT eventlog.create_group('edges', 'audited', start_from => 'latest');
+SELECT count(*) FROM (SELECT eventlog.produce('edges', 'audit', '1', partition => 2) FROM generate_series(1, 4)) s;
+CREATE TABLE edges_audit (group_name text, partition integer, moved bigint);
+CREATE FUNCTION edges_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.edges_audit VALUES (NEW.group_name, NEW.partition, NEW.next_offset - OLD.next_offset);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER edges_audit AFTER UPDATE ON eventlog.group_offsets
+    FOR EACH ROW EXECUTE FUNCTION edges_audit();
+SELECT count(*) FROM eventlog.poll('edges', 'audited', 2, partitions => 4);
+SELECT count(*) FROM eventlog.poll('edges', 'audited', 2, partitions => 4);
+SELECT * FROM edges_audit;
+DROP TRIGGER edges_audit ON eventlog.group_offsets;
+DROP TABLE edges_audit;
+DROP FUNCTION edges_audit();

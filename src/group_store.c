@@ -22,7 +22,9 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -324,6 +326,30 @@ el_group_update_in_place(Relation rel, ResultRelInfo *rri, EState *estate,
 }
 
 /*
+ * Whether an UPDATE of "rel" would fire a trigger of its own: one someone
+ * added (an audit trigger, say), row or statement level.  The foreign key's
+ * internal triggers do nothing when the key does not change, as here.  The
+ * upsert statement fires such triggers; an update in place would skip them.
+ */
+static bool
+el_group_update_fires_triggers(Relation rel)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	int			i;
+
+	if (trigdesc == NULL)
+		return false;
+	for (i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *trig = &trigdesc->triggers[i];
+
+		if (!trig->tgisinternal && TRIGGER_FOR_UPDATE(trig->tgtype))
+			return true;
+	}
+	return false;
+}
+
+/*
  * A transactional poll's new positions.  The rows it read under the
  * partitions' locks are updated in place (no statement, no second index
  * probe); the others (a group's first poll of a partition, or a row that
@@ -358,6 +384,15 @@ el_group_store_positions(int32 topic_id, const char *group, int nmoves,
 		if (!OidIsValid(relid))
 			elog(ERROR, "table %s.group_offsets is missing", EL_SCHEMA_NAME);
 		rel = table_open(relid, RowExclusiveLock);
+		if (el_group_update_fires_triggers(rel))
+		{
+			/* The statement fires them, as it did for every poll. */
+			table_close(rel, RowExclusiveLock);
+			FreeExecutorState(estate);
+			pfree(rri);
+			el_group_execute_moves(EL_STMT_POSITIONS, topic_id, group, nmoves, moves);
+			return;
+		}
 		InitResultRelInfo(rri, rel, 1, NULL, 0);
 		ExecOpenIndices(rri, false);
 		oldslot = table_slot_create(rel, NULL);
