@@ -151,17 +151,25 @@
 
 /*
  * PostgreSQL 16 made table_tuple_update report which indexes need new
- * entries as TU_UpdateIndexes (when HOT updates learned to ignore BRIN
- * indexes), where 15 had a bool.
- * pg_eventlog's tables have no summarizing (BRIN) index.  (Macros: the
- * type lives in access/tableam.h, which this header does not include.)
+ * entries as TU_UpdateIndexes, where 15 had a bool: TU_Summarizing means a
+ * HOT update that must still insert into the summarizing (BRIN) indexes,
+ * which ExecInsertIndexTuples does when told onlySummarizing.  pg_eventlog
+ * creates no summarizing index, but a user may add one to group_offsets.
+ * "update" is true: the entries are for an UPDATE, so btree may use
+ * bottom-up deletion of the versions it replaces.  (Macros: the type lives
+ * in access/tableam.h, which this header does not include.)
  */
 #if PG_VERSION_NUM >= 160000
 #define ElUpdateIndexes TU_UpdateIndexes
-#define EL_UPDATE_NEEDS_INDEXES(u)	((u) == TU_All)
+#define EL_UPDATE_NEEDS_INDEXES(u)	((u) != TU_None)
+#define el_update_index_tuples(rri, slot, estate, u) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL, \
+						  (u) == TU_Summarizing)
 #else
 #define ElUpdateIndexes bool
 #define EL_UPDATE_NEEDS_INDEXES(u)	(u)
+#define el_update_index_tuples(rri, slot, estate, u) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
 #endif
 
 #endif							/* PG_EVENTLOG_COMPAT_H */

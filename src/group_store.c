@@ -307,7 +307,7 @@ el_group_update_in_place(Relation rel, ResultRelInfo *rri, EState *estate,
 	{
 		case TM_Ok:
 			if (EL_UPDATE_NEEDS_INDEXES(update_indexes) && rri->ri_NumIndices > 0)
-				(void) el_insert_index_tuples(rri, newslot, estate);
+				(void) el_update_index_tuples(rri, newslot, estate, update_indexes);
 			return true;
 		case TM_Updated:
 		case TM_Deleted:
