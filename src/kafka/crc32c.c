@@ -5,10 +5,11 @@
  *	  crc32 instruction when the CPU has it, else slice-by-8 tables.
  *
  * Slice-by-8 folds eight input bytes per step through eight 256-entry
- * tables (8 KB, built once); the instruction does the same in hardware,
- * several times faster still (numbers in src/kafka/test/README).  The
- * choice is made once, on first use, under pthread_once so that threads
- * may call k_crc32c from the start.
+ * tables (8 KB, built once), about 5 times the speed of the one-table
+ * bytewise loop; the instruction is 3 to 5 times faster again (about
+ * 3 GB/s against 0.5-0.9 GB/s on the development machine, loaded:
+ * make -C src/kafka/test bench).  The choice is made once, on first use,
+ * under pthread_once so that threads may call k_crc32c from the start.
  *
  *-------------------------------------------------------------------------
  */
