@@ -184,8 +184,13 @@ decode_record(DecodeState *st, KRecordBatch *b, KReader *sec, int32_t i,
 		hdr.value = record_bytes(&r, true, &bad);
 		if (r.error || bad)
 			return fail(st, KREC_CORRUPT, "record %d: header %d is truncated or malformed", i, h);
+		/* Each header costs 32 bytes here: 2-byte headers must not add up. */
+		if (st->set->nheaders >= st->lim.max_headers)
+			return fail(st, KREC_TOO_LARGE, "more than %lld headers",
+						(long long) st->lim.max_headers);
 		if (!add_header_slot(st, b))
 			return fail(st, KREC_NOMEM, "out of memory");
+		st->set->nheaders++;
 		b->headers[b->nheaders++] = hdr;
 	}
 	if (kr_remaining(&r) != 0)
@@ -354,6 +359,7 @@ k_records_decode(const uint8_t *buf, size_t len, const KRecLimits *limits,
 		st.lim.max_batch_bytes = K_REC_DEFAULT_MAX_BATCH_BYTES;
 		st.lim.max_decompressed = K_REC_DEFAULT_MAX_DECOMPRESSED;
 		st.lim.max_records = K_REC_DEFAULT_MAX_RECORDS;
+		st.lim.max_headers = K_REC_DEFAULT_MAX_HEADERS;
 	}
 	kr_init(&in, buf, len);
 	while (kr_remaining(&in) > 0)
@@ -398,6 +404,7 @@ k_records_free(KRecordSet *set)
 	set->batches = NULL;
 	set->nbatches = 0;
 	set->nrecords = 0;
+	set->nheaders = 0;
 	set->decompressed_total = 0;
 }
 

@@ -18,7 +18,8 @@
  * values and headers are KSlices pointing into the caller's buffer (which
  * must outlive the set) or, for a compressed batch, into the batch's own
  * decompressed buffer.  Memory is bounded by the limits: decompressed
- * bytes, and record/header arrays linear in the bytes they come from.
+ * bytes, and the number of records and of headers (about 80 and 32 bytes
+ * each in the arrays).
  *
  *-------------------------------------------------------------------------
  */
@@ -110,18 +111,21 @@ typedef struct KRecLimits
 	size_t		max_batch_bytes;	/* one batch, header included */
 	size_t		max_decompressed;	/* all batches' records sections */
 	int64_t		max_records;	/* all batches together */
+	int64_t		max_headers;	/* all records' headers together */
 } KRecLimits;
 
 /* Used for a NULL limits argument. */
 #define K_REC_DEFAULT_MAX_BATCH_BYTES	(64 * 1024 * 1024)
 #define K_REC_DEFAULT_MAX_DECOMPRESSED	(64 * 1024 * 1024)
 #define K_REC_DEFAULT_MAX_RECORDS		(1024 * 1024)
+#define K_REC_DEFAULT_MAX_HEADERS		(1024 * 1024)
 
 typedef struct KRecordSet
 {
 	int32_t		nbatches;
 	KRecordBatch *batches;
 	int64_t		nrecords;		/* all batches together */
+	int64_t		nheaders;		/* all batches together */
 	size_t		decompressed_total;
 	KRecError	error;
 	int32_t		error_batch;	/* index of the batch that failed, or -1 */

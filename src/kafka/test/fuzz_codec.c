@@ -70,7 +70,7 @@ static uint64_t failures;
 
 #define MAX_INPUT (256 * 1024)
 
-static KRecLimits limits = {1 << 20, 4 << 20, 100000};
+static KRecLimits limits = {1 << 20, 4 << 20, 100000, 100000};
 
 /* ------------------------------------------------------------------------
  * Randomness: splitmix64, one stream per iteration
@@ -498,6 +498,7 @@ run_records(const uint8_t *in, size_t len, bool fix, SeedKind kind, uint64_t ite
 			check(reencodes(b), "an accepted batch does not survive re-encoding", iter);
 		}
 		check(total == set.nrecords && set.nrecords <= limits.max_records &&
+			  set.nheaders <= limits.max_headers &&
 			  set.decompressed_total <= limits.max_decompressed, "counts or limits", iter);
 	}
 	else

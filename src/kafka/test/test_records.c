@@ -489,7 +489,7 @@ test_errors(void)
 	expect(w.buf, w.len, NULL, KREC_CORRUPT, 2, "batch length INT32_MAX");
 	expect(w.buf, 11, NULL, KREC_CORRUPT, 2, "11 bytes");
 	{
-		KRecLimits	lim = {60, 1 << 20, 100};
+		KRecLimits	lim = {60, 1 << 20, 100, 100};
 
 		RESET();
 		raw_record(&sec, 0, 0, 1, 0, 0);
@@ -587,7 +587,7 @@ test_errors(void)
 	{
 		KWriter		z;
 		const char *msg;
-		KRecLimits	lim = {1 << 20, 100000, 1000};
+		KRecLimits	lim = {1 << 20, 100000, 1000, 1000};
 		char		what[64];
 
 		RESET();
@@ -636,7 +636,7 @@ test_errors(void)
 		kw_free(&z);
 	}
 	{
-		KRecLimits	lim = {1 << 20, 1 << 20, 3};
+		KRecLimits	lim = {1 << 20, 1 << 20, 3, 1000};
 
 		RESET();
 		raw_record(&sec, 0, 0, 1, 0, 0);
@@ -652,6 +652,23 @@ test_errors(void)
 			   set.nrecords == 4, "4 records at max_records 4");
 			k_records_free(&set);
 		}
+	}
+	{
+		KRecLimits	lim = {1 << 20, 1 << 20, 1000, 5};
+		KRecordSet	set;
+
+		/* Two records of 3 headers: 6 headers over a limit of 5, then at 6. */
+		RESET();
+		raw_record(&sec, 0, 0, 1, 3, 1);
+		raw_record(&sec, 0, 1, 1, 3, 1);
+		raw_batch(&w, 0, 1, 2, sec.buf, sec.len);
+		expect(w.buf, w.len, &lim, KREC_TOO_LARGE, 10, "6 headers over max_headers 5");
+		lim.max_headers = 6;
+		OK(k_records_decode(w.buf, w.len, &lim, &set) == KREC_OK && set.nheaders == 6 &&
+		   set.batches[0].records[1].nheaders == 3 &&
+		   set.batches[0].records[1].headers == set.batches[0].headers + 3,
+		   "6 headers at max_headers 6, each record pointing at its own");
+		k_records_free(&set);
 	}
 	{
 		KRecordSet	set;
