@@ -5,10 +5,10 @@
  *	  crc32 instruction when the CPU has it, else slice-by-8 tables.
  *
  * Slice-by-8 folds eight input bytes per step through eight 256-entry
- * tables (8 KB, built once), about 5 times the speed of the one-table
- * bytewise loop; the instruction is 3 to 5 times faster again (about
- * 3 GB/s against 0.5-0.9 GB/s on the development machine, loaded:
- * make -C src/kafka/test bench).  The choice is made once, on first use,
+ * tables (8 KB, built once), 4 to 6 times the speed of the one-table
+ * bytewise loop; the instruction is 5 to 10 times faster again (7-9 GB/s
+ * against 0.7-1.3 GB/s, best of 3 on the loaded 2-core development
+ * machine: make -C src/kafka/test bench).  The choice is made once, on first use,
  * under pthread_once so that threads may call k_crc32c from the start.
  *
  *-------------------------------------------------------------------------
