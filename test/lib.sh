@@ -15,6 +15,9 @@ export PATH="$PG_BINDIR:$PATH"
 EL_BUILD_PKGS="make gcc libc6-dev postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR"
 EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl procps libpq-dev python3-psycopg"
 EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox python3-psycopg"
+# The Kafka gateway's codecs (src/kafka/compress.c), built with the rest.
+EL_KAFKA_PKGS="zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev"
+EL_BUILD_PKGS="$EL_BUILD_PKGS $EL_KAFKA_PKGS"
 
 el_log() { printf '==> %s\n' "$*"; }
 el_die() { printf 'error: %s\n' "$*" >&2; exit 1; }

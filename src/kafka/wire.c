@@ -19,7 +19,8 @@ void
 kr_init(KReader *r, const void *buf, size_t len)
 {
 	r->p = buf;
-	r->end = r->p + len;
+	/* NULL + 0 is undefined behaviour in C (UBSan reports it). */
+	r->end = len ? r->p + len : r->p;
 	r->error = false;
 }
 
@@ -96,6 +97,9 @@ kr_int64(KReader *r)
 	uint64_t	hi = kr_uint32(r);
 	uint64_t	lo = kr_uint32(r);
 
+	/* 4 to 7 bytes left: hi was read, but the contract is 0 on error. */
+	if (r->error)
+		return 0;
 	return (int64_t) ((hi << 32) | lo);
 }
 
@@ -115,6 +119,9 @@ read_uleb(KReader *r, int max_bytes, int bits)
 
 		if (b == NULL)
 			return 0;
+		/* The 10th byte of a 64-bit varint may only hold bit 63. */
+		if (shift == 63 && (b[0] & 0x7e) != 0)
+			break;
 		v |= (uint64_t) (b[0] & 0x7f) << shift;
 		if ((b[0] & 0x80) == 0)
 		{
@@ -235,7 +242,8 @@ checked_count(KReader *r, int64_t n, size_t min_elem_size)
 {
 	if (r->error)
 		return 0;
-	if (n < -1)
+	/* A compact count can reach UINT32_MAX - 1: more than int32 holds. */
+	if (n < -1 || n > INT32_MAX)
 	{
 		kr_fail(r);
 		return 0;
