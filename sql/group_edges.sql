@@ -136,3 +136,19 @@ SELECT * FROM edges_audit;
 DROP TRIGGER edges_audit ON eventlog.group_offsets;
 DROP TABLE edges_audit;
 DROP FUNCTION edges_audit();
+
+-- Many polls of one group in one transaction: each keeps the position's
+-- old version alive, so the page fills and the in-place update is no
+-- longer HOT and inserts index entries itself (that path once crashed).
+SELECT eventlog.create_topic('edges_many', 1);
+SELECT count(*) FROM eventlog.produce_batch('edges_many', NULL,
+    (SELECT array_agg(pg_catalog.to_jsonb(g)) FROM generate_series(1, 400) g));
+DO $$
+BEGIN
+    FOR i IN 1 .. 400 LOOP
+        PERFORM count(*) FROM eventlog.poll('edges_many', 'many', 1);
+    END LOOP;
+END $$;
+SELECT next_offset FROM eventlog.group_offsets o JOIN eventlog.topic_catalog t USING (topic_id)
+ WHERE t.name = 'edges_many' AND o.group_name = 'many';
+SELECT eventlog.drop_topic('edges_many');

@@ -155,21 +155,23 @@
  * HOT update that must still insert into the summarizing (BRIN) indexes,
  * which ExecInsertIndexTuples does when told onlySummarizing.  pg_eventlog
  * creates no summarizing index, but a user may add one to group_offsets.
- * "update" is true: the entries are for an UPDATE, so btree may use
- * bottom-up deletion of the versions it replaces.  (Macros: the type lives
- * in access/tableam.h, which this header does not include.)
+ * "update" stays false although the entries are for an UPDATE: true makes
+ * ExecInsertIndexTuples ask which columns the UPDATE changed, through the
+ * range table, and the in-place update's EState has none (it crashed).
+ * (Macros: the type lives in access/tableam.h, which this header does not
+ * include.)
  */
 #if PG_VERSION_NUM >= 160000
 #define ElUpdateIndexes TU_UpdateIndexes
 #define EL_UPDATE_NEEDS_INDEXES(u)	((u) != TU_None)
 #define el_update_index_tuples(rri, slot, estate, u) \
-	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL, \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, \
 						  (u) == TU_Summarizing)
 #else
 #define ElUpdateIndexes bool
 #define EL_UPDATE_NEEDS_INDEXES(u)	(u)
 #define el_update_index_tuples(rri, slot, estate, u) \
-	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
 #endif
 
 #endif							/* PG_EVENTLOG_COMPAT_H */
