@@ -58,8 +58,10 @@ COMMENT ON FUNCTION @extschema@._check_group_name(text) IS
 /*
  * The lock key of (topic, group, partition): 64 bits of hash of
  * 'pg_eventlog/<topic_id>/<partition>/<group_name>' (hashtextextended, seed
- * 7); partition -1 is the group's membership.  The C group code computes
- * the same key (src/group.c).
+ * 7); partition -1 is the group's membership.  The C group code and the
+ * group lock functions (_lock_group_membership, _lock_group_partition and
+ * their _try_ forms) compute it in C (src/group.c); this function shows it
+ * (sql/group_edges.sql pins it).
  */
 CREATE FUNCTION @extschema@._group_lock_key(topic_id integer, group_name text, partition integer)
 RETURNS bigint
@@ -220,8 +222,8 @@ BEGIN
     END IF;
     FOR p IN SELECT pg_catalog.generate_series(coalesce(_seek.partition, 0), coalesce(_seek.partition, n - 1)) LOOP
         IF force THEN
-            PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, p));
-        ELSIF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
+            PERFORM @extschema@._lock_group_partition(tid, group_name, p);
+        ELSIF NOT @extschema@._try_lock_group_partition(tid, group_name, p) THEN
             RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
                 USING ERRCODE = '55006',
                       HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
@@ -291,7 +293,7 @@ BEGIN
     -- partitions.  Holding them all to the end of this transaction also
     -- keeps new polls out until the deletion is committed (they then find
     -- no group, or are refused as it was deleted during them: src/group.c).
-    IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1)) THEN
+    IF NOT @extschema@._try_lock_group_membership(tid, group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
             USING ERRCODE = '55006',
                   DETAIL = 'A transaction that polled the group, or a member''s poll or commit, is still open.',
@@ -299,7 +301,7 @@ BEGIN
     END IF;
     SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
     FOR p IN 0 .. n - 1 LOOP
-        IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
+        IF NOT @extschema@._try_lock_group_partition(tid, group_name, p) THEN
             RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
                 USING ERRCODE = '55006',
                       DETAIL = format('An open transaction holds partition %s for the group (a poll or a seek).', p),

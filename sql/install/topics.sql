@@ -12,24 +12,61 @@ COMMENT ON FUNCTION @extschema@._require_shmem() IS
 /*
  * pg_eventlog's own locks (src/locks.c): advisory locks in a key space the
  * pg_advisory_* functions cannot reach, so that no role can stall
- * producers, retention or a group by taking the same keys.  kind: 1 a
- * partition's routing (key topic_id << 32 | partition), 2 a topic's
- * maintenance round (key topic_id), 3 a group's partition or membership
- * (key _group_lock_key).  Only the extension's owner may call them.
+ * producers, retention or a group by taking the same keys.  One function
+ * per kind of lock (src/locks.h lists them, numbers them, and gives the
+ * order they are taken in) and way of taking it: _lock_* waits, _try_lock_*
+ * returns false instead; both take the lock exclusively, held to the end of
+ * the transaction, and compute its key in C as the C code does.  Only the
+ * extension's owner may call them.
  */
-CREATE FUNCTION @extschema@._xact_lock(kind integer, key bigint, shared boolean DEFAULT false)
+CREATE FUNCTION @extschema@._lock_routing(topic_id integer, partition integer)
 RETURNS void
-AS 'MODULE_PATHNAME', 'el_xact_lock'
+AS 'MODULE_PATHNAME', 'el_lock_routing'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._xact_lock(integer, bigint, boolean) IS
-'internal: waits for one of pg_eventlog''s own locks, held to the end of the transaction';
+COMMENT ON FUNCTION @extschema@._lock_routing(integer, integer) IS
+'internal: waits for the lock that orders a partition''s counter recovery with a maintenance round';
 
-CREATE FUNCTION @extschema@._try_xact_lock(kind integer, key bigint)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'el_try_xact_lock'
+CREATE FUNCTION @extschema@._lock_maintenance(topic_id integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_maintenance'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._try_xact_lock(integer, bigint) IS
-'internal: takes one of pg_eventlog''s own locks if it is free, held to the end of the transaction';
+COMMENT ON FUNCTION @extschema@._lock_maintenance(integer) IS
+'internal: waits for the lock of a topic''s maintenance rounds';
+
+CREATE FUNCTION @extschema@._try_lock_maintenance(topic_id integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_maintenance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_maintenance(integer) IS
+'internal: takes the lock of a topic''s maintenance rounds if it is free';
+
+CREATE FUNCTION @extschema@._lock_group_membership(topic_id integer, group_name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_group_membership'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_group_membership(integer, text) IS
+'internal: waits for a consumer group''s membership lock';
+
+CREATE FUNCTION @extschema@._try_lock_group_membership(topic_id integer, group_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_group_membership'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_group_membership(integer, text) IS
+'internal: takes a consumer group''s membership lock if it is free';
+
+CREATE FUNCTION @extschema@._lock_group_partition(topic_id integer, group_name text, partition integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_group_partition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_group_partition(integer, text, integer) IS
+'internal: waits for the lock of a partition of a consumer group';
+
+CREATE FUNCTION @extschema@._try_lock_group_partition(topic_id integer, group_name text, partition integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_group_partition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_group_partition(integer, text, integer) IS
+'internal: takes the lock of a partition of a consumer group if it is free';
 
 CREATE FUNCTION @extschema@._forget_topic(topic_id integer)
 RETURNS void
@@ -279,7 +316,7 @@ BEGIN
     -- that rolled a partition commits a new segment, which the list below
     -- must see, or its table would outlive the topic (its catalog row goes
     -- with the partition's).
-    PERFORM @extschema@._xact_lock(2, old_id);
+    PERFORM @extschema@._lock_maintenance(old_id);
     FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                 WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
     LOOP
