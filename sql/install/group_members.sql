@@ -75,7 +75,7 @@ BEGIN
      WHERE gm.topic_id = tid AND gm.group_name = _leave.group_name AND gm.member = _leave.member;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
-            USING ERRCODE = '42704';
+            USING ERRCODE = 'undefined_object';
     END IF;
     -- Hand its partitions over at once.
     PERFORM @extschema@._rebalance(tid, topic, group_name);

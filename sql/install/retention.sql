@@ -213,7 +213,7 @@ BEGIN
         PERFORM @extschema@._check_topic_name(topic);
         SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _enforce_retention.topic;
         IF NOT FOUND THEN
-            RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = '42704';
+            RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
         END IF;
         PERFORM @extschema@._authorize(topic, 'owner');
         RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
