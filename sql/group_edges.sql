@@ -15,6 +15,39 @@ SELECT count(*) FROM generate_series(0, 3) p,
 SELECT t, length(g) AS group_length, p, eventlog._group_lock_key(t, g, p) = hashtextextended(format('pg_eventlog/%s/%s/%s', t, p, g), 7) AS same_key
   FROM (VALUES (1, 'g', 0), (42, 'grüße', -1), (7, repeat('é', 200), 3), (2, '', 1)) v(t, g, p);
 
+-- SQL takes pg_eventlog's locks by name, never by kind number (src/locks.c):
+-- each function takes the kind (pg_locks.objsubid 17664 + kind) and key the
+-- C code takes, exclusively, to the end of the transaction; "try" on a lock
+-- the transaction holds succeeds.
+BEGIN;
+SELECT eventlog._lock_routing(5, 3), eventlog._lock_maintenance(6),
+       eventlog._try_lock_maintenance(5) AS maintenance,
+       eventlog._lock_group_membership(6, 'g'),
+       eventlog._try_lock_group_membership(5, 'g') AS membership,
+       eventlog._lock_group_partition(6, 'g', 1),
+       eventlog._try_lock_group_partition(5, 'g', 2) AS group_partition,
+       eventlog._try_lock_group_partition(6, 'g', 1) AS held_already;
+SELECT objsubid - 17664 AS kind, mode,
+       CASE (classid::bigint << 32) | objid::bigint
+         WHEN (5::bigint << 32) | 3 THEN 'routing 5/3'
+         WHEN 5 THEN 'maintenance 5'
+         WHEN 6 THEN 'maintenance 6'
+         WHEN eventlog._group_lock_key(5, 'g', -1) THEN 'membership 5/g'
+         WHEN eventlog._group_lock_key(6, 'g', -1) THEN 'membership 6/g'
+         WHEN eventlog._group_lock_key(5, 'g', 2) THEN 'partition 5/g/2'
+         WHEN eventlog._group_lock_key(6, 'g', 1) THEN 'partition 6/g/1'
+       END AS what
+  FROM pg_locks
+ WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid > 17664
+ ORDER BY kind, what;
+-- A NULL is an error, not a NULL that "IF NOT _try_lock_...()" would take
+-- for success; a group partition lock is never the membership's (-1).
+SELECT e.code, e.message FROM expect_error($$SELECT eventlog._try_lock_maintenance(NULL)$$) e;
+SELECT e.code, e.message FROM expect_error($$SELECT eventlog._try_lock_group_membership(5, NULL)$$) e;
+SELECT e.code, e.message FROM expect_error($$SELECT eventlog._lock_routing(5, NULL)$$) e;
+SELECT e.code, e.message FROM expect_error($$SELECT eventlog._try_lock_group_partition(5, 'g', -1)$$) e;
+ROLLBACK;
+
 -- A read-only transaction may poll and find nothing, but not move a
 -- position: with or without a position row, it fails as the position's
 -- write does.

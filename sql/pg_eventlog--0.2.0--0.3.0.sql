@@ -1570,3 +1570,1100 @@ BEGIN
     PERFORM @extschema@._forget_topic(old_id);
 END
 $$;
+
+-- ---------------------------------------------------------------------------
+-- Issue 14, item 7: pg_eventlog's locks are taken from SQL through one
+-- function per kind and way (src/locks.c), never by kind number, so that
+-- src/locks.h's ElLockKind is the only place a kind has a number; the
+-- kind-numbered _xact_lock and _try_xact_lock go (the library keeps their
+-- symbols for the 0.2.0 script).  _maintain_topic, which took them, is
+-- replaced here; _drop_topic, _seek, _delete_group and _leave, which did
+-- too, with the condition names' change below.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION @extschema@._lock_routing(topic_id integer, partition integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_routing'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_routing(integer, integer) IS
+'internal: waits for the lock that orders a partition''s counter recovery with a maintenance round';
+
+CREATE FUNCTION @extschema@._lock_maintenance(topic_id integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_maintenance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_maintenance(integer) IS
+'internal: waits for the lock of a topic''s maintenance rounds';
+
+CREATE FUNCTION @extschema@._try_lock_maintenance(topic_id integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_maintenance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_maintenance(integer) IS
+'internal: takes the lock of a topic''s maintenance rounds if it is free';
+
+CREATE FUNCTION @extschema@._lock_group_membership(topic_id integer, group_name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_group_membership'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_group_membership(integer, text) IS
+'internal: waits for a consumer group''s membership lock';
+
+CREATE FUNCTION @extschema@._try_lock_group_membership(topic_id integer, group_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_group_membership'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_group_membership(integer, text) IS
+'internal: takes a consumer group''s membership lock if it is free';
+
+CREATE FUNCTION @extschema@._lock_group_partition(topic_id integer, group_name text, partition integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_group_partition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_group_partition(integer, text, integer) IS
+'internal: waits for the lock of a partition of a consumer group';
+
+CREATE FUNCTION @extschema@._try_lock_group_partition(topic_id integer, group_name text, partition integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_group_partition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_group_partition(integer, text, integer) IS
+'internal: takes the lock of a partition of a consumer group if it is free';
+
+REVOKE ALL ON FUNCTION
+    @extschema@._lock_group_membership(integer, text),
+    @extschema@._lock_group_partition(integer, text, integer),
+    @extschema@._lock_maintenance(integer),
+    @extschema@._lock_routing(integer, integer),
+    @extschema@._try_lock_group_membership(integer, text),
+    @extschema@._try_lock_group_partition(integer, text, integer),
+    @extschema@._try_lock_maintenance(integer)
+  FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._maintain_topic(topic_id integer)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    t @extschema@.topic_catalog;
+    p integer;
+    rt record;
+    seg record;
+    nxt bigint;
+    part_bytes bigint;
+    seg_bytes bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    stable bigint;
+    spare name;
+    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    -- The caller's lock_timeout if shorter (0 is none).
+    drop_lock_timeout text := CASE
+        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
+         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
+        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
+BEGIN
+    SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _maintain_topic.topic_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    -- One round per topic at a time (the worker and enforce_retention may
+    -- meet): a round that finds another in progress leaves it the work.
+    IF NOT @extschema@._try_lock_maintenance(t.topic_id) THEN
+        RETURN;
+    END IF;
+    r.topic := t.name;
+    FOR p IN 0 .. t.partitions - 1 LOOP
+        r.partition := p;
+        -- Ordered with counter recovery (el_recover_next_offset): from the
+        -- routing read until the base offset is recorded and committed.
+        PERFORM @extschema@._lock_routing(t.topic_id, p);
+        SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+
+        -- 1. The active segment's base offset, once known, is recorded.
+        UPDATE @extschema@.segment_catalog s SET base_offset = rt.active_base
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NULL;
+        IF FOUND THEN
+            UPDATE @extschema@.partition_catalog pc
+               SET offset_floor = greatest(pc.offset_floor, rt.active_base)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+        END IF;
+
+        -- 2. Retention, oldest sealed segment first.  The partition's size
+        --    only matters under retention_bytes.
+        part_bytes := NULL;
+        IF t.retention_bytes IS NOT NULL THEN
+            SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
+                       pg_catalog.to_regclass(format('eventlog_segments.%I', s.table_name)))), 0)
+              INTO part_bytes
+              FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p;
+        END IF;
+        stable := @extschema@.last_stable_offset(t.name, p);
+        FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name
+                     FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = t.topic_id AND s.partition = p
+                      AND s.segment_no < rt.active_segment
+                    ORDER BY s.segment_no
+        LOOP
+            SELECT s.base_offset INTO nxt FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no > seg.segment_no
+             ORDER BY s.segment_no LIMIT 1;
+            -- Every offset of the segment must be stable: none in flight.
+            EXIT WHEN nxt IS NULL OR nxt > stable;
+            SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
+            EXIT WHEN NOT (
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
+                OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
+            -- Never queue behind a reader or a writer: skip till next round.
+            -- DROP ... CASCADE also drops, and so must lock, every object
+            -- made to depend on the segment (a view, a column default or a
+            -- constraint holding its regclass): whoever holds one of those
+            -- is waited for at most drop_lock_timeout, never longer.
+            BEGIN
+                EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                               seg.table_name);
+                seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+                PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
+                -- CASCADE: see _drop_topic.
+                EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', seg.table_name);
+                PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                -- The sub-block's abort has restored lock_timeout.
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            END;
+            DELETE FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
+            UPDATE @extschema@.partition_catalog pc
+               SET log_start_offset = greatest(pc.log_start_offset, nxt),
+                   offset_floor = greatest(pc.offset_floor, nxt)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+            part_bytes := part_bytes - seg_bytes;
+            r.action := 'removed';
+            r.segment := seg.table_name;
+            r.first_offset := seg.base_offset;
+            r.next_offset := nxt;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END LOOP;
+
+        -- 3. Roll the active segment when due (never an empty one, and only
+        --    once its base offset is recorded).
+        SELECT s.table_name INTO seg FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
+        CONTINUE WHEN NOT FOUND;
+        SELECT st.oldest, st.newest INTO oldest, newest
+          FROM @extschema@._segment_times(seg.table_name) st;
+        CONTINUE WHEN oldest IS NULL;
+        seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+        IF oldest < pg_catalog.now() - t.segment_interval
+           OR seg_bytes >= t.segment_bytes
+           OR (t.retention IS NOT NULL AND newest < pg_catalog.now() - t.retention) THEN
+            SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p
+               AND s.segment_no = rt.active_segment + 1;
+            IF NOT FOUND THEN
+                spare := @extschema@._create_segment(t.topic_id, p, rt.active_segment + 1, NULL);
+            END IF;
+            PERFORM @extschema@._activate_segment_at_commit(t.topic_id, p, rt.active_segment + 1);
+            r.action := 'rolled';
+            r.segment := spare;
+            r.first_offset := NULL;
+            r.next_offset := NULL;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END IF;
+    END LOOP;
+END
+$$;
+
+DROP FUNCTION @extschema@._xact_lock(integer, bigint, boolean);
+DROP FUNCTION @extschema@._try_xact_lock(integer, bigint);
+
+-- ---------------------------------------------------------------------------
+-- Issue 14, item 7: the PL/pgSQL bodies name the SQLSTATEs they raise by
+-- condition name (ERRCODE = 'invalid_parameter_value', not '22023'); the
+-- codes are the same.  Every function that raises one is replaced with the
+-- install script's body.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION @extschema@._grantee(role text)
+RETURNS regrole
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r regrole;
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF lower(role) = 'public' THEN
+        RETURN 0::oid::regrole;
+    END IF;
+    r := role::regrole;        -- 42704 for an unknown name
+    -- regrole also reads '-' (PUBLIC) and bare OIDs: accept roles only.
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid = r) THEN
+        RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN r;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._privileges(privilege text)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF privilege IS NULL THEN
+        RAISE EXCEPTION 'privilege must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    CASE lower(privilege)
+        WHEN 'produce' THEN RETURN ARRAY['produce'];
+        WHEN 'consume' THEN RETURN ARRAY['consume'];
+        WHEN 'all' THEN RETURN ARRAY['produce', 'consume'];
+        ELSE
+            RAISE EXCEPTION 'unrecognized topic privilege "%"', privilege
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'A topic privilege is produce, consume or all.';
+    END CASE;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._set_topic_owner(topic text, new_owner text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'owner');
+    owner_role regrole;
+    may_set boolean;
+BEGIN
+    IF new_owner IS NULL THEN
+        RAISE EXCEPTION 'new_owner must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    owner_role := @extschema@._grantee(new_owner);
+    IF owner_role = 0 THEN
+        RAISE EXCEPTION 'a topic''s owner must be a role, not PUBLIC' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- ALTER ... OWNER's rule: one may give an object only to a role one
+    -- could SET ROLE to (PostgreSQL 16 made that the SET option of the
+    -- membership), so that nobody creates objects owned by others.
+    may_set := CASE WHEN current_setting('server_version_num')::integer >= 160000
+                    THEN pg_has_role(@extschema@._caller(), owner_role, 'SET')
+                    ELSE pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') END;
+    IF NOT may_set THEN
+        RAISE EXCEPTION 'must be able to SET ROLE "%"', owner_role::text
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'Only a member of the new owner role, or a superuser, can hand a topic over to it.';
+    END IF;
+    UPDATE @extschema@.topic_catalog t SET owner = owner_role WHERE t.topic_id = tid;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_topic_name(topic text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF topic IS NULL THEN
+        RAISE EXCEPTION 'topic name must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF topic !~ '^[A-Za-z0-9._-]{1,200}$' THEN
+        RAISE EXCEPTION 'invalid topic name "%"', left(topic, 210)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A topic name is 1 to 200 characters, each a letter (A-Z, a-z), a digit, ".", "_" or "-".',
+                  HINT = 'Kafka accepts the same alphabet, so a name valid here is valid there.';
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._add_partitions(topic_id integer, first integer, last integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    total bigint;
+    max_partitions integer := current_setting('eventlog.max_partitions')::integer;
+BEGIN
+    -- Serialise the check with every other creation or growth of a topic
+    -- in this database (create_topic takes the same lock first; alter_topic
+    -- holds only its topic's row lock, which this lock does not conflict
+    -- with): two sessions must not each find room and together exceed the
+    -- limit.  The count reads what is committed now, not the caller's
+    -- snapshot, which in REPEATABLE READ predates the wait for the lock.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    total := @extschema@._partitions_in_use(_add_partitions.topic_id);
+    IF total + last + 1 > max_partitions THEN
+        RAISE EXCEPTION 'too many partitions'
+            USING ERRCODE = 'configuration_limit_exceeded',
+                  DETAIL = format('This database would have %s partitions; eventlog.max_partitions is %s.',
+                                  total + last + 1, max_partitions),
+                  HINT = 'Raise eventlog.max_partitions and restart the server, or use fewer partitions.';
+    END IF;
+    FOR p IN first .. last LOOP
+        INSERT INTO @extschema@.partition_catalog (topic_id, partition)
+        VALUES (_add_partitions.topic_id, p);
+        PERFORM @extschema@._create_segment(_add_partitions.topic_id, p, 0, 0);
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_topic_settings(
+    retention interval, retention_bytes bigint,
+    segment_interval interval, segment_bytes bigint)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF retention <= interval '0' THEN
+        RAISE EXCEPTION 'retention must be positive'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use NULL to keep records forever.';
+    END IF;
+    IF retention_bytes <= 0 THEN
+        RAISE EXCEPTION 'retention_bytes must be positive'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use NULL for no size limit.';
+    END IF;
+    IF segment_interval IS NULL OR segment_interval <= interval '0' THEN
+        RAISE EXCEPTION 'segment_interval must be a positive interval'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF segment_bytes IS NULL OR segment_bytes < 65536 THEN
+        RAISE EXCEPTION 'segment_bytes must be at least 65536'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(segment_bytes::text, 'NULL'));
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_id integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    IF partitions IS NULL OR partitions < 1 THEN
+        RAISE EXCEPTION 'partitions must be at least 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(partitions::text, 'NULL'));
+    END IF;
+    PERFORM @extschema@._check_topic_settings(retention, retention_bytes,
+                                              segment_interval, segment_bytes);
+    -- Serialise topic creation, so that two sessions creating the same name
+    -- get a clear error instead of a unique violation.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _create_topic.topic) THEN
+        RAISE EXCEPTION 'topic "%" already exists', topic
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO @extschema@.topic_catalog AS t
+           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner)
+    VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
+            @extschema@._caller())
+    RETURNING t.topic_id INTO new_id;
+    PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old_id integer;
+    seg record;
+BEGIN
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT t.topic_id INTO old_id
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic;
+    IF NOT FOUND THEN
+        IF coalesce(if_exists, false) THEN
+            RAISE NOTICE 'topic "%" does not exist, skipping', topic;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
+    -- Wait for a maintenance round of the topic in progress, and keep the
+    -- next ones away (they skip a topic whose round lock is taken): a round
+    -- that rolled a partition commits a new segment, which the list below
+    -- must see, or its table would outlive the topic (its catalog row goes
+    -- with the partition's).
+    PERFORM @extschema@._lock_maintenance(old_id);
+    FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
+    LOOP
+        -- CASCADE: objects made to depend on a segment (a view by the
+        -- extension owner, a regclass constant by anyone) go with it.
+        EXECUTE format('DROP TABLE IF EXISTS eventlog_segments.%I CASCADE', seg.table_name);
+    END LOOP;
+    DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
+    PERFORM @extschema@._forget_topic(old_id);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._alter_topic(
+    topic text,
+    partitions integer DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT NULL,
+    segment_bytes bigint DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur @extschema@.topic_catalog;
+    new_retention interval;
+    new_retention_bytes bigint;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    -- Growth checks eventlog.max_partitions under topic_catalog's SHARE ROW
+    -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
+    -- as create_topic does.  Waiting for it while holding the row would
+    -- deadlock with a transaction that changed topic_catalog (an alter_topic,
+    -- drop_topic or grant) and then alters this topic.  Only for the
+    -- topic's owner: no one else may hold up topic DDL with it.
+    IF partitions IS NOT NULL THEN
+        IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _alter_topic.topic) THEN
+            PERFORM @extschema@._authorize(topic, 'owner');
+        END IF;
+        LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    END IF;
+    SELECT * INTO cur FROM @extschema@.topic_catalog t
+     WHERE t.name = _alter_topic.topic FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    -- NULL leaves a setting as it is; a negative retention or
+    -- retention_bytes removes the limit (Kafka's -1).
+    new_retention := CASE WHEN retention IS NULL THEN cur.retention
+                          WHEN retention < interval '0' THEN NULL
+                          ELSE retention END;
+    new_retention_bytes := CASE WHEN retention_bytes IS NULL THEN cur.retention_bytes
+                                WHEN retention_bytes < 0 THEN NULL
+                                ELSE retention_bytes END;
+    IF retention = interval '0' OR retention_bytes = 0 THEN
+        RAISE EXCEPTION 'retention limits must be positive'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass a negative value (for example interval ''-1 second'' or -1) to remove a limit, or NULL to leave it unchanged.';
+    END IF;
+    PERFORM @extschema@._check_topic_settings(new_retention, new_retention_bytes,
+        coalesce(segment_interval, cur.segment_interval),
+        coalesce(segment_bytes, cur.segment_bytes));
+    IF partitions IS NOT NULL AND partitions < cur.partitions THEN
+        RAISE EXCEPTION 'cannot reduce the number of partitions of topic "%"', topic
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The topic has %s partitions and %s were asked for; partitions hold records and keys are hashed over their count.',
+                                  cur.partitions, partitions),
+                  HINT = 'Create a new topic with fewer partitions and copy the records into it.';
+    END IF;
+    IF partitions > cur.partitions THEN
+        PERFORM @extschema@._add_partitions(cur.topic_id, cur.partitions, partitions - 1);
+    END IF;
+    UPDATE @extschema@.topic_catalog t
+       SET partitions = greatest(cur.partitions, coalesce(_alter_topic.partitions, cur.partitions)),
+           retention = new_retention,
+           retention_bytes = new_retention_bytes,
+           segment_interval = coalesce(_alter_topic.segment_interval, cur.segment_interval),
+           segment_bytes = coalesce(_alter_topic.segment_bytes, cur.segment_bytes)
+     WHERE t.topic_id = cur.topic_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._enforce_retention(topic text DEFAULT NULL)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    IF topic IS NOT NULL THEN
+        PERFORM @extschema@._check_topic_name(topic);
+        SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _enforce_retention.topic;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
+        END IF;
+        PERFORM @extschema@._authorize(topic, 'owner');
+        RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
+        RETURN;
+    END IF;
+    -- Without a topic: every topic the caller owns (all, for a superuser).
+    FOR tid IN SELECT c.topic_id FROM @extschema@.topic_catalog c
+                WHERE @extschema@.has_topic_privilege(@extschema@._caller(), c.name, 'owner')
+                ORDER BY c.topic_id LOOP
+        RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_group_name(group_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF group_name IS NULL THEN
+        RAISE EXCEPTION 'group_name must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF group_name = '' OR length(group_name) > 200 THEN
+        RAISE EXCEPTION 'invalid group name "%"', left(group_name, 210)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A group name is 1 to 200 characters.';
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._topic_id(topic text)
+RETURNS integer
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer;
+BEGIN
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _topic_id.topic;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN tid;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._create_group(topic text, group_name text,
+                                         start_from text DEFAULT 'earliest',
+                                         auto_reset text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+    n integer;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF start_from IS NULL OR start_from NOT IN ('earliest', 'latest') THEN
+        RAISE EXCEPTION 'start_from must be ''earliest'' or ''latest''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF auto_reset IS NOT NULL AND auto_reset NOT IN ('earliest', 'latest') THEN
+        RAISE EXCEPTION 'auto_reset must be ''earliest'', ''latest'' or NULL' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'NULL makes poll raise an error when retention removed records the group has not read.';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.group_catalog g
+                WHERE g.topic_id = tid AND g.group_name = _create_group.group_name)
+       OR EXISTS (SELECT FROM @extschema@.group_offsets o
+                   WHERE o.topic_id = tid AND o.group_name = _create_group.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" already exists', group_name, topic
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO @extschema@.group_catalog (topic_id, group_name, start_from, auto_reset)
+    VALUES (tid, group_name, start_from, auto_reset);
+    -- Positions up front, so that the group's first polls never race to
+    -- create them.
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    INSERT INTO @extschema@.group_offsets (topic_id, group_name, partition, next_offset)
+    SELECT tid, _create_group.group_name, p,
+           CASE start_from WHEN 'latest' THEN @extschema@.last_stable_offset(topic, p)
+                           ELSE @extschema@.log_start_offset(topic, p) END
+      FROM pg_catalog.generate_series(0, n - 1) p;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._seek(topic text, group_name text, target text,
+                                 partition integer DEFAULT NULL, force boolean DEFAULT false)
+RETURNS SETOF @extschema@.position
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.position;
+    tid integer := @extschema@._authorize(topic, 'consume');
+    n integer;
+    p integer;
+    pos bigint;
+    ts timestamptz;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF target IS NULL OR target = '' THEN
+        RAISE EXCEPTION 'target must not be empty' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
+    END IF;
+    IF target !~ '^(earliest|latest|[0-9]+)$' THEN
+        BEGIN
+            ts := target::timestamptz;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE EXCEPTION 'invalid seek target "%"', target USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
+        END;
+    END IF;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    IF _seek.partition IS NOT NULL AND (_seek.partition < 0 OR _seek.partition >= n) THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', _seek.partition, topic
+            USING ERRCODE = 'invalid_parameter_value', DETAIL = format('The topic has %s partitions, numbered 0 to %s.', n, n - 1);
+    END IF;
+    FOR p IN SELECT pg_catalog.generate_series(coalesce(_seek.partition, 0), coalesce(_seek.partition, n - 1)) LOOP
+        IF force THEN
+            PERFORM @extschema@._lock_group_partition(tid, group_name, p);
+        ELSIF NOT @extschema@._try_lock_group_partition(tid, group_name, p) THEN
+            RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
+                USING ERRCODE = 'object_in_use',
+                      HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
+        ELSIF EXISTS (SELECT FROM @extschema@.group_offsets o
+                       WHERE o.topic_id = tid AND o.group_name = _seek.group_name AND o.partition = p
+                         AND o.owner_member IS NOT NULL) THEN
+            RAISE EXCEPTION 'partition % of topic "%" is assigned to a member of group "%"', p, topic, group_name
+                USING ERRCODE = 'object_in_use',
+                      HINT = 'Let the members leave first, or pass force => true (their uncommitted progress is then discarded).';
+        END IF;
+        pos := CASE
+                 WHEN target = 'earliest' THEN @extschema@.log_start_offset(topic, p)
+                 WHEN target = 'latest' THEN @extschema@.last_stable_offset(topic, p)
+                 WHEN ts IS NOT NULL THEN @extschema@.offset_for_time(topic, p, ts)
+                 ELSE target::bigint END;
+        IF pos > @extschema@.high_watermark(topic, p) THEN
+            RAISE EXCEPTION 'offset % is beyond the high watermark of partition % of topic "%"', pos, p, topic
+                USING ERRCODE = 'numeric_value_out_of_range';
+        END IF;
+        PERFORM @extschema@._set_position(tid, group_name, p, pos);
+        -- A member's fetch position must not undo the seek at its commit.
+        UPDATE @extschema@.group_offsets o SET fetch_offset = NULL, generation = o.generation + 1
+         WHERE o.topic_id = tid AND o.group_name = _seek.group_name AND o.partition = p
+           AND o.owner_member IS NOT NULL;
+        r.partition := p;
+        r.offset_id := pos;
+        RETURN NEXT r;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._delete_group(topic text, group_name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+    n integer;
+    p integer;
+    live text;
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    IF NOT EXISTS (SELECT FROM @extschema@.group_offsets o
+                    WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name)
+       AND NOT EXISTS (SELECT FROM @extschema@.group_catalog g
+                        WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" does not exist', group_name, topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    -- As Kafka refuses to delete a group that has members (GROUP_NOT_EMPTY):
+    -- never wait, refuse while anyone consumes the group.  A transaction
+    -- that polled it holds its membership lock (shared) and the partitions
+    -- it took; a member's poll holds the membership lock; seek holds
+    -- partitions.  Holding them all to the end of this transaction also
+    -- keeps new polls out until the deletion is committed (they then find
+    -- no group, or are refused as it was deleted during them: src/group.c).
+    IF NOT @extschema@._try_lock_group_membership(tid, group_name) THEN
+        RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
+            USING ERRCODE = 'object_in_use',
+                  DETAIL = 'A transaction that polled the group, or a member''s poll or commit, is still open.',
+                  HINT = 'Retry when the group''s consumers have committed or rolled back.';
+    END IF;
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
+    FOR p IN 0 .. n - 1 LOOP
+        IF NOT @extschema@._try_lock_group_partition(tid, group_name, p) THEN
+            RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
+                USING ERRCODE = 'object_in_use',
+                      DETAIL = format('An open transaction holds partition %s for the group (a poll or a seek).', p),
+                      HINT = 'Retry when the group''s consumers have committed or rolled back.';
+        END IF;
+    END LOOP;
+    -- Members that still heartbeat own partitions and would rejoin at their
+    -- next poll: they must leave first.  Expired members go with the group.
+    SELECT m.member INTO live FROM @extschema@.group_members m
+     WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name
+       AND m.last_heartbeat + m.session_timeout > pg_catalog.now()
+     ORDER BY m.member LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'group "%" of topic "%" has live members', group_name, topic
+            USING ERRCODE = 'object_in_use',
+                  DETAIL = format('Member %s, among others perhaps, is still in the group.', pg_catalog.quote_literal(live)),
+                  HINT = 'Have the members call eventlog.leave(), or wait until they miss their session timeout.';
+    END IF;
+    DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = tid AND o.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_members m WHERE m.topic_id = tid AND m.group_name = _delete_group.group_name;
+    DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._leave(topic text, group_name text, member text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer := @extschema@._authorize(topic, 'consume');
+BEGIN
+    PERFORM @extschema@._check_group_name(group_name);
+    PERFORM @extschema@._lock_group_membership(tid, group_name);
+    DELETE FROM @extschema@.group_members gm
+     WHERE gm.topic_id = tid AND gm.group_name = _leave.group_name AND gm.member = _leave.member;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    -- Hand its partitions over at once.
+    PERFORM @extschema@._rebalance(tid, topic, group_name);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._capture_truncate()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'cannot truncate captured table %', TG_RELID::regclass
+        USING ERRCODE = 'feature_not_supported',
+              DETAIL = 'TRUNCATE fires no row triggers, so the change topic would not record the removal.',
+              HINT = 'DELETE the rows instead, or stop capturing with eventlog.uncapture() first.';
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.capture(source regclass, topic text, key_columns text[] DEFAULT NULL,
+                                    partitions integer DEFAULT 1, snapshot boolean DEFAULT false)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    keys text[] := key_columns;
+    k text;
+    n bigint := 0;
+BEGIN
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_topic_name(topic);
+    IF snapshot IS NULL THEN
+        RAISE EXCEPTION 'snapshot must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relkind, c.relnamespace::regnamespace AS nsp INTO rel FROM pg_class c WHERE c.oid = source;
+    IF rel.relkind <> 'r' THEN
+        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only ordinary tables can be captured (not views, foreign or partitioned tables).',
+            HINT = 'Capture each partition of a partitioned table.';
+    END IF;
+    IF rel.nsp = '@extschema@'::regnamespace OR rel.nsp = 'eventlog_segments'::regnamespace THEN
+        RAISE EXCEPTION 'cannot capture "%", a table of the event log itself', source USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.captures c WHERE c.source = capture.source) THEN
+        RAISE EXCEPTION 'table % is already captured', source USING ERRCODE = 'duplicate_object',
+            HINT = 'See eventlog.captures; run eventlog.uncapture() first to change the topic or key.';
+    END IF;
+    IF snapshot AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'capture with snapshot needs READ COMMITTED' USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'The snapshot must be taken after the table is locked, so that it meets the captured stream exactly.',
+            HINT = 'Run it in a READ COMMITTED transaction.';
+    END IF;
+    IF keys IS NULL THEN
+        SELECT pg_catalog.array_agg(a.attname::text ORDER BY k.ord) INTO keys
+          FROM pg_index i
+          CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+         WHERE i.indrelid = source AND i.indisprimary;
+        IF keys IS NULL THEN
+            RAISE EXCEPTION 'table % has no primary key', source USING ERRCODE = 'object_not_in_prerequisite_state',
+                DETAIL = 'Changes are keyed by the row''s key, so that all changes of a row stay in order in one partition.',
+                HINT = 'Add a primary key, or name the key columns with key_columns => ARRAY[...].';
+        END IF;
+    END IF;
+    IF pg_catalog.cardinality(keys) = 0 THEN
+        RAISE EXCEPTION 'key_columns must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOREACH k IN ARRAY keys LOOP
+        IF k IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source
+                                       AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped) THEN
+            RAISE EXCEPTION 'column "%" of table % does not exist', k, source USING ERRCODE = 'undefined_column';
+        END IF;
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM pg_catalog.unnest(keys) x) <> pg_catalog.cardinality(keys) THEN
+        RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = topic) THEN
+        PERFORM @extschema@.create_topic(topic, partitions);
+    END IF;
+    -- Keep writers out from here to commit: the trigger and the snapshot
+    -- then meet exactly (CREATE TRIGGER takes the same lock).
+    EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', source);
+    -- One key value (under the type's equality) must be one key text, so
+    -- one partition: refuse the keys for which that cannot be promised.
+    -- Checked under the lock, which ALTER TABLE conflicts with: a key
+    -- column's type changed while this waited for it is seen (an error
+    -- rolls back the topic created above).
+    PERFORM @extschema@._capture_check_keys(source, keys);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER eventlog_capture AFTER INSERT OR UPDATE OR DELETE ON %s '
+        'FOR EACH ROW EXECUTE FUNCTION @extschema@._capture_trigger(%s)',
+        source, (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(x), ', ')
+                   FROM pg_catalog.unnest(ARRAY[topic] || keys) x));
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER eventlog_capture_truncate BEFORE TRUNCATE ON %s '
+        'FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._capture_truncate()', source);
+    IF snapshot THEN
+        n := @extschema@._capture_snapshot(source, topic, keys);
+    END IF;
+    RETURN n;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.uncapture(source regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM @extschema@.captures c WHERE c.source = uncapture.source) THEN
+        RAISE EXCEPTION 'table % is not captured', source USING ERRCODE = 'undefined_object',
+            HINT = 'See eventlog.captures.';
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER eventlog_capture ON %s', source);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS eventlog_capture_truncate ON %s', source);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._outbox_trigger()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r jsonb := pg_catalog.to_jsonb(NEW);
+    -- TG_ARGV: topic column, key column, value column, type column, id column, keep
+    topic text := r ->> TG_ARGV[0];
+BEGIN
+    IF topic IS NULL THEN
+        RAISE EXCEPTION 'outbox row of % has no topic in column "%"', TG_RELID::regclass, TG_ARGV[0]
+            USING ERRCODE = 'not_null_violation';
+    END IF;
+    PERFORM @extschema@.produce(topic, r ->> TG_ARGV[1], r -> TG_ARGV[2],
+                                pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                                    'type', r ->> TG_ARGV[3], 'id', r ->> TG_ARGV[4])));
+    IF TG_WHEN = 'BEFORE' THEN
+        RETURN NULL;            -- routed, not stored: the outbox stays empty
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.route_outbox(source regclass, topic_column text DEFAULT 'aggregatetype',
+                                         key_column text DEFAULT 'aggregateid',
+                                         value_column text DEFAULT 'payload',
+                                         type_column text DEFAULT 'type',
+                                         id_column text DEFAULT 'id',
+                                         keep_rows boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c text;
+BEGIN
+    IF source IS NULL OR keep_rows IS NULL THEN
+        RAISE EXCEPTION 'source and keep_rows must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF (SELECT relkind FROM pg_class WHERE oid = source) <> 'r' THEN
+        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.outboxes o WHERE o.source = route_outbox.source) THEN
+        RAISE EXCEPTION 'table % is already an outbox', source USING ERRCODE = 'duplicate_object',
+            HINT = 'See eventlog.outboxes; run eventlog.unroute_outbox() first to change it.';
+    END IF;
+    FOREACH c IN ARRAY ARRAY[topic_column, key_column, value_column] LOOP
+        IF c IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source
+                                       AND a.attname = c AND a.attnum > 0 AND NOT a.attisdropped) THEN
+            RAISE EXCEPTION 'column "%" of table % does not exist', c, source USING ERRCODE = 'undefined_column',
+                HINT = 'Name the outbox''s topic, key and value columns (topic_column, key_column, value_column).';
+        END IF;
+    END LOOP;
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER eventlog_outbox %s INSERT ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION @extschema@._outbox_trigger(%L, %L, %L, %L, %L)',
+        CASE WHEN keep_rows THEN 'AFTER' ELSE 'BEFORE' END, source,
+        topic_column, key_column, value_column, coalesce(type_column, ''), coalesce(id_column, ''));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.unroute_outbox(source regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM @extschema@.outboxes o WHERE o.source = unroute_outbox.source) THEN
+        RAISE EXCEPTION 'table % is not an outbox', source USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER eventlog_outbox ON %s', source);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.apply_changes(topic text, group_name text, target regclass,
+                                          max_records integer DEFAULT 1000)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.record;
+    op text;
+    img jsonb;
+    cols text;
+    excl text;
+    keycols text;
+    n bigint := 0;
+    nparts integer;
+    target_cols name[];
+    keyset text;
+    keymatch text;
+    kc record;
+    ty oid;
+    eqop text;
+    kimg jsonb;
+BEGIN
+    IF target IS NULL THEN
+        RAISE EXCEPTION 'target must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF (SELECT relkind FROM pg_class WHERE oid = target) NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', target USING ERRCODE = 'wrong_object_type';
+    END IF;
+    SELECT c.partitions INTO nparts FROM @extschema@.topic_catalog c WHERE c.name = topic;
+    IF nparts IS NULL THEN
+        PERFORM @extschema@._topic_id(topic);    -- raises the usual error
+    END IF;
+    -- The target's writable columns, in order (read once, not per change).
+    SELECT pg_catalog.array_agg(a.attname ORDER BY a.attnum) INTO target_cols
+      FROM pg_attribute a
+     WHERE a.attrelid = target AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '';
+    -- One transaction: the group's positions move with the changes applied.
+    FOR r IN SELECT * FROM @extschema@.poll(topic, group_name, max_records, partitions => nparts) LOOP
+        op := r.value ->> 'op';
+        IF r.key IS NULL OR op IS NULL OR op NOT IN ('c', 'r', 'u', 'd') THEN
+            RAISE EXCEPTION 'record %/% of topic "%" is not a change envelope', r.partition, r.offset_id, topic
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'A change has a JSON object key and a value with "op" c, r, u or d.';
+        END IF;
+        SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ') INTO keycols
+          FROM pg_catalog.jsonb_object_keys(r.key::jsonb) k;
+        IF op = 'd' THEN
+            IF keyset IS DISTINCT FROM keycols THEN
+                -- Match each key column with its type's own equality (its
+                -- default btree operator class's), schema-qualified: under
+                -- this function's search_path a bare "=" between values of
+                -- an extension's type (citext) would resolve to text's, and
+                -- a key that the capture wrote in lower case would not find
+                -- its row.
+                keymatch := NULL;
+                FOR kc IN SELECT x.k, a.atttypid
+                            FROM pg_catalog.jsonb_object_keys(r.key::jsonb) x(k)
+                            LEFT JOIN pg_attribute a ON a.attrelid = target AND a.attname = x.k
+                                                    AND a.attnum > 0 AND NOT a.attisdropped LOOP
+                    ty := kc.atttypid;
+                    WHILE (SELECT t.typtype = 'd' FROM pg_type t WHERE t.oid = ty) LOOP
+                        SELECT t.typbasetype INTO ty FROM pg_type t WHERE t.oid = ty;
+                    END LOOP;
+                    SELECT pg_catalog.format('%I.%s', ns.nspname, o.oprname) INTO eqop
+                      FROM pg_opclass c
+                      JOIN pg_am am ON am.oid = c.opcmethod AND am.amname = 'btree'
+                      JOIN pg_amop m ON m.amopfamily = c.opcfamily AND m.amopstrategy = 3
+                                    AND m.amoplefttype = c.opcintype AND m.amoprighttype = c.opcintype
+                      JOIN pg_operator o ON o.oid = m.amopopr
+                      JOIN pg_namespace ns ON ns.oid = o.oprnamespace
+                     WHERE c.opcdefault AND c.opcintype = ty;
+                    keymatch := pg_catalog.concat_ws(' AND ', keymatch,
+                        pg_catalog.format('t.%1$I OPERATOR(%2$s) k.%1$I', kc.k, coalesce(eqop, 'pg_catalog.=')));
+                END LOOP;
+                keyset := keycols;
+            END IF;
+            -- The deleted row's own key values (its "before" image), not
+            -- the key's canonical text: a mirror whose key column is of
+            -- another type (text for a citext source) must find 'Bob', not
+            -- 'bob'.
+            kimg := r.key::jsonb;
+            IF pg_catalog.jsonb_typeof(r.value -> 'before') = 'object' THEN
+                SELECT pg_catalog.jsonb_object_agg(x.k, coalesce(r.value -> 'before' -> x.k, kimg -> x.k))
+                  INTO kimg
+                  FROM pg_catalog.jsonb_object_keys(kimg) x(k);
+            END IF;
+            EXECUTE pg_catalog.format('DELETE FROM %1$s t USING pg_catalog.jsonb_populate_record(NULL::%1$s, $1) k WHERE %2$s',
+                                      target, keymatch)
+              USING kimg;
+        ELSE
+            img := r.value -> 'after';
+            -- The columns the image and the target share.
+            SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ' ORDER BY i),
+                   pg_catalog.string_agg('excluded.' || pg_catalog.quote_ident(c), ', ' ORDER BY i)
+              INTO cols, excl
+              FROM pg_catalog.unnest(target_cols) WITH ORDINALITY AS x(c, i)
+             WHERE img ? c;
+            EXECUTE pg_catalog.format(
+                'INSERT INTO %1$s AS t (%2$s) SELECT %2$s FROM pg_catalog.jsonb_populate_record(NULL::%1$s, $1) '
+                'ON CONFLICT (%3$s) DO UPDATE SET (%2$s) = ROW(%4$s)',
+                target, cols, keycols, excl)
+              USING img;
+        END IF;
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;

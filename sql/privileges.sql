@@ -78,7 +78,10 @@ SELECT * FROM expect_error($$SELECT eventlog._set_position(1, 'billing', 0, 100)
 -- Internal functions that change state or take pg_eventlog's locks.
 SELECT code, message FROM expect_error($$SELECT eventlog._forget_topic(1)$$);
 SELECT code, message FROM expect_error($$SELECT eventlog._activate_segment_at_commit(1, 0, 1000)$$);
-SELECT code, message FROM expect_error($$SELECT eventlog._xact_lock(3, 0)$$);
+SELECT code, message FROM expect_error($$SELECT eventlog._lock_routing(1, 0)$$);
+SELECT code, message FROM expect_error($$SELECT eventlog._try_lock_maintenance(1)$$);
+SELECT code, message FROM expect_error($$SELECT eventlog._lock_group_membership(1, 'billing')$$);
+SELECT code, message FROM expect_error($$SELECT eventlog._try_lock_group_partition(1, 'billing', 0)$$);
 SELECT code, message FROM expect_error($$SELECT * FROM eventlog._maintain_topic(1)$$);
 -- Segment tables live in a schema no other role may use: a role without
 -- consume cannot read a segment, LOCK it, or name it in a view, a type or a

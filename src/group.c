@@ -146,7 +146,8 @@ el_lock_name_hash(char *name)
 /*
  * The lock key of (topic, group, partition), partition -1 for the group's
  * membership: 64 bits of hash of 'pg_eventlog/<topic>/<partition>/<group>'.
- * eventlog._group_lock_key, which seek and delete_group use, calls it.
+ * The lock functions of locks.c that seek, delete_group and leave call,
+ * and eventlog._group_lock_key (which shows the key to tests), use it.
  */
 int64
 el_group_lock_key(int32 topic_id, const char *group, int32 partition)

@@ -46,33 +46,40 @@
  *	broadcast them after releasing their LWLocks.
  *
  * 4. pg_eventlog's advisory locks (ElLockKind below; locks.c).  Advisory
- *	LOCKTAGs in a key space of their own, taken through eventlog._xact_lock /
- *	_try_xact_lock (transaction-level) or by LockAcquire directly: for kind
- *	1 in counter recovery, for kind 3 by the C group code (group.c).
- *	- kind 1, EL_LOCK_ROUTING, key topic_id << 32 | partition: orders a
- *	  partition's counter recovery with a maintenance round.  Exclusive,
- *	  waited for: by el_recover_next_offset (partition.c) as a session lock
- *	  released as soon as the catalog has been read, with no LWLock held; by
- *	  eventlog._maintain_topic for each partition in ascending order, held to
- *	  commit (its own routing read may recover a counter under it: a
- *	  backend's session and transaction locks on one tag do not conflict).
+ *	LOCKTAGs in a key space of their own, transaction-level.  SQL takes them
+ *	through one function per kind and way (eventlog._lock_<what> waits,
+ *	_try_lock_<what> never waits; both exclusive, and both compute the key in
+ *	C), never by number; C takes them by LockAcquire on el_locktag: kind 1
+ *	in counter recovery, kind 3 in the C group code (group.c).
+ *	- kind 1, EL_LOCK_ROUTING, key el_routing_lock_key(topic_id, partition)
+ *	  (topic_id << 32 | partition): orders a partition's counter recovery
+ *	  with a maintenance round.  Exclusive, waited for: by
+ *	  el_recover_next_offset (partition.c) as a session lock released as
+ *	  soon as the catalog has been read, with no LWLock held; by
+ *	  eventlog._maintain_topic (_lock_routing) for each partition in
+ *	  ascending order, held to commit (its own routing read may recover a
+ *	  counter under it: a backend's session and transaction locks on one tag
+ *	  do not conflict).
  *	- kind 2, EL_LOCK_MAINTENANCE, key topic_id: one maintenance round per
- *	  topic.  Exclusive, never waits (_try_xact_lock in _maintain_topic);
- *	  waited for by drop_topic, after its topic row lock, held to its
- *	  commit, so that no round of the topic runs beside the drop.
+ *	  topic.  Exclusive, never waits (_try_lock_maintenance in
+ *	  _maintain_topic); waited for (_lock_maintenance) by drop_topic, after
+ *	  its topic row lock, held to its commit, so that no round of the topic
+ *	  runs beside the drop.
  *	  eventlog.enforce_retention() without a topic takes the kind 2 and 1
  *	  locks of several topics in one transaction, in ascending topic_id.
- *	- kind 3, EL_LOCK_GROUP, key _group_lock_key(topic_id, group, p): p = -1
- *	  is a group's membership lock, p >= 0 a group's partition.
+ *	- kind 3, EL_LOCK_GROUP, key el_group_lock_key(topic_id, group, p)
+ *	  (group.c): p = -1 is a group's membership lock, p >= 0 a group's
+ *	  partition.
  *	  Membership: shared and waited for by a transactional poll
  *	  (el_group_lock_checked, group.c) and a member's commit
  *	  (el_group_commit, group_member.c); exclusive and waited for by a
  *	  member's poll (el_group_poll_member via el_group_lock_checked) and
- *	  leave (_leave); exclusive, never waits, in delete_group.
+ *	  leave (_leave: _lock_group_membership); exclusive, never waits, in
+ *	  delete_group (_try_lock_group_membership).
  *	  Partitions: exclusive; tried (never waits) by a transactional poll in
- *	  any order, by delete_group and by seek; waited for, in ascending
- *	  partition order, by seek(force => true), which takes no membership
- *	  lock.
+ *	  any order, by delete_group and by seek (_try_lock_group_partition);
+ *	  waited for, in ascending partition order, by seek(force => true)
+ *	  (_lock_group_partition), which takes no membership lock.
  *	  Order: membership before partitions.
  *
  * 5. Heavyweight table locks and row locks, in the order taken:
@@ -143,7 +150,11 @@
 
 #include "storage/lock.h"
 
-/* What a lock orders; the numbers are part of the SQL interface. */
+/*
+ * What a lock orders.  The number is the LOCKTAG's fourth field less
+ * EL_LOCK_SPACE (locks.c; pg_locks.objsubid shows it), so it must not change
+ * for a kind; SQL never passes it (the functions in locks.c name the kind).
+ */
 typedef enum ElLockKind
 {
 	EL_LOCK_ROUTING = 1,		/* a partition's counter recovery vs a maintenance round */

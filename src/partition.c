@@ -42,7 +42,7 @@
  */
 /*
  * The lock that orders a partition's counter recovery with maintenance
- * rounds: a round holds it (eventlog._xact_lock(1, ...) in
+ * rounds: a round holds it (eventlog._lock_routing in
  * eventlog._maintain_topic; locks.c) from reading the routing until it has
  * recorded the active segment's base offset and committed; recovery takes
  * it for the time it reads the catalog.  So recovery never routes offsets

@@ -31,7 +31,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION 'cannot truncate captured table %', TG_RELID::regclass
-        USING ERRCODE = '0A000',
+        USING ERRCODE = 'feature_not_supported',
               DETAIL = 'TRUNCATE fires no row triggers, so the change topic would not record the removal.',
               HINT = 'DELETE the rows instead, or stop capturing with eventlog.uncapture() first.';
 END
@@ -73,27 +73,27 @@ DECLARE
     n bigint := 0;
 BEGIN
     IF source IS NULL THEN
-        RAISE EXCEPTION 'source must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     PERFORM @extschema@._check_topic_name(topic);
     IF snapshot IS NULL THEN
-        RAISE EXCEPTION 'snapshot must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'snapshot must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     SELECT c.relkind, c.relnamespace::regnamespace AS nsp INTO rel FROM pg_class c WHERE c.oid = source;
     IF rel.relkind <> 'r' THEN
-        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = '42809',
+        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = 'wrong_object_type',
             DETAIL = 'Only ordinary tables can be captured (not views, foreign or partitioned tables).',
             HINT = 'Capture each partition of a partitioned table.';
     END IF;
     IF rel.nsp = '@extschema@'::regnamespace OR rel.nsp = 'eventlog_segments'::regnamespace THEN
-        RAISE EXCEPTION 'cannot capture "%", a table of the event log itself', source USING ERRCODE = '42809';
+        RAISE EXCEPTION 'cannot capture "%", a table of the event log itself', source USING ERRCODE = 'wrong_object_type';
     END IF;
     IF EXISTS (SELECT FROM @extschema@.captures c WHERE c.source = capture.source) THEN
-        RAISE EXCEPTION 'table % is already captured', source USING ERRCODE = '42710',
+        RAISE EXCEPTION 'table % is already captured', source USING ERRCODE = 'duplicate_object',
             HINT = 'See eventlog.captures; run eventlog.uncapture() first to change the topic or key.';
     END IF;
     IF snapshot AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'capture with snapshot needs READ COMMITTED' USING ERRCODE = '0A000',
+        RAISE EXCEPTION 'capture with snapshot needs READ COMMITTED' USING ERRCODE = 'feature_not_supported',
             DETAIL = 'The snapshot must be taken after the table is locked, so that it meets the captured stream exactly.',
             HINT = 'Run it in a READ COMMITTED transaction.';
     END IF;
@@ -104,22 +104,22 @@ BEGIN
           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
          WHERE i.indrelid = source AND i.indisprimary;
         IF keys IS NULL THEN
-            RAISE EXCEPTION 'table % has no primary key', source USING ERRCODE = '55000',
+            RAISE EXCEPTION 'table % has no primary key', source USING ERRCODE = 'object_not_in_prerequisite_state',
                 DETAIL = 'Changes are keyed by the row''s key, so that all changes of a row stay in order in one partition.',
                 HINT = 'Add a primary key, or name the key columns with key_columns => ARRAY[...].';
         END IF;
     END IF;
     IF pg_catalog.cardinality(keys) = 0 THEN
-        RAISE EXCEPTION 'key_columns must not be empty' USING ERRCODE = '22023';
+        RAISE EXCEPTION 'key_columns must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     FOREACH k IN ARRAY keys LOOP
         IF k IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source
                                        AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped) THEN
-            RAISE EXCEPTION 'column "%" of table % does not exist', k, source USING ERRCODE = '42703';
+            RAISE EXCEPTION 'column "%" of table % does not exist', k, source USING ERRCODE = 'undefined_column';
         END IF;
     END LOOP;
     IF (SELECT count(DISTINCT x) FROM pg_catalog.unnest(keys) x) <> pg_catalog.cardinality(keys) THEN
-        RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = '22023';
+        RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = topic) THEN
         PERFORM @extschema@.create_topic(topic, partitions);
@@ -157,10 +157,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF source IS NULL THEN
-        RAISE EXCEPTION 'source must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF NOT EXISTS (SELECT FROM @extschema@.captures c WHERE c.source = uncapture.source) THEN
-        RAISE EXCEPTION 'table % is not captured', source USING ERRCODE = '42704',
+        RAISE EXCEPTION 'table % is not captured', source USING ERRCODE = 'undefined_object',
             HINT = 'See eventlog.captures.';
     END IF;
     EXECUTE pg_catalog.format('DROP TRIGGER eventlog_capture ON %s', source);
@@ -182,7 +182,7 @@ DECLARE
 BEGIN
     IF topic IS NULL THEN
         RAISE EXCEPTION 'outbox row of % has no topic in column "%"', TG_RELID::regclass, TG_ARGV[0]
-            USING ERRCODE = '23502';
+            USING ERRCODE = 'not_null_violation';
     END IF;
     PERFORM @extschema@.produce(topic, r ->> TG_ARGV[1], r -> TG_ARGV[2],
                                 pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
@@ -222,19 +222,19 @@ DECLARE
     c text;
 BEGIN
     IF source IS NULL OR keep_rows IS NULL THEN
-        RAISE EXCEPTION 'source and keep_rows must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'source and keep_rows must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF (SELECT relkind FROM pg_class WHERE oid = source) <> 'r' THEN
-        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = '42809';
+        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = 'wrong_object_type';
     END IF;
     IF EXISTS (SELECT FROM @extschema@.outboxes o WHERE o.source = route_outbox.source) THEN
-        RAISE EXCEPTION 'table % is already an outbox', source USING ERRCODE = '42710',
+        RAISE EXCEPTION 'table % is already an outbox', source USING ERRCODE = 'duplicate_object',
             HINT = 'See eventlog.outboxes; run eventlog.unroute_outbox() first to change it.';
     END IF;
     FOREACH c IN ARRAY ARRAY[topic_column, key_column, value_column] LOOP
         IF c IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source
                                        AND a.attname = c AND a.attnum > 0 AND NOT a.attisdropped) THEN
-            RAISE EXCEPTION 'column "%" of table % does not exist', c, source USING ERRCODE = '42703',
+            RAISE EXCEPTION 'column "%" of table % does not exist', c, source USING ERRCODE = 'undefined_column',
                 HINT = 'Name the outbox''s topic, key and value columns (topic_column, key_column, value_column).';
         END IF;
     END LOOP;
@@ -255,10 +255,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF source IS NULL THEN
-        RAISE EXCEPTION 'source must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF NOT EXISTS (SELECT FROM @extschema@.outboxes o WHERE o.source = unroute_outbox.source) THEN
-        RAISE EXCEPTION 'table % is not an outbox', source USING ERRCODE = '42704';
+        RAISE EXCEPTION 'table % is not an outbox', source USING ERRCODE = 'undefined_object';
     END IF;
     EXECUTE pg_catalog.format('DROP TRIGGER eventlog_outbox ON %s', source);
 END
@@ -290,10 +290,10 @@ DECLARE
     kimg jsonb;
 BEGIN
     IF target IS NULL THEN
-        RAISE EXCEPTION 'target must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'target must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF (SELECT relkind FROM pg_class WHERE oid = target) NOT IN ('r', 'p') THEN
-        RAISE EXCEPTION '"%" is not a table', target USING ERRCODE = '42809';
+        RAISE EXCEPTION '"%" is not a table', target USING ERRCODE = 'wrong_object_type';
     END IF;
     SELECT c.partitions INTO nparts FROM @extschema@.topic_catalog c WHERE c.name = topic;
     IF nparts IS NULL THEN
@@ -308,7 +308,7 @@ BEGIN
         op := r.value ->> 'op';
         IF r.key IS NULL OR op IS NULL OR op NOT IN ('c', 'r', 'u', 'd') THEN
             RAISE EXCEPTION 'record %/% of topic "%" is not a change envelope', r.partition, r.offset_id, topic
-                USING ERRCODE = '22023',
+                USING ERRCODE = 'invalid_parameter_value',
                       DETAIL = 'A change has a JSON object key and a value with "op" c, r, u or d.';
         END IF;
         SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ') INTO keycols

@@ -11,11 +11,16 @@ REVOKE ALL ON FUNCTION
     @extschema@._create_segment(integer, integer, integer, bigint),
     @extschema@._forget_topic(integer),
     @extschema@._group_lock_key(integer, text, integer),
+    @extschema@._lock_group_membership(integer, text),
+    @extschema@._lock_group_partition(integer, text, integer),
+    @extschema@._lock_maintenance(integer),
+    @extschema@._lock_routing(integer, integer),
     @extschema@._maintain_topic(integer),
     @extschema@._partition_routing(text, integer),
     @extschema@._rebalance(integer, text, text),
     @extschema@._segment_times(name),
     @extschema@._set_position(integer, text, integer, bigint, text),
-    @extschema@._try_xact_lock(integer, bigint),
-    @extschema@._xact_lock(integer, bigint, boolean)
+    @extschema@._try_lock_group_membership(integer, text),
+    @extschema@._try_lock_group_partition(integer, text, integer),
+    @extschema@._try_lock_maintenance(integer)
   FROM PUBLIC;

@@ -70,12 +70,12 @@ DECLARE
     tid integer := @extschema@._authorize(topic, 'consume');
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
-    PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1));
+    PERFORM @extschema@._lock_group_membership(tid, group_name);
     DELETE FROM @extschema@.group_members gm
      WHERE gm.topic_id = tid AND gm.group_name = _leave.group_name AND gm.member = _leave.member;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'member "%" is not in group "%" of topic "%"', member, group_name, topic
-            USING ERRCODE = '42704';
+            USING ERRCODE = 'undefined_object';
     END IF;
     -- Hand its partitions over at once.
     PERFORM @extschema@._rebalance(tid, topic, group_name);

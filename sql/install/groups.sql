@@ -43,11 +43,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF group_name IS NULL THEN
-        RAISE EXCEPTION 'group_name must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'group_name must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF group_name = '' OR length(group_name) > 200 THEN
         RAISE EXCEPTION 'invalid group name "%"', left(group_name, 210)
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'A group name is 1 to 200 characters.';
     END IF;
 END
@@ -58,8 +58,10 @@ COMMENT ON FUNCTION @extschema@._check_group_name(text) IS
 /*
  * The lock key of (topic, group, partition): 64 bits of hash of
  * 'pg_eventlog/<topic_id>/<partition>/<group_name>' (hashtextextended, seed
- * 7); partition -1 is the group's membership.  The C group code computes
- * the same key (src/group.c).
+ * 7); partition -1 is the group's membership.  The C group code and the
+ * group lock functions (_lock_group_membership, _lock_group_partition and
+ * their _try_ forms) compute it in C (src/group.c); this function shows it
+ * (sql/group_edges.sql pins it).
  */
 CREATE FUNCTION @extschema@._group_lock_key(topic_id integer, group_name text, partition integer)
 RETURNS bigint
@@ -81,7 +83,7 @@ BEGIN
     PERFORM @extschema@._check_topic_name(topic);
     SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _topic_id.topic;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = '42704';
+        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
     END IF;
     RETURN tid;
 END
@@ -103,10 +105,10 @@ DECLARE
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     IF start_from IS NULL OR start_from NOT IN ('earliest', 'latest') THEN
-        RAISE EXCEPTION 'start_from must be ''earliest'' or ''latest''' USING ERRCODE = '22023';
+        RAISE EXCEPTION 'start_from must be ''earliest'' or ''latest''' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF auto_reset IS NOT NULL AND auto_reset NOT IN ('earliest', 'latest') THEN
-        RAISE EXCEPTION 'auto_reset must be ''earliest'', ''latest'' or NULL' USING ERRCODE = '22023',
+        RAISE EXCEPTION 'auto_reset must be ''earliest'', ''latest'' or NULL' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'NULL makes poll raise an error when retention removed records the group has not read.';
     END IF;
     IF EXISTS (SELECT FROM @extschema@.group_catalog g
@@ -114,7 +116,7 @@ BEGIN
        OR EXISTS (SELECT FROM @extschema@.group_offsets o
                    WHERE o.topic_id = tid AND o.group_name = _create_group.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" already exists', group_name, topic
-            USING ERRCODE = '42710';
+            USING ERRCODE = 'duplicate_object';
     END IF;
     INSERT INTO @extschema@.group_catalog (topic_id, group_name, start_from, auto_reset)
     VALUES (tid, group_name, start_from, auto_reset);
@@ -202,34 +204,34 @@ DECLARE
 BEGIN
     PERFORM @extschema@._check_group_name(group_name);
     IF target IS NULL OR target = '' THEN
-        RAISE EXCEPTION 'target must not be empty' USING ERRCODE = '22023',
+        RAISE EXCEPTION 'target must not be empty' USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
     END IF;
     IF target !~ '^(earliest|latest|[0-9]+)$' THEN
         BEGIN
             ts := target::timestamptz;
         EXCEPTION WHEN OTHERS THEN
-            RAISE EXCEPTION 'invalid seek target "%"', target USING ERRCODE = '22023',
+            RAISE EXCEPTION 'invalid seek target "%"', target USING ERRCODE = 'invalid_parameter_value',
                 HINT = 'Use ''earliest'', ''latest'', an offset or a timestamp.';
         END;
     END IF;
     SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
     IF _seek.partition IS NOT NULL AND (_seek.partition < 0 OR _seek.partition >= n) THEN
         RAISE EXCEPTION 'partition % of topic "%" does not exist', _seek.partition, topic
-            USING ERRCODE = '22023', DETAIL = format('The topic has %s partitions, numbered 0 to %s.', n, n - 1);
+            USING ERRCODE = 'invalid_parameter_value', DETAIL = format('The topic has %s partitions, numbered 0 to %s.', n, n - 1);
     END IF;
     FOR p IN SELECT pg_catalog.generate_series(coalesce(_seek.partition, 0), coalesce(_seek.partition, n - 1)) LOOP
         IF force THEN
-            PERFORM @extschema@._xact_lock(3, @extschema@._group_lock_key(tid, group_name, p));
-        ELSIF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
+            PERFORM @extschema@._lock_group_partition(tid, group_name, p);
+        ELSIF NOT @extschema@._try_lock_group_partition(tid, group_name, p) THEN
             RAISE EXCEPTION 'partition % of topic "%" is being consumed by group "%"', p, topic, group_name
-                USING ERRCODE = '55006',
+                USING ERRCODE = 'object_in_use',
                       HINT = 'Retry when its consumers are idle, or pass force => true to wait for them.';
         ELSIF EXISTS (SELECT FROM @extschema@.group_offsets o
                        WHERE o.topic_id = tid AND o.group_name = _seek.group_name AND o.partition = p
                          AND o.owner_member IS NOT NULL) THEN
             RAISE EXCEPTION 'partition % of topic "%" is assigned to a member of group "%"', p, topic, group_name
-                USING ERRCODE = '55006',
+                USING ERRCODE = 'object_in_use',
                       HINT = 'Let the members leave first, or pass force => true (their uncommitted progress is then discarded).';
         END IF;
         pos := CASE
@@ -239,7 +241,7 @@ BEGIN
                  ELSE target::bigint END;
         IF pos > @extschema@.high_watermark(topic, p) THEN
             RAISE EXCEPTION 'offset % is beyond the high watermark of partition % of topic "%"', pos, p, topic
-                USING ERRCODE = '22003';
+                USING ERRCODE = 'numeric_value_out_of_range';
         END IF;
         PERFORM @extschema@._set_position(tid, group_name, p, pos);
         -- A member's fetch position must not undo the seek at its commit.
@@ -282,7 +284,7 @@ BEGIN
        AND NOT EXISTS (SELECT FROM @extschema@.group_catalog g
                         WHERE g.topic_id = tid AND g.group_name = _delete_group.group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" does not exist', group_name, topic
-            USING ERRCODE = '42704';
+            USING ERRCODE = 'undefined_object';
     END IF;
     -- As Kafka refuses to delete a group that has members (GROUP_NOT_EMPTY):
     -- never wait, refuse while anyone consumes the group.  A transaction
@@ -291,17 +293,17 @@ BEGIN
     -- partitions.  Holding them all to the end of this transaction also
     -- keeps new polls out until the deletion is committed (they then find
     -- no group, or are refused as it was deleted during them: src/group.c).
-    IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, -1)) THEN
+    IF NOT @extschema@._try_lock_group_membership(tid, group_name) THEN
         RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
-            USING ERRCODE = '55006',
+            USING ERRCODE = 'object_in_use',
                   DETAIL = 'A transaction that polled the group, or a member''s poll or commit, is still open.',
                   HINT = 'Retry when the group''s consumers have committed or rolled back.';
     END IF;
     SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = tid;
     FOR p IN 0 .. n - 1 LOOP
-        IF NOT @extschema@._try_xact_lock(3, @extschema@._group_lock_key(tid, group_name, p)) THEN
+        IF NOT @extschema@._try_lock_group_partition(tid, group_name, p) THEN
             RAISE EXCEPTION 'group "%" of topic "%" is being consumed', group_name, topic
-                USING ERRCODE = '55006',
+                USING ERRCODE = 'object_in_use',
                       DETAIL = format('An open transaction holds partition %s for the group (a poll or a seek).', p),
                       HINT = 'Retry when the group''s consumers have committed or rolled back.';
         END IF;
@@ -314,7 +316,7 @@ BEGIN
      ORDER BY m.member LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'group "%" of topic "%" has live members', group_name, topic
-            USING ERRCODE = '55006',
+            USING ERRCODE = 'object_in_use',
                   DETAIL = format('Member %s, among others perhaps, is still in the group.', pg_catalog.quote_literal(live)),
                   HINT = 'Have the members call eventlog.leave(), or wait until they miss their session timeout.';
     END IF;

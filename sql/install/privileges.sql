@@ -51,7 +51,7 @@ DECLARE
     r regrole;
 BEGIN
     IF role IS NULL THEN
-        RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF lower(role) = 'public' THEN
         RETURN 0::oid::regrole;
@@ -59,7 +59,7 @@ BEGIN
     r := role::regrole;        -- 42704 for an unknown name
     -- regrole also reads '-' (PUBLIC) and bare OIDs: accept roles only.
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid = r) THEN
-        RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = '42704';
+        RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = 'undefined_object';
     END IF;
     RETURN r;
 END
@@ -75,7 +75,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF privilege IS NULL THEN
-        RAISE EXCEPTION 'privilege must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'privilege must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     CASE lower(privilege)
         WHEN 'produce' THEN RETURN ARRAY['produce'];
@@ -83,7 +83,7 @@ BEGIN
         WHEN 'all' THEN RETURN ARRAY['produce', 'consume'];
         ELSE
             RAISE EXCEPTION 'unrecognized topic privilege "%"', privilege
-                USING ERRCODE = '22023',
+                USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'A topic privilege is produce, consume or all.';
     END CASE;
 END
@@ -163,11 +163,11 @@ DECLARE
     may_set boolean;
 BEGIN
     IF new_owner IS NULL THEN
-        RAISE EXCEPTION 'new_owner must not be null' USING ERRCODE = '22004';
+        RAISE EXCEPTION 'new_owner must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     owner_role := @extschema@._grantee(new_owner);
     IF owner_role = 0 THEN
-        RAISE EXCEPTION 'a topic''s owner must be a role, not PUBLIC' USING ERRCODE = '22023';
+        RAISE EXCEPTION 'a topic''s owner must be a role, not PUBLIC' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- ALTER ... OWNER's rule: one may give an object only to a role one
     -- could SET ROLE to (PostgreSQL 16 made that the SET option of the
@@ -177,7 +177,7 @@ BEGIN
                     ELSE pg_has_role(@extschema@._caller(), owner_role, 'MEMBER') END;
     IF NOT may_set THEN
         RAISE EXCEPTION 'must be able to SET ROLE "%"', owner_role::text
-            USING ERRCODE = '42501',
+            USING ERRCODE = 'insufficient_privilege',
                   DETAIL = 'Only a member of the new owner role, or a superuser, can hand a topic over to it.';
     END IF;
     UPDATE @extschema@.topic_catalog t SET owner = owner_role WHERE t.topic_id = tid;

@@ -81,7 +81,7 @@ BEGIN
     END IF;
     -- One round per topic at a time (the worker and enforce_retention may
     -- meet): a round that finds another in progress leaves it the work.
-    IF NOT @extschema@._try_xact_lock(2, t.topic_id) THEN
+    IF NOT @extschema@._try_lock_maintenance(t.topic_id) THEN
         RETURN;
     END IF;
     r.topic := t.name;
@@ -89,7 +89,7 @@ BEGIN
         r.partition := p;
         -- Ordered with counter recovery (el_recover_next_offset): from the
         -- routing read until the base offset is recorded and committed.
-        PERFORM @extschema@._xact_lock(1, (t.topic_id::bigint << 32) | p);
+        PERFORM @extschema@._lock_routing(t.topic_id, p);
         SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
 
         -- 1. The active segment's base offset, once known, is recorded.
@@ -213,7 +213,7 @@ BEGIN
         PERFORM @extschema@._check_topic_name(topic);
         SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = _enforce_retention.topic;
         IF NOT FOUND THEN
-            RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = '42704';
+            RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
         END IF;
         PERFORM @extschema@._authorize(topic, 'owner');
         RETURN QUERY SELECT * FROM @extschema@._maintain_topic(tid);

@@ -33,7 +33,7 @@ BEGIN
                    WHERE o.oprnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace)
     THEN
         RAISE EXCEPTION 'schema "@extschema@" already exists with objects in it, or with another owner'
-            USING ERRCODE = '55000',
+            USING ERRCODE = 'object_not_in_prerequisite_state',
                   DETAIL = 'pg_eventlog installs into its own schema; objects there that it did not create could be run by this script as the installing role, or replace its functions later.',
                   HINT = 'Drop or rename the existing schema "@extschema@", then run CREATE EXTENSION again.';
     END IF;

@@ -12,24 +12,61 @@ COMMENT ON FUNCTION @extschema@._require_shmem() IS
 /*
  * pg_eventlog's own locks (src/locks.c): advisory locks in a key space the
  * pg_advisory_* functions cannot reach, so that no role can stall
- * producers, retention or a group by taking the same keys.  kind: 1 a
- * partition's routing (key topic_id << 32 | partition), 2 a topic's
- * maintenance round (key topic_id), 3 a group's partition or membership
- * (key _group_lock_key).  Only the extension's owner may call them.
+ * producers, retention or a group by taking the same keys.  One function
+ * per kind of lock (src/locks.h lists them, numbers them, and gives the
+ * order they are taken in) and way of taking it: _lock_* waits, _try_lock_*
+ * returns false instead; both take the lock exclusively, held to the end of
+ * the transaction, and compute its key in C as the C code does.  Only the
+ * extension's owner may call them.
  */
-CREATE FUNCTION @extschema@._xact_lock(kind integer, key bigint, shared boolean DEFAULT false)
+CREATE FUNCTION @extschema@._lock_routing(topic_id integer, partition integer)
 RETURNS void
-AS 'MODULE_PATHNAME', 'el_xact_lock'
+AS 'MODULE_PATHNAME', 'el_lock_routing'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._xact_lock(integer, bigint, boolean) IS
-'internal: waits for one of pg_eventlog''s own locks, held to the end of the transaction';
+COMMENT ON FUNCTION @extschema@._lock_routing(integer, integer) IS
+'internal: waits for the lock that orders a partition''s counter recovery with a maintenance round';
 
-CREATE FUNCTION @extschema@._try_xact_lock(kind integer, key bigint)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'el_try_xact_lock'
+CREATE FUNCTION @extschema@._lock_maintenance(topic_id integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_maintenance'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._try_xact_lock(integer, bigint) IS
-'internal: takes one of pg_eventlog''s own locks if it is free, held to the end of the transaction';
+COMMENT ON FUNCTION @extschema@._lock_maintenance(integer) IS
+'internal: waits for the lock of a topic''s maintenance rounds';
+
+CREATE FUNCTION @extschema@._try_lock_maintenance(topic_id integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_maintenance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_maintenance(integer) IS
+'internal: takes the lock of a topic''s maintenance rounds if it is free';
+
+CREATE FUNCTION @extschema@._lock_group_membership(topic_id integer, group_name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_group_membership'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_group_membership(integer, text) IS
+'internal: waits for a consumer group''s membership lock';
+
+CREATE FUNCTION @extschema@._try_lock_group_membership(topic_id integer, group_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_group_membership'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_group_membership(integer, text) IS
+'internal: takes a consumer group''s membership lock if it is free';
+
+CREATE FUNCTION @extschema@._lock_group_partition(topic_id integer, group_name text, partition integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_group_partition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_group_partition(integer, text, integer) IS
+'internal: waits for the lock of a partition of a consumer group';
+
+CREATE FUNCTION @extschema@._try_lock_group_partition(topic_id integer, group_name text, partition integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_group_partition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_group_partition(integer, text, integer) IS
+'internal: takes the lock of a partition of a consumer group if it is free';
 
 CREATE FUNCTION @extschema@._forget_topic(topic_id integer)
 RETURNS void
@@ -46,11 +83,11 @@ AS $$
 BEGIN
     IF topic IS NULL THEN
         RAISE EXCEPTION 'topic name must not be null'
-            USING ERRCODE = '22004';
+            USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF topic !~ '^[A-Za-z0-9._-]{1,200}$' THEN
         RAISE EXCEPTION 'invalid topic name "%"', left(topic, 210)
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'A topic name is 1 to 200 characters, each a letter (A-Z, a-z), a digit, ".", "_" or "-".',
                   HINT = 'Kafka accepts the same alphabet, so a name valid here is valid there.';
     END IF;
@@ -139,7 +176,7 @@ BEGIN
     total := @extschema@._partitions_in_use(_add_partitions.topic_id);
     IF total + last + 1 > max_partitions THEN
         RAISE EXCEPTION 'too many partitions'
-            USING ERRCODE = '53400',
+            USING ERRCODE = 'configuration_limit_exceeded',
                   DETAIL = format('This database would have %s partitions; eventlog.max_partitions is %s.',
                                   total + last + 1, max_partitions),
                   HINT = 'Raise eventlog.max_partitions and restart the server, or use fewer partitions.';
@@ -164,21 +201,21 @@ AS $$
 BEGIN
     IF retention <= interval '0' THEN
         RAISE EXCEPTION 'retention must be positive'
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Use NULL to keep records forever.';
     END IF;
     IF retention_bytes <= 0 THEN
         RAISE EXCEPTION 'retention_bytes must be positive'
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Use NULL for no size limit.';
     END IF;
     IF segment_interval IS NULL OR segment_interval <= interval '0' THEN
         RAISE EXCEPTION 'segment_interval must be a positive interval'
-            USING ERRCODE = '22023';
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF segment_bytes IS NULL OR segment_bytes < 65536 THEN
         RAISE EXCEPTION 'segment_bytes must be at least 65536'
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = format('The value given was %s.', coalesce(segment_bytes::text, 'NULL'));
     END IF;
 END
@@ -212,7 +249,7 @@ BEGIN
     PERFORM @extschema@._check_topic_name(topic);
     IF partitions IS NULL OR partitions < 1 THEN
         RAISE EXCEPTION 'partitions must be at least 1'
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = format('The value given was %s.', coalesce(partitions::text, 'NULL'));
     END IF;
     PERFORM @extschema@._check_topic_settings(retention, retention_bytes,
@@ -222,7 +259,7 @@ BEGIN
     LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
     IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _create_topic.topic) THEN
         RAISE EXCEPTION 'topic "%" already exists', topic
-            USING ERRCODE = '42710';
+            USING ERRCODE = 'duplicate_object';
     END IF;
     INSERT INTO @extschema@.topic_catalog AS t
            (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner)
@@ -270,7 +307,7 @@ BEGIN
             RETURN;
         END IF;
         RAISE EXCEPTION 'topic "%" does not exist', topic
-            USING ERRCODE = '42704';
+            USING ERRCODE = 'undefined_object';
     END IF;
     PERFORM @extschema@._authorize(topic, 'owner');
     PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
@@ -279,7 +316,7 @@ BEGIN
     -- that rolled a partition commits a new segment, which the list below
     -- must see, or its table would outlive the topic (its catalog row goes
     -- with the partition's).
-    PERFORM @extschema@._xact_lock(2, old_id);
+    PERFORM @extschema@._lock_maintenance(old_id);
     FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
                 WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
     LOOP
@@ -337,7 +374,7 @@ BEGIN
      WHERE t.name = _alter_topic.topic FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'topic "%" does not exist', topic
-            USING ERRCODE = '42704';
+            USING ERRCODE = 'undefined_object';
     END IF;
     PERFORM @extschema@._authorize(topic, 'owner');
     -- NULL leaves a setting as it is; a negative retention or
@@ -350,7 +387,7 @@ BEGIN
                                 ELSE retention_bytes END;
     IF retention = interval '0' OR retention_bytes = 0 THEN
         RAISE EXCEPTION 'retention limits must be positive'
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass a negative value (for example interval ''-1 second'' or -1) to remove a limit, or NULL to leave it unchanged.';
     END IF;
     PERFORM @extschema@._check_topic_settings(new_retention, new_retention_bytes,
@@ -358,7 +395,7 @@ BEGIN
         coalesce(segment_bytes, cur.segment_bytes));
     IF partitions IS NOT NULL AND partitions < cur.partitions THEN
         RAISE EXCEPTION 'cannot reduce the number of partitions of topic "%"', topic
-            USING ERRCODE = '22023',
+            USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = format('The topic has %s partitions and %s were asked for; partitions hold records and keys are hashed over their count.',
                                   cur.partitions, partitions),
                   HINT = 'Create a new topic with fewer partitions and copy the records into it.';
