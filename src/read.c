@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * read.c
- *	  Reading a partition: eventlog.read, eventlog.offset_for_time and the
+ *	  Reading a partition: eventlog.read and eventlog.read_binary (the same
+ *	  read, of a JSON or a binary topic), eventlog.offset_for_time and the
  *	  offset functions.
  *
  * Every reader follows the same two steps (docs/design.md, invariant 1):
@@ -51,6 +52,7 @@
 #include "topic.h"
 
 PG_FUNCTION_INFO_V1(el_read);
+PG_FUNCTION_INFO_V1(el_read_binary);
 PG_FUNCTION_INFO_V1(el_offset_for_time);
 PG_FUNCTION_INFO_V1(el_last_stable_offset_sql);
 PG_FUNCTION_INFO_V1(el_high_watermark_sql);
@@ -432,7 +434,7 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 	/* Step 2: a snapshot taken after the stable offset was computed. */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	el_record_sink_begin(&sink, store, tupdesc, point->topic->name,
-						 point->partition);
+						 point->partition, point->topic->binary);
 	el_scan_begin(&scan, point, from, snapshot);
 	while (n < max_records && (slot = el_scan_next(&scan, &offset)) != NULL)
 	{
@@ -450,6 +452,10 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 /*
  * eventlog.read(topic text, partition integer, from_offset bigint,
  *               max_records integer, wait interval) -> SETOF eventlog.record
+ * eventlog.read_binary(the same) -> SETOF eventlog.binary_record
+ *
+ * "binary" says which of the two was called: each reads topics of its
+ * format only.
  *
  * With a wait, it returns as soon as a record is readable at or after
  * from_offset, or nothing when the wait ends.  Offsets below the stable
@@ -459,8 +465,8 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
  * rather than spinning).  Only a scan that returned nothing is followed by
  * another, so no record comes twice.
  */
-Datum
-el_read(PG_FUNCTION_ARGS)
+static Datum
+el_read_common(FunctionCallInfo fcinfo, bool binary)
 {
 	ElReadPoint point;
 	int64		from;
@@ -489,11 +495,12 @@ el_read(PG_FUNCTION_ARGS)
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 
 	el_read_point(fcinfo, &point);
+	el_require_format(point.topic, binary, EL_FORMAT_READ);
 	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
 	if (from < point.log_start || from > point.high_watermark)
 		el_offset_out_of_range(&point, from);
 
-	store = el_materialized_srf(fcinfo, "read", &tupdesc);
+	store = el_materialized_srf(fcinfo, binary ? "read_binary" : "read", &tupdesc);
 	for (;;)
 	{
 		if (wait_ms > 0 && point.stable <= from)
@@ -519,6 +526,18 @@ el_read(PG_FUNCTION_ARGS)
 		from = Max(from, point.stable);
 	}
 	return (Datum) 0;
+}
+
+Datum
+el_read(PG_FUNCTION_ARGS)
+{
+	return el_read_common(fcinfo, false);
+}
+
+Datum
+el_read_binary(PG_FUNCTION_ARGS)
+{
+	return el_read_common(fcinfo, true);
 }
 
 /*

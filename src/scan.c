@@ -105,7 +105,8 @@ el_scan_open_segment(ElScan *s)
 				 errhint("Read from the partition's log start offset (eventlog.log_start_offset).")));
 	}
 
-	el_segment_check_shape(s->rel);
+	/* The record sink copies the row as the topic's format lays it out. */
+	el_segment_check_shape(s->rel, s->point->topic->binary);
 	pk = el_primary_key_index(s->rel);
 	if (!OidIsValid(pk))
 		elog(ERROR, "segment \"%s\" has no primary key",
