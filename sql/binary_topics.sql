@@ -184,6 +184,9 @@ SELECT eventlog.log_start_offset('bin', 0), eventlog.high_watermark('bin', 0),
        eventlog.last_stable_offset('bin', 0),
        eventlog.offset_for_time('bin', 1, '-infinity') AS first_offset;
 SELECT partition, records, bytes > 0 AS has_bytes FROM eventlog.partitions WHERE topic = 'bin.pos';
+SELECT partition, log_start_offset, high_watermark, records,
+       oldest_append_time <= newest_append_time AS append_times
+  FROM eventlog.partitions WHERE topic = 'bin.g';
 -- Segments roll, and retention by size (which counts the bytea values)
 -- removes the first segment whole: about 230 kB of records in it, over
 -- retention_bytes.
