@@ -2667,3 +2667,542 @@ BEGIN
     RETURN n;
 END
 $$;
+
+/* ------------------------------------------------------------------------
+ * Binary topics (issue 15): a topic's format, 'json' as until now or
+ * 'binary' (bytea keys and values, eventlog.header[] headers, Kafka's
+ * records byte for byte), with produce_binary, produce_binary_batch,
+ * read_binary and poll_binary.  Every topic of a 0.2.0 database is JSON.
+ * ------------------------------------------------------------------------ */
+ALTER TABLE @extschema@.topic_catalog
+    ADD COLUMN format text NOT NULL DEFAULT 'json'
+        CHECK (format OPERATOR(pg_catalog.=) ANY (ARRAY['json', 'binary']));
+
+/* Binary topics (format 'binary'): Kafka's records, byte for byte. */
+CREATE TYPE @extschema@.header AS (
+    name   text,
+    value  bytea
+);
+COMMENT ON TYPE @extschema@.header IS
+'a header of a binary topic''s record: a name and a value (NULL or bytes); a record''s headers are an ordered array in which names may repeat, as in Kafka';
+
+CREATE TYPE @extschema@.binary_record AS (
+    topic        text,
+    partition    integer,
+    offset_id    bigint,
+    key          bytea,
+    value        bytea,
+    headers      @extschema@.header[],
+    event_time   timestamptz,
+    append_time  timestamptz
+);
+COMMENT ON TYPE @extschema@.binary_record IS
+'a record of a binary topic as read_binary returns it';
+
+CREATE TYPE @extschema@.message AS (
+    key          bytea,
+    value        bytea,
+    headers      @extschema@.header[],
+    event_time   timestamptz
+);
+COMMENT ON TYPE @extschema@.message IS
+'a record to append to a binary topic with produce_binary_batch (event_time NULL: the append time)';
+
+/*
+ * Create the next segment table of a partition.  Its name derives from
+ * numbers only (identifiers stop at 63 bytes; topic names may be 200
+ * characters), and every identifier is quoted by format('%I').  Its key,
+ * value and headers columns are of the topic's format: text, jsonb, jsonb
+ * for 'json'; bytea, bytea, eventlog.header[] for 'binary'.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._create_segment(topic_id integer, partition integer,
+                                            segment_no integer, base_offset bigint)
+RETURNS name
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tbl name := format('seg_%s_%s_%s', topic_id, partition, segment_no);
+    topic_name text;
+    topic_format text;
+BEGIN
+    SELECT t.name, t.format INTO topic_name, topic_format
+      FROM @extschema@.topic_catalog t WHERE t.topic_id = _create_segment.topic_id;
+    IF topic_format = 'binary' THEN
+        EXECUTE format(
+            'CREATE TABLE eventlog_segments.%I ('
+            '    offset_id bigint NOT NULL,'
+            '    key bytea,'
+            '    value bytea,'
+            '    headers @extschema@.header[],'
+            '    event_time timestamptz NOT NULL,'
+            '    append_time timestamptz NOT NULL,'
+            '    CONSTRAINT %I PRIMARY KEY (offset_id)'
+            ') USING heap', tbl, tbl || '_pkey');
+    ELSE
+        EXECUTE format(
+            'CREATE TABLE eventlog_segments.%I ('
+            '    offset_id bigint NOT NULL,'
+            '    key text,'
+            '    value jsonb,'
+            '    headers jsonb,'
+            '    event_time timestamptz NOT NULL,'
+            '    append_time timestamptz NOT NULL,'
+            '    CONSTRAINT %I PRIMARY KEY (offset_id)'
+            ') USING heap', tbl, tbl || '_pkey');
+    END IF;
+    EXECUTE format(
+        'CREATE TRIGGER segment_guard BEFORE INSERT OR UPDATE OR DELETE'
+        ' ON eventlog_segments.%I FOR EACH ROW'
+        ' EXECUTE FUNCTION @extschema@._segment_guard()', tbl);
+    EXECUTE format(
+        'CREATE TRIGGER segment_guard_truncate BEFORE TRUNCATE'
+        ' ON eventlog_segments.%I FOR EACH STATEMENT'
+        ' EXECUTE FUNCTION @extschema@._segment_guard()', tbl);
+    -- ALWAYS: the guard also fires under session_replication_role = replica,
+    -- that is in logical replication apply workers.
+    EXECUTE format(
+        'ALTER TABLE eventlog_segments.%I ENABLE ALWAYS TRIGGER segment_guard,'
+        ' ENABLE ALWAYS TRIGGER segment_guard_truncate', tbl);
+    EXECUTE format('COMMENT ON TABLE eventlog_segments.%I IS %L', tbl,
+        format('pg_eventlog records of topic %s, partition %s, segment %s (read-only: write with eventlog.produce)',
+               topic_name, partition, segment_no));
+    INSERT INTO @extschema@.segment_catalog (topic_id, partition, segment_no, base_offset, table_name)
+    VALUES (_create_segment.topic_id, _create_segment.partition,
+            _create_segment.segment_no, _create_segment.base_offset, tbl);
+    RETURN tbl;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._create_segment(integer, integer, integer, bigint) IS
+'internal: creates a segment table for a partition, with the columns of the topic''s format, and records it in segment_catalog';
+
+/*
+ * create_topic gains a last parameter, format: a new signature, so the old
+ * function is dropped (an overload would make every call ambiguous).  The
+ * EXECUTE grants of the old create_topic (who may create topics) are given
+ * to the new one.
+ */
+SELECT pg_catalog.set_config('pg_eventlog_upgrade.create_topic_acl',
+                             coalesce(p.proacl::text, ''), true)
+  FROM pg_catalog.pg_proc p
+ WHERE p.oid = '@extschema@.create_topic(text, integer, interval, bigint, interval, bigint)'::pg_catalog.regprocedure;
+DROP FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint);
+DROP FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint);
+
+CREATE FUNCTION @extschema@._create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824,
+    format text DEFAULT 'json')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_id integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    IF partitions IS NULL OR partitions < 1 THEN
+        RAISE EXCEPTION 'partitions must be at least 1'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The value given was %s.', coalesce(partitions::text, 'NULL'));
+    END IF;
+    PERFORM @extschema@._check_topic_settings(retention, retention_bytes,
+                                              segment_interval, segment_bytes);
+    IF _create_topic.format IS NULL THEN
+        RAISE EXCEPTION 'format must not be null'
+            USING ERRCODE = '22004',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
+    IF _create_topic.format NOT IN ('json', 'binary') THEN
+        RAISE EXCEPTION 'invalid topic format "%"', left(_create_topic.format, 100)
+            USING ERRCODE = '22023',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
+    -- Serialise topic creation, so that two sessions creating the same name
+    -- get a clear error instead of a unique violation.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _create_topic.topic) THEN
+        RAISE EXCEPTION 'topic "%" already exists', topic
+            USING ERRCODE = '42710';
+    END IF;
+    INSERT INTO @extschema@.topic_catalog AS t
+           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner,
+            format)
+    VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
+            @extschema@._caller(), _create_topic.format)
+    RETURNING t.topic_id INTO new_id;
+    PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text) IS
+'internal: the body of eventlog.create_topic, run as the extension owner on behalf of the caller eventlog.create_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824,
+    format text DEFAULT 'json')
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text) IS
+'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition; format ''json'' (text keys, jsonb values and headers: produce, read) or ''binary'' (Kafka''s bytes: produce_binary, read_binary), fixed for the topic''s life';
+-- Who may create topics: those granted EXECUTE on create_topic.
+REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text) FROM PUBLIC;
+
+DO $$
+DECLARE
+    acl text := pg_catalog.current_setting('pg_eventlog_upgrade.create_topic_acl', true);
+    g record;
+BEGIN
+    IF acl IS NULL OR acl = '' THEN
+        RETURN;
+    END IF;
+    FOR g IN SELECT e.grantee, e.is_grantable
+               FROM pg_catalog.aclexplode(acl::pg_catalog.aclitem[]) e
+              WHERE e.privilege_type = 'EXECUTE'
+                AND e.grantee <> (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                   WHERE p.oid = '@extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text)'::pg_catalog.regprocedure)
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text) TO %s%s',
+                                  CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+                                       ELSE g.grantee::pg_catalog.regrole::text END,
+                                  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+
+/*
+ * Binary topics (format 'binary'): Kafka's records, byte for byte.  Named
+ * apart from produce and read, so that produce with plain literals stays
+ * unambiguous.
+ */
+CREATE FUNCTION @extschema@.produce_binary(
+    topic text,
+    key bytea,
+    value bytea,
+    headers @extschema@.header[] DEFAULT NULL,
+    partition integer DEFAULT NULL,
+    event_time timestamptz DEFAULT NULL)
+RETURNS @extschema@.position
+AS 'MODULE_PATHNAME', 'el_produce_binary'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.produce_binary(text, bytea, bytea, @extschema@.header[], integer, timestamptz) IS
+'appends a record to a binary topic in the caller''s transaction and returns its partition and offset; the key''s bytes pick the partition (Kafka''s murmur2), NULL key goes round-robin; NULL value is a tombstone';
+
+CREATE FUNCTION @extschema@.produce_binary_batch(
+    topic text,
+    messages @extschema@.message[],
+    partition integer DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+AS 'MODULE_PATHNAME', 'el_produce_binary_batch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION @extschema@.produce_binary_batch(text, @extschema@.message[], integer) IS
+'appends many records to a binary topic in one call and returns their positions in input order';
+
+CREATE FUNCTION @extschema@.read_binary(
+    topic text,
+    partition integer,
+    from_offset bigint,
+    max_records integer DEFAULT 1000,
+    wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.binary_record
+AS 'MODULE_PATHNAME', 'el_read_binary'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION @extschema@.read_binary(text, integer, bigint, integer, interval) IS
+'eventlog.read for a binary topic: up to max_records records of a partition from from_offset on, in offset order, never at or above the last stable offset; with wait, a long poll';
+
+/*
+ * The same, for binary topics: records as eventlog.binary_record.  The
+ * group's positions, commit, seek and the views are the same for both.
+ */
+CREATE FUNCTION @extschema@._poll_binary(topic text, group_name text, max_records integer DEFAULT 500,
+                                        partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                        session_timeout interval DEFAULT '30 seconds',
+                                        wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.binary_record
+AS 'MODULE_PATHNAME', 'el_group_poll_binary'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@._poll_binary(text, text, integer, integer, text, interval, interval) IS
+'internal: the body of eventlog.poll_binary, run as the extension owner on behalf of the caller eventlog.poll_binary notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._poll_binary(text, text, integer, integer, text, interval, interval) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.poll_binary(topic text, group_name text, max_records integer DEFAULT 500,
+                                       partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                       session_timeout interval DEFAULT '30 seconds',
+                                       wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.binary_record
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.poll_binary(text, text, integer, integer, text, interval, interval) IS
+'eventlog.poll for a binary topic: the same group positions, members, commit and long poll, records as eventlog.binary_record';
+
+CREATE OR REPLACE VIEW @extschema@.topics AS
+    SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
+           t.segment_interval, t.segment_bytes,
+           coalesce(sum(p.records), 0)::bigint AS records,
+           coalesce(sum(p.bytes), 0)::bigint AS bytes,
+           t.created_at, t.owner, t.format
+      FROM @extschema@.topic_catalog t
+      LEFT JOIN @extschema@.partitions p ON p.topic = t.name
+     GROUP BY t.topic_id;
+COMMENT ON VIEW @extschema@.topics IS
+'one row per topic: its settings, the records (offsets) and bytes it holds, its owner, and its format (json or binary)';
+
+CREATE OR REPLACE FUNCTION @extschema@.capture(source regclass, topic text, key_columns text[] DEFAULT NULL,
+                                    partitions integer DEFAULT 1, snapshot boolean DEFAULT false)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    keys text[] := key_columns;
+    k text;
+    n bigint := 0;
+BEGIN
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = '22004';
+    END IF;
+    PERFORM @extschema@._check_topic_name(topic);
+    IF snapshot IS NULL THEN
+        RAISE EXCEPTION 'snapshot must not be null' USING ERRCODE = '22004';
+    END IF;
+    SELECT c.relkind, c.relnamespace::regnamespace AS nsp INTO rel FROM pg_class c WHERE c.oid = source;
+    IF rel.relkind <> 'r' THEN
+        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = '42809',
+            DETAIL = 'Only ordinary tables can be captured (not views, foreign or partitioned tables).',
+            HINT = 'Capture each partition of a partitioned table.';
+    END IF;
+    IF rel.nsp = '@extschema@'::regnamespace OR rel.nsp = 'eventlog_segments'::regnamespace THEN
+        RAISE EXCEPTION 'cannot capture "%", a table of the event log itself', source USING ERRCODE = '42809';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.captures c WHERE c.source = capture.source) THEN
+        RAISE EXCEPTION 'table % is already captured', source USING ERRCODE = '42710',
+            HINT = 'See eventlog.captures; run eventlog.uncapture() first to change the topic or key.';
+    END IF;
+    IF snapshot AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'capture with snapshot needs READ COMMITTED' USING ERRCODE = '0A000',
+            DETAIL = 'The snapshot must be taken after the table is locked, so that it meets the captured stream exactly.',
+            HINT = 'Run it in a READ COMMITTED transaction.';
+    END IF;
+    IF keys IS NULL THEN
+        SELECT pg_catalog.array_agg(a.attname::text ORDER BY k.ord) INTO keys
+          FROM pg_index i
+          CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+         WHERE i.indrelid = source AND i.indisprimary;
+        IF keys IS NULL THEN
+            RAISE EXCEPTION 'table % has no primary key', source USING ERRCODE = '55000',
+                DETAIL = 'Changes are keyed by the row''s key, so that all changes of a row stay in order in one partition.',
+                HINT = 'Add a primary key, or name the key columns with key_columns => ARRAY[...].';
+        END IF;
+    END IF;
+    IF pg_catalog.cardinality(keys) = 0 THEN
+        RAISE EXCEPTION 'key_columns must not be empty' USING ERRCODE = '22023';
+    END IF;
+    FOREACH k IN ARRAY keys LOOP
+        IF k IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source
+                                       AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped) THEN
+            RAISE EXCEPTION 'column "%" of table % does not exist', k, source USING ERRCODE = '42703';
+        END IF;
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM pg_catalog.unnest(keys) x) <> pg_catalog.cardinality(keys) THEN
+        RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t
+                WHERE t.name = topic AND t.format = 'binary') THEN
+        RAISE EXCEPTION 'topic "%" holds binary records', topic USING ERRCODE = '42809',
+            DETAIL = 'Change capture writes JSON change envelopes.',
+            HINT = 'Capture into a topic created with format ''json''.';
+    END IF;
+    IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = topic) THEN
+        PERFORM @extschema@.create_topic(topic, partitions);
+    END IF;
+    -- Keep writers out from here to commit: the trigger and the snapshot
+    -- then meet exactly (CREATE TRIGGER takes the same lock).
+    EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', source);
+    -- One key value (under the type's equality) must be one key text, so
+    -- one partition: refuse the keys for which that cannot be promised.
+    -- Checked under the lock, which ALTER TABLE conflicts with: a key
+    -- column's type changed while this waited for it is seen (an error
+    -- rolls back the topic created above).
+    PERFORM @extschema@._capture_check_keys(source, keys);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER eventlog_capture AFTER INSERT OR UPDATE OR DELETE ON %s '
+        'FOR EACH ROW EXECUTE FUNCTION @extschema@._capture_trigger(%s)',
+        source, (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(x), ', ')
+                   FROM pg_catalog.unnest(ARRAY[topic] || keys) x));
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER eventlog_capture_truncate BEFORE TRUNCATE ON %s '
+        'FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._capture_truncate()', source);
+    IF snapshot THEN
+        n := @extschema@._capture_snapshot(source, topic, keys);
+    END IF;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.capture(regclass, text, text[], integer, boolean) IS
+'captures INSERT, UPDATE and DELETE on a table into a topic (created with "partitions" partitions if missing) as Debezium-style change envelopes keyed by the primary key or key_columns; with snapshot, first produces the existing rows as "r" records; returns how many';
+
+-- Functions changed both by the SQLSTATE condition names and by binary topics:
+-- their final bodies, as sql/install/ has them.
+
+CREATE OR REPLACE FUNCTION @extschema@._create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824,
+    format text DEFAULT 'json')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_id integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    IF partitions IS NULL OR partitions < 1 THEN
+        RAISE EXCEPTION 'partitions must be at least 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(partitions::text, 'NULL'));
+    END IF;
+    PERFORM @extschema@._check_topic_settings(retention, retention_bytes,
+                                              segment_interval, segment_bytes);
+    IF _create_topic.format IS NULL THEN
+        RAISE EXCEPTION 'format must not be null'
+            USING ERRCODE = '22004',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
+    IF _create_topic.format NOT IN ('json', 'binary') THEN
+        RAISE EXCEPTION 'invalid topic format "%"', left(_create_topic.format, 100)
+            USING ERRCODE = '22023',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
+    -- Serialise topic creation, so that two sessions creating the same name
+    -- get a clear error instead of a unique violation.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _create_topic.topic) THEN
+        RAISE EXCEPTION 'topic "%" already exists', topic
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO @extschema@.topic_catalog AS t
+           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner,
+            format)
+    VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
+            @extschema@._caller(), _create_topic.format)
+    RETURNING t.topic_id INTO new_id;
+    PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.capture(source regclass, topic text, key_columns text[] DEFAULT NULL,
+                                    partitions integer DEFAULT 1, snapshot boolean DEFAULT false)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    keys text[] := key_columns;
+    k text;
+    n bigint := 0;
+BEGIN
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'source must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_topic_name(topic);
+    IF snapshot IS NULL THEN
+        RAISE EXCEPTION 'snapshot must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relkind, c.relnamespace::regnamespace AS nsp INTO rel FROM pg_class c WHERE c.oid = source;
+    IF rel.relkind <> 'r' THEN
+        RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only ordinary tables can be captured (not views, foreign or partitioned tables).',
+            HINT = 'Capture each partition of a partitioned table.';
+    END IF;
+    IF rel.nsp = '@extschema@'::regnamespace OR rel.nsp = 'eventlog_segments'::regnamespace THEN
+        RAISE EXCEPTION 'cannot capture "%", a table of the event log itself', source USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.captures c WHERE c.source = capture.source) THEN
+        RAISE EXCEPTION 'table % is already captured', source USING ERRCODE = 'duplicate_object',
+            HINT = 'See eventlog.captures; run eventlog.uncapture() first to change the topic or key.';
+    END IF;
+    IF snapshot AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'capture with snapshot needs READ COMMITTED' USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'The snapshot must be taken after the table is locked, so that it meets the captured stream exactly.',
+            HINT = 'Run it in a READ COMMITTED transaction.';
+    END IF;
+    IF keys IS NULL THEN
+        SELECT pg_catalog.array_agg(a.attname::text ORDER BY k.ord) INTO keys
+          FROM pg_index i
+          CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+         WHERE i.indrelid = source AND i.indisprimary;
+        IF keys IS NULL THEN
+            RAISE EXCEPTION 'table % has no primary key', source USING ERRCODE = 'object_not_in_prerequisite_state',
+                DETAIL = 'Changes are keyed by the row''s key, so that all changes of a row stay in order in one partition.',
+                HINT = 'Add a primary key, or name the key columns with key_columns => ARRAY[...].';
+        END IF;
+    END IF;
+    IF pg_catalog.cardinality(keys) = 0 THEN
+        RAISE EXCEPTION 'key_columns must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOREACH k IN ARRAY keys LOOP
+        IF k IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source
+                                       AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped) THEN
+            RAISE EXCEPTION 'column "%" of table % does not exist', k, source USING ERRCODE = 'undefined_column';
+        END IF;
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM pg_catalog.unnest(keys) x) <> pg_catalog.cardinality(keys) THEN
+        RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t
+                WHERE t.name = topic AND t.format = 'binary') THEN
+        RAISE EXCEPTION 'topic "%" holds binary records', topic USING ERRCODE = '42809',
+            DETAIL = 'Change capture writes JSON change envelopes.',
+            HINT = 'Capture into a topic created with format ''json''.';
+    END IF;
+    IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = topic) THEN
+        PERFORM @extschema@.create_topic(topic, partitions);
+    END IF;
+    -- Keep writers out from here to commit: the trigger and the snapshot
+    -- then meet exactly (CREATE TRIGGER takes the same lock).
+    EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', source);
+    -- One key value (under the type's equality) must be one key text, so
+    -- one partition: refuse the keys for which that cannot be promised.
+    -- Checked under the lock, which ALTER TABLE conflicts with: a key
+    -- column's type changed while this waited for it is seen (an error
+    -- rolls back the topic created above).
+    PERFORM @extschema@._capture_check_keys(source, keys);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER eventlog_capture AFTER INSERT OR UPDATE OR DELETE ON %s '
+        'FOR EACH ROW EXECUTE FUNCTION @extschema@._capture_trigger(%s)',
+        source, (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(x), ', ')
+                   FROM pg_catalog.unnest(ARRAY[topic] || keys) x));
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER eventlog_capture_truncate BEFORE TRUNCATE ON %s '
+        'FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._capture_truncate()', source);
+    IF snapshot THEN
+        n := @extschema@._capture_snapshot(source, topic, keys);
+    END IF;
+    RETURN n;
+END
+$$;
+

@@ -17,7 +17,7 @@ SET ROLE regress_app;
 SELECT * FROM expect_error($$SELECT eventlog.create_topic('priv.orders', 2)$$);
 RESET ROLE;
 SELECT count(*) AS topics_created FROM eventlog.topics WHERE topic = 'priv.orders';
-GRANT EXECUTE ON FUNCTION eventlog.create_topic(text, integer, interval, bigint, interval, bigint)
+GRANT EXECUTE ON FUNCTION eventlog.create_topic
    TO regress_admin;
 SET ROLE regress_admin;
 SELECT eventlog.create_topic('priv.orders', 2);
@@ -254,6 +254,6 @@ SELECT count(*) AS dependent_view_dropped_with_segment
 SELECT count(*) AS topics_left FROM eventlog.topics WHERE topic LIKE 'priv.%';
 SELECT eventlog.drop_topic('priv.items');
 
-REVOKE EXECUTE ON FUNCTION eventlog.create_topic(text, integer, interval, bigint, interval, bigint)
+REVOKE EXECUTE ON FUNCTION eventlog.create_topic
   FROM regress_admin;
 DROP ROLE regress_admin, regress_app, regress_other, regress_reader, regress_readers;

@@ -162,7 +162,7 @@ el_change_copy(const ElChange *c, MemoryContext cxt)
 	memcpy(copy, c, c->size);
 	copy->topic = (text *) (base + ((char *) c->topic - (char *) c));
 	copy->rec.key = (text *) (base + ((char *) c->rec.key - (char *) c));
-	copy->rec.value = (Jsonb *) (base + ((char *) c->rec.value - (char *) c));
+	copy->rec.value = (struct varlena *) (base + ((char *) c->rec.value - (char *) c));
 	return copy;
 }
 
@@ -227,7 +227,7 @@ el_capture_change(ElCapture *cap, char op, HeapTuple before, HeapTuple after,
 
 	memset(&rec, 0, sizeof(rec));
 	rec.key = key;
-	rec.value = el_capture_envelope(cap, op, before, after, snapshot);
+	rec.value = (struct varlena *) el_capture_envelope(cap, op, before, after, snapshot);
 	partition = el_produce_route(cap->topic, &rec);
 	value_size = MAXALIGN(VARSIZE(rec.value));
 
@@ -244,7 +244,7 @@ el_capture_change(ElCapture *cap, char op, HeapTuple before, HeapTuple after,
 	memcpy(c->topic, cap->topic, VARSIZE_ANY(cap->topic));
 	c->rec.key = (text *) (p + head + topic_size);
 	memcpy(c->rec.key, key, VARSIZE_ANY(key));
-	c->rec.value = (Jsonb *) (p + head + topic_size + key_size);
+	c->rec.value = (struct varlena *) (p + head + topic_size + key_size);
 	memcpy(c->rec.value, rec.value, VARSIZE(rec.value));
 	el_pending_append(c);
 

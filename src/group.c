@@ -43,6 +43,7 @@
 #include "locks.h"
 
 PG_FUNCTION_INFO_V1(el_group_poll);
+PG_FUNCTION_INFO_V1(el_group_poll_binary);
 PG_FUNCTION_INFO_V1(el_group_lock_key_sql);
 
 /*
@@ -346,17 +347,19 @@ el_group_await(text *topic, int n, const int32 *partitions,
  * eventlog._poll(topic text, group_name text, max_records integer,
  *                partitions integer, member text, session_timeout interval,
  *                wait interval) -> SETOF eventlog.record
+ * eventlog._poll_binary(the same) -> SETOF eventlog.binary_record
  *
  * SECURITY DEFINER, called through el_gate: el_caller() is the role the
- * call is for.
+ * call is for.  "binary" says which of the two was called: each polls
+ * topics of its format only.
  */
-Datum
-el_group_poll(PG_FUNCTION_ARGS)
+static Datum
+el_group_poll_common(FunctionCallInfo fcinfo, bool binary)
 {
 	text	   *name;
 	int32		topic_id = el_group_authorize(fcinfo, &name);
 	char	   *topic_name = text_to_cstring(name);
-	char	   *group = el_group_name_arg(fcinfo, 1);
+	char	   *group;
 	int32		max_records;
 	int32		max_partitions;
 	Interval   *wait = NULL;
@@ -376,6 +379,9 @@ el_group_poll(PG_FUNCTION_ARGS)
 	MemoryContext pass_cxt;
 	MemoryContext outer_cxt;
 
+	/* The topic's format, before anything else about the call. */
+	el_require_format(el_group_topic(name, topic_id), binary, EL_FORMAT_POLL);
+	group = el_group_name_arg(fcinfo, 1);
 	if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -578,4 +584,16 @@ el_group_poll(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(outer_cxt);
 	MemoryContextDelete(pass_cxt);
 	return (Datum) 0;
+}
+
+Datum
+el_group_poll(PG_FUNCTION_ARGS)
+{
+	return el_group_poll_common(fcinfo, false);
+}
+
+Datum
+el_group_poll_binary(PG_FUNCTION_ARGS)
+{
+	return el_group_poll_common(fcinfo, true);
 }

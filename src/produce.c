@@ -2,7 +2,8 @@
  *
  * produce.c
  *	  eventlog.produce and eventlog.produce_batch: append records to a
- *	  topic in the caller's transaction.
+ *	  topic in the caller's transaction; and the steps that binary topics'
+ *	  functions (produce_binary.c) share with them.
  *
  * The order of the steps matters:
  *	1. look the topic up, check every record and the privilege, and pick
@@ -38,6 +39,7 @@
 #include "acl.h"
 #include "hash.h"
 #include "partition.h"
+#include "produce.h"
 #include "segment.h"
 #include "topic.h"
 
@@ -70,7 +72,7 @@ el_choose_partition(ElTopic *topic, const ElRecordIn *rec, bool explicit_set,
 	return (int32) (el_round_robin++ % (uint32) topic->npartitions);
 }
 
-static void
+void
 el_check_writable(void)
 {
 	el_refuse_in_recovery(EL_USE_PRODUCE);
@@ -131,7 +133,7 @@ el_append(ElTopic **topic_io, text *name, int32 partition,
 	el_require_topic_privilege(*topic_io, userid, EL_PRIV_PRODUCE);
 	first = el_take_offsets(*topic_io, partition, count, &segno, &append_time);
 	rel = el_open_segment(topic_io, name, partition, segno);
-	el_appender_begin(&app, rel);
+	el_appender_begin(&app, rel, (*topic_io)->binary);
 	if (count == 1)
 		el_appender_insert(&app, &records[0], first, append_time);
 	else
@@ -155,42 +157,22 @@ el_position_datum(TupleDesc tupdesc, int32 partition, int64 offset)
 }
 
 /*
- * eventlog.produce(topic text, key text, value jsonb, headers jsonb,
- *                  partition integer, event_time timestamptz)
- *		-> eventlog.position
+ * Append one record, checked, to the partition "explicit_partition" if
+ * "explicit_set", else to the one its key picks, and return its position as
+ * an eventlog.position datum: the end of produce and produce_binary.
  */
 Datum
-el_produce(PG_FUNCTION_ARGS)
+el_produce_one(FunctionCallInfo fcinfo, ElTopic *topic, text *name,
+			   const ElRecordIn *rec, bool explicit_set,
+			   int32 explicit_partition)
 {
-	text	   *name;
-	ElTopic    *topic;
-	ElRecordIn	rec;
 	TupleDesc	tupdesc;
 	Oid			rettype;
 	int32		partition;
 	int64		offset;
 	Datum		result;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("topic must not be null")));
-	name = PG_GETARG_TEXT_PP(0);
-	topic = el_topic_lookup(name);
-	el_check_writable();
-
-	memset(&rec, 0, sizeof(rec));
-	rec.key = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
-	rec.value = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
-	rec.headers = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
-	if (!PG_ARGISNULL(5))
-	{
-		rec.has_event_time = true;
-		rec.event_time = PG_GETARG_TIMESTAMPTZ(5);
-	}
-	el_check_record_size(&rec);
-	partition = el_choose_partition(topic, &rec, !PG_ARGISNULL(4),
-									PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4));
+	partition = el_choose_partition(topic, rec, explicit_set, explicit_partition);
 
 	/*
 	 * eventlog.position's descriptor, from the type cache when the call
@@ -209,11 +191,46 @@ el_produce(PG_FUNCTION_ARGS)
 		tupdesc = BlessTupleDesc(tupdesc);
 	}
 
-	offset = el_append(&topic, name, partition, &rec, 1, GetUserId());
+	offset = el_append(&topic, name, partition, rec, 1, GetUserId());
 	result = el_position_datum(tupdesc, partition, offset);
 	if (OidIsValid(rettype))
 		ReleaseTupleDesc(tupdesc);
-	PG_RETURN_DATUM(result);
+	return result;
+}
+
+/*
+ * eventlog.produce(topic text, key text, value jsonb, headers jsonb,
+ *                  partition integer, event_time timestamptz)
+ *		-> eventlog.position
+ */
+Datum
+el_produce(PG_FUNCTION_ARGS)
+{
+	text	   *name;
+	ElTopic    *topic;
+	ElRecordIn	rec;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	name = PG_GETARG_TEXT_PP(0);
+	topic = el_topic_lookup(name);
+	el_require_format(topic, false, EL_FORMAT_PRODUCE);
+	el_check_writable();
+
+	memset(&rec, 0, sizeof(rec));
+	rec.key = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	rec.value = PG_ARGISNULL(2) ? NULL : (struct varlena *) PG_GETARG_JSONB_P(2);
+	rec.headers = PG_ARGISNULL(3) ? NULL : (struct varlena *) PG_GETARG_JSONB_P(3);
+	if (!PG_ARGISNULL(5))
+	{
+		rec.has_event_time = true;
+		rec.event_time = PG_GETARG_TIMESTAMPTZ(5);
+	}
+	el_check_json_record(&rec);
+	PG_RETURN_DATUM(el_produce_one(fcinfo, topic, name, &rec, !PG_ARGISNULL(4),
+								   PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4)));
 }
 
 /*
@@ -228,8 +245,10 @@ el_produce_route(text *name, const ElRecordIn *rec)
 {
 	ElTopic    *topic = el_topic_get(name);
 
+	/* The topic may have been dropped and created again as a binary one. */
+	el_require_format(topic, false, EL_FORMAT_CAPTURE);
 	el_check_writable();
-	el_check_record_size(rec);
+	el_check_json_record(rec);
 	el_require_topic_privilege(topic, GetUserId(), EL_PRIV_PRODUCE);
 	return el_choose_partition(topic, rec, false, 0);
 }
@@ -246,6 +265,7 @@ el_produce_to_partition(text *name, int32 partition, const ElRecordIn *records,
 {
 	ElTopic    *topic = el_topic_get(name);
 
+	el_require_format(topic, false, EL_FORMAT_CAPTURE);
 	el_check_writable();
 	el_check_partition(topic, partition);
 	(void) el_append(&topic, name, partition, records, count, userid);
@@ -282,96 +302,40 @@ el_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname,
 }
 
 /*
- * eventlog.produce_batch(topic text, key text[], value jsonb[],
- *                        headers jsonb[], partition integer,
- *                        event_time timestamptz[])
- *		-> SETOF eventlog.position, in input order
- *
- * Records going to one partition get consecutive offsets, taken in one
- * step, in input order.  Keyless records of one call all go to one
- * partition (the next in round-robin order).
+ * The partition of record "rec" of a batch: as el_choose_partition, except
+ * that keyless records of one batch stick to one partition, as with Kafka's
+ * sticky partitioner; successive batches go round-robin.  A transaction
+ * then claims one partition per batch, not one per record.  "*sticky"
+ * starts at -1.
  */
-Datum
-el_produce_batch(PG_FUNCTION_ARGS)
+int32
+el_batch_partition(ElTopic *topic, const ElRecordIn *rec, bool explicit_set,
+				   int32 explicit_partition, int32 *sticky)
 {
-	text	   *name;
-	ElTopic    *topic;
-	ArrayType  *values_arr;
-	Datum	   *value_elems, *key_elems, *header_elems, *time_elems;
-	bool	   *value_nulls, *key_nulls, *header_nulls, *time_nulls;
-	int			n, i, p, nparts;
-	int32		sticky = -1;
-	ElRecordIn *recs;
-	int32	   *parts;
+	if (rec->key == NULL && !explicit_set)
+	{
+		if (*sticky < 0)
+			*sticky = el_choose_partition(topic, rec, false, 0);
+		return *sticky;
+	}
+	return el_choose_partition(topic, rec, explicit_set, explicit_partition);
+}
+
+/*
+ * Append records[0..n), checked, each to its partition parts[i], and put
+ * their positions in "store", in input order.  Records going to one
+ * partition get consecutive offsets, taken in one step, in input order.
+ */
+void
+el_produce_records(ElTopic *topic, text *name, const ElRecordIn *recs,
+				   const int32 *parts, int n, Tuplestorestate *store,
+				   TupleDesc tupdesc)
+{
+	int			i, p, nparts;
 	int64	   *offsets;
 	int		   *count_per_part;
 	int		   *order;
 	ElRecordIn *sorted;
-	TupleDesc	tupdesc;
-	Tuplestorestate *store;
-	bool		explicit_set = !PG_ARGISNULL(4);
-	int32		explicit_partition = explicit_set ? PG_GETARG_INT32(4) : 0;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("topic must not be null")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("value must not be null"),
-				 errdetail("The value argument is the array of record values: an element may be NULL, the array may not.")));
-	name = PG_GETARG_TEXT_PP(0);
-	topic = el_topic_lookup(name);
-	el_check_writable();
-
-	values_arr = PG_GETARG_ARRAYTYPE_P(2);
-	if (ARR_NDIM(values_arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("argument \"value\" must be a one-dimensional array")));
-	deconstruct_array(values_arr, JSONBOID, -1, false, TYPALIGN_INT,
-					  &value_elems, &value_nulls, &n);
-	el_batch_array(fcinfo, 1, "key", TEXTOID, n, &key_elems, &key_nulls);
-	el_batch_array(fcinfo, 3, "headers", JSONBOID, n, &header_elems, &header_nulls);
-	el_batch_array(fcinfo, 5, "event_time", TIMESTAMPTZOID, n, &time_elems, &time_nulls);
-
-	store = el_materialized_srf(fcinfo, "produce_batch", &tupdesc);
-
-	/* Build and check every record, and pick partitions, before writing. */
-	recs = palloc0(sizeof(ElRecordIn) * Max(n, 1));
-	parts = palloc(sizeof(int32) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		ElRecordIn *rec = &recs[i];
-
-		if (key_elems && !key_nulls[i])
-			rec->key = DatumGetTextPP(key_elems[i]);
-		if (!value_nulls[i])
-			rec->value = DatumGetJsonbP(value_elems[i]);
-		if (header_elems && !header_nulls[i])
-			rec->headers = DatumGetJsonbP(header_elems[i]);
-		if (time_elems && !time_nulls[i])
-		{
-			rec->has_event_time = true;
-			rec->event_time = DatumGetTimestampTz(time_elems[i]);
-		}
-		el_check_record_size(rec);
-		if (rec->key == NULL && !explicit_set)
-		{
-			/*
-			 * Keyless records of one batch stick to one partition, as with
-			 * Kafka's sticky partitioner; successive batches go round-robin.
-			 * A transaction then claims one partition per batch, not one
-			 * per record.
-			 */
-			if (sticky < 0)
-				sticky = el_choose_partition(topic, rec, false, 0);
-			parts[i] = sticky;
-		}
-		else
-			parts[i] = el_choose_partition(topic, rec, explicit_set, explicit_partition);
-	}
 
 	/*
 	 * Group by partition, keeping input order inside each group.  The count
@@ -421,5 +385,83 @@ el_produce_batch(PG_FUNCTION_ARGS)
 		values[1] = Int64GetDatum(offsets[i]);
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
+}
+
+/*
+ * eventlog.produce_batch(topic text, key text[], value jsonb[],
+ *                        headers jsonb[], partition integer,
+ *                        event_time timestamptz[])
+ *		-> SETOF eventlog.position, in input order
+ *
+ * Keyless records of one call all go to one partition (the next in
+ * round-robin order).
+ */
+Datum
+el_produce_batch(PG_FUNCTION_ARGS)
+{
+	text	   *name;
+	ElTopic    *topic;
+	ArrayType  *values_arr;
+	Datum	   *value_elems, *key_elems, *header_elems, *time_elems;
+	bool	   *value_nulls, *key_nulls, *header_nulls, *time_nulls;
+	int			n, i;
+	int32		sticky = -1;
+	ElRecordIn *recs;
+	int32	   *parts;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	bool		explicit_set = !PG_ARGISNULL(4);
+	int32		explicit_partition = explicit_set ? PG_GETARG_INT32(4) : 0;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("value must not be null"),
+				 errdetail("The value argument is the array of record values: an element may be NULL, the array may not.")));
+	name = PG_GETARG_TEXT_PP(0);
+	topic = el_topic_lookup(name);
+	el_require_format(topic, false, EL_FORMAT_PRODUCE);
+	el_check_writable();
+
+	values_arr = PG_GETARG_ARRAYTYPE_P(2);
+	if (ARR_NDIM(values_arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("argument \"value\" must be a one-dimensional array")));
+	deconstruct_array(values_arr, JSONBOID, -1, false, TYPALIGN_INT,
+					  &value_elems, &value_nulls, &n);
+	el_batch_array(fcinfo, 1, "key", TEXTOID, n, &key_elems, &key_nulls);
+	el_batch_array(fcinfo, 3, "headers", JSONBOID, n, &header_elems, &header_nulls);
+	el_batch_array(fcinfo, 5, "event_time", TIMESTAMPTZOID, n, &time_elems, &time_nulls);
+
+	store = el_materialized_srf(fcinfo, "produce_batch", &tupdesc);
+
+	/* Build and check every record, and pick partitions, before writing. */
+	recs = palloc0(sizeof(ElRecordIn) * Max(n, 1));
+	parts = palloc(sizeof(int32) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		ElRecordIn *rec = &recs[i];
+
+		if (key_elems && !key_nulls[i])
+			rec->key = DatumGetTextPP(key_elems[i]);
+		if (!value_nulls[i])
+			rec->value = (struct varlena *) DatumGetJsonbP(value_elems[i]);
+		if (header_elems && !header_nulls[i])
+			rec->headers = (struct varlena *) DatumGetJsonbP(header_elems[i]);
+		if (time_elems && !time_nulls[i])
+		{
+			rec->has_event_time = true;
+			rec->event_time = DatumGetTimestampTz(time_elems[i]);
+		}
+		el_check_json_record(rec);
+		parts[i] = el_batch_partition(topic, rec, explicit_set, explicit_partition,
+									  &sticky);
+	}
+	el_produce_records(topic, name, recs, parts, n, store, tupdesc);
 	return (Datum) 0;
 }

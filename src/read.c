@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * read.c
- *	  Reading a partition: eventlog.read, eventlog.offset_for_time and the
+ *	  Reading a partition: eventlog.read and eventlog.read_binary (the same
+ *	  read, of a JSON or a binary topic), eventlog.offset_for_time and the
  *	  offset functions.
  *
  * Every reader follows the same two steps (docs/design.md, invariant 1):
@@ -11,7 +12,7 @@
  * Whatever committed below the stable offset committed before step 1
  * ended, so the fresh snapshot sees it; in-flight records are at or above
  * it.  Hence no reader, whatever its isolation level, returns offset N
- * while a lower offset may still commit.
+ * while a lower offset may still commit.  The scan of step 2 is scan.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,10 +47,12 @@
 #include "partition.h"
 #include "read.h"
 #include "record_sink.h"
+#include "scan.h"
 #include "segment.h"
 #include "topic.h"
 
 PG_FUNCTION_INFO_V1(el_read);
+PG_FUNCTION_INFO_V1(el_read_binary);
 PG_FUNCTION_INFO_V1(el_offset_for_time);
 PG_FUNCTION_INFO_V1(el_last_stable_offset_sql);
 PG_FUNCTION_INFO_V1(el_high_watermark_sql);
@@ -81,22 +84,6 @@ el_read_init(void)
 							 NULL, NULL, NULL);
 #endif
 }
-
-/* A scan over a partition's segments in offset order, from an offset. */
-typedef struct ElScan
-{
-	ElReadPoint *point;
-	Snapshot	snapshot;
-	int64		next;			/* next offset wanted */
-	int			segno;			/* index in meta->segments */
-	Relation	rel;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	bool		returned;		/* the open segment returned a record */
-	bool		missing_ok;		/* a removed segment ends the scan... */
-	bool		missing;		/* ...and sets this, instead of an error */
-} ElScan;
 
 static int32
 el_partition_arg(FunctionCallInfo fcinfo, int argno)
@@ -197,167 +184,6 @@ el_offset_out_of_range(ElReadPoint *point, int64 offset)
 					   point->high_watermark),
 			 errhint("Read from offset " INT64_FORMAT " or lower.",
 					 point->high_watermark)));
-}
-
-static void
-el_scan_close_segment(ElScan *s)
-{
-	LOCKMODE	unlock;
-
-	if (s->scan)
-		index_endscan(s->scan);
-	if (s->slot)
-		ExecDropSingleTupleTableSlot(s->slot);
-	/*
-	 * Keep the locks of a segment that returned records until the end of the
-	 * transaction, as any read does: a transaction that read records keeps
-	 * retention from removing their segment until it ends (retention skips a
-	 * segment someone holds).  A segment that returned nothing is let go
-	 * (the lock this scan took; one the transaction held before stays): a
-	 * long poll that found nothing must not keep retention or drop_topic
-	 * waiting while it sleeps.
-	 */
-	unlock = s->returned ? NoLock : AccessShareLock;
-	if (s->index)
-		index_close(s->index, unlock);
-	if (s->rel)
-		relation_close(s->rel, unlock);
-	s->scan = NULL;
-	s->slot = NULL;
-	s->index = NULL;
-	s->rel = NULL;
-	s->returned = false;
-}
-
-/* Position the scan on the segment that may hold s->next. */
-static void
-el_scan_begin(ElScan *s, ElReadPoint *point, int64 from, Snapshot snapshot)
-{
-	ElPartitionMeta *meta = &point->topic->parts[point->partition];
-	int			i;
-
-	memset(s, 0, sizeof(*s));
-	s->point = point;
-	s->snapshot = snapshot;
-	s->next = from;
-	/*
-	 * Start at the last segment whose recorded base offset is at or below
-	 * "from"; a segment whose base is not recorded yet is only read on the
-	 * way forward (every offset of a segment is below the next one's).
-	 */
-	s->segno = 0;
-	for (i = 0; i < meta->nsegments; i++)
-		if (meta->segments[i].base_offset != EL_BASE_UNKNOWN &&
-			meta->segments[i].base_offset <= from)
-			s->segno = i;
-}
-
-static bool
-el_scan_open_segment(ElScan *s)
-{
-	ElPartitionMeta *meta = &s->point->topic->parts[s->point->partition];
-	ElSegment  *seg;
-	Oid			pk;
-	ScanKeyData key;
-
-	if (s->segno >= meta->nsegments)
-		return false;
-	seg = &meta->segments[s->segno];
-	if (!OidIsValid(seg->relid) ||
-		(s->rel = try_relation_open(seg->relid, AccessShareLock)) == NULL)
-	{
-		if (s->missing_ok)
-		{
-			s->missing = true;
-			return false;
-		}
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("offset " INT64_FORMAT " of partition %d of topic \"%s\" is no longer stored",
-						s->next, s->point->partition, s->point->topic->name),
-				 errdetail("Retention removed the segment holding it while it was being read."),
-				 errhint("Read from the partition's log start offset (eventlog.log_start_offset).")));
-	}
-
-	el_segment_check_shape(s->rel);
-	pk = el_primary_key_index(s->rel);
-	if (!OidIsValid(pk))
-		elog(ERROR, "segment \"%s\" has no primary key",
-			 RelationGetRelationName(s->rel));
-	s->index = index_open(pk, AccessShareLock);
-	s->slot = table_slot_create(s->rel, NULL);
-	s->scan = el_index_beginscan(s->rel, s->index, s->snapshot, 1, 0);
-	ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber, F_INT8GE,
-				Int64GetDatum(s->next));
-	index_rescan(s->scan, &key, 1, NULL, 0);
-	return true;
-}
-
-/*
- * offset_id of the row in the scan's slot.  Straight from the row in the
- * buffer when the slot holds one: deforming the slot for one column costs
- * more per row than anything else read.c does.
- */
-static inline int64
-el_slot_offset(ElScan *s)
-{
-	bool		isnull;
-
-	if (TTS_IS_BUFFERTUPLE(s->slot))
-	{
-		HeapTuple	tuple = ((BufferHeapTupleTableSlot *) s->slot)->base.tuple;
-
-		if (tuple != NULL)
-			return DatumGetInt64(heap_getattr(tuple, EL_SEG_OFFSET,
-											  RelationGetDescr(s->rel), &isnull));
-	}
-	return DatumGetInt64(slot_getattr(s->slot, EL_SEG_OFFSET, &isnull));
-}
-
-/*
- * The next record below the stable offset, in offset order, or NULL.  The
- * returned slot stays valid until the next call.
- */
-static TupleTableSlot *
-el_scan_next(ElScan *s, int64 *offset)
-{
-	ElPartitionMeta *meta = &s->point->topic->parts[s->point->partition];
-
-	for (;;)
-	{
-		if (s->next >= s->point->stable)
-			return NULL;
-		if (s->scan == NULL)
-		{
-			if (!el_scan_open_segment(s))
-				return NULL;
-		}
-		if (index_getnext_slot(s->scan, ForwardScanDirection, s->slot))
-		{
-			int64		off = el_slot_offset(s);
-
-			if (off >= s->point->stable)
-			{
-				s->next = s->point->stable;
-				return NULL;
-			}
-			s->next = off + 1;
-			s->returned = true;
-			*offset = off;
-			return s->slot;
-		}
-		/* This segment is exhausted: go on with the next one. */
-		el_scan_close_segment(s);
-		s->segno++;
-		if (s->segno >= meta->nsegments)
-			return NULL;		/* the rest, up to the stable offset, aborted */
-	}
-}
-
-static void
-el_scan_end(ElScan *s)
-{
-	el_scan_close_segment(s);
 }
 
 /*
@@ -608,7 +434,7 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 	/* Step 2: a snapshot taken after the stable offset was computed. */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	el_record_sink_begin(&sink, store, tupdesc, point->topic->name,
-						 point->partition);
+						 point->partition, point->topic->binary);
 	el_scan_begin(&scan, point, from, snapshot);
 	while (n < max_records && (slot = el_scan_next(&scan, &offset)) != NULL)
 	{
@@ -626,6 +452,10 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 /*
  * eventlog.read(topic text, partition integer, from_offset bigint,
  *               max_records integer, wait interval) -> SETOF eventlog.record
+ * eventlog.read_binary(the same) -> SETOF eventlog.binary_record
+ *
+ * "binary" says which of the two was called: each reads topics of its
+ * format only.
  *
  * With a wait, it returns as soon as a record is readable at or after
  * from_offset, or nothing when the wait ends.  Offsets below the stable
@@ -635,8 +465,8 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
  * rather than spinning).  Only a scan that returned nothing is followed by
  * another, so no record comes twice.
  */
-Datum
-el_read(PG_FUNCTION_ARGS)
+static Datum
+el_read_common(FunctionCallInfo fcinfo, bool binary)
 {
 	ElReadPoint point;
 	int64		from;
@@ -665,11 +495,12 @@ el_read(PG_FUNCTION_ARGS)
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 
 	el_read_point(fcinfo, &point);
+	el_require_format(point.topic, binary, EL_FORMAT_READ);
 	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
 	if (from < point.log_start || from > point.high_watermark)
 		el_offset_out_of_range(&point, from);
 
-	store = el_materialized_srf(fcinfo, "read", &tupdesc);
+	store = el_materialized_srf(fcinfo, binary ? "read_binary" : "read", &tupdesc);
 	for (;;)
 	{
 		if (wait_ms > 0 && point.stable <= from)
@@ -695,6 +526,18 @@ el_read(PG_FUNCTION_ARGS)
 		from = Max(from, point.stable);
 	}
 	return (Datum) 0;
+}
+
+Datum
+el_read(PG_FUNCTION_ARGS)
+{
+	return el_read_common(fcinfo, false);
+}
+
+Datum
+el_read_binary(PG_FUNCTION_ARGS)
+{
+	return el_read_common(fcinfo, true);
 }
 
 /*

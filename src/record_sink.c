@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * record_sink.c
- *	  Turning segment rows into eventlog.record rows of a result tuplestore,
- *	  for eventlog.read.
+ *	  Turning segment rows into eventlog.record rows (eventlog.binary_record
+ *	  rows for a binary topic) of a result tuplestore, for eventlog.read,
+ *	  read_binary and the consumer groups' polls.
  *
  * A function in FROM returns its rows through a tuplestore whatever its
  * mode (the executor materialises a value-per-call function's rows too),
@@ -13,7 +14,9 @@
  *
  * A record row is (topic, partition, offset_id, key, value, headers,
  * event_time, append_time); a segment row is the last six of those, with
- * the same types in the same order.  So a record row's data is the topic
+ * the same types in the same order.  The same holds of a binary topic's
+ * segment row and eventlog.binary_record, whose key, value and headers are
+ * bytea, bytea and eventlog.header[] instead.  So a record row's data is the topic
  * and the partition, padded to offset_id's alignment, followed by the
  * segment row's data byte for byte: every column after the padding lies at
  * the same offset modulo its alignment as in the segment row, which is all
@@ -44,6 +47,7 @@
 
 #include "record_sink.h"
 #include "segment.h"
+#include "topic.h"
 
 /* Columns of a record row before the segment's columns. */
 #define EL_RECORD_PREFIX_NATTS (EL_RECORD_NATTS - EL_SEG_NATTS)
@@ -54,16 +58,50 @@ static const Oid el_record_types[EL_RECORD_NATTS] = {
 	TIMESTAMPTZOID, TIMESTAMPTZOID
 };
 
+/* Column types of eventlog.binary_record: key, value and headers differ. */
+static Oid
+el_record_type(int i, bool binary)
+{
+	if (binary && i == 3)
+		return BYTEAOID;
+	if (binary && i == 4)
+		return BYTEAOID;
+	if (binary && i == 5)
+		return el_header_array_type();
+	return el_record_types[i];
+}
+
+static void
+el_record_map_error(TupleDesc tupdesc, int col, bool binary)
+{
+	if (binary)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("type %s does not have the columns of an event log binary record",
+						format_type_be(tupdesc->tdtypeid)),
+				 errdetail("Column %d differs from topic text, partition integer, offset_id bigint, key bytea, value bytea, headers eventlog.header[], event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
+						   col),
+				 errhint("Undo the ALTER TYPE that changed the type: drop attributes added to it and give its attributes back their types.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("type %s does not have the columns of an event log record",
+					format_type_be(tupdesc->tdtypeid)),
+			 errdetail("Column %d differs from topic text, partition integer, offset_id bigint, key text, value jsonb, headers jsonb, event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
+					   col),
+			 errhint("Undo the ALTER TYPE that changed the type: drop attributes added to it and give its attributes back their types.")));
+}
+
 /*
  * Map the columns of a record to those of "tupdesc", the result type as the
- * caller sees it: eventlog.record, whose owner (the extension owner, or a
+ * caller sees it: eventlog.record (eventlog.binary_record if "binary"), whose
+ * owner (the extension owner, or a
  * superuser) can ALTER it.  Attributes added and dropped again are allowed
  * (they stay in the type, always NULL); anything else would have read put
  * datums of the wrong type in the result, so it raises a clear error.
  * Returns whether the type is exactly as the install script made it.
  */
 static bool
-el_record_map(TupleDesc tupdesc, int *attno)
+el_record_map(TupleDesc tupdesc, int *attno, bool binary)
 {
 	int			live = 0;
 	int			i;
@@ -74,24 +112,12 @@ el_record_map(TupleDesc tupdesc, int *attno)
 
 		if (att->attisdropped)
 			continue;
-		if (live >= EL_RECORD_NATTS || att->atttypid != el_record_types[live])
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("type %s does not have the columns of an event log record",
-							format_type_be(tupdesc->tdtypeid)),
-					 errdetail("Column %d differs from topic text, partition integer, offset_id bigint, key text, value jsonb, headers jsonb, event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
-							   i + 1),
-					 errhint("Undo the ALTER TYPE that changed the type: drop attributes added to it and give its attributes back their types.")));
+		if (live >= EL_RECORD_NATTS || att->atttypid != el_record_type(live, binary))
+			el_record_map_error(tupdesc, i + 1, binary);
 		attno[live++] = i;
 	}
 	if (live < EL_RECORD_NATTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("type %s does not have the columns of an event log record",
-						format_type_be(tupdesc->tdtypeid)),
-				 errdetail("Column %d differs from topic text, partition integer, offset_id bigint, key text, value jsonb, headers jsonb, event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
-						   tupdesc->natts + 1),
-				 errhint("Undo the ALTER TYPE that changed the type: drop attributes added to it and give its attributes back their types.")));
+		el_record_map_error(tupdesc, tupdesc->natts + 1, binary);
 	return tupdesc->natts == EL_RECORD_NATTS;
 }
 
@@ -109,14 +135,15 @@ el_record_sink_reserve(ElRecordSink *sink, Size size)
 
 void
 el_record_sink_begin(ElRecordSink *sink, Tuplestorestate *store,
-					 TupleDesc tupdesc, const char *topic, int32 partition)
+					 TupleDesc tupdesc, const char *topic, int32 partition,
+					 bool binary)
 {
 	memset(sink, 0, sizeof(*sink));
 	sink->store = store;
 	sink->tupdesc = tupdesc;
 	sink->topic = CStringGetTextDatum(topic);
 	sink->partition = partition;
-	sink->copy_ok = el_record_map(tupdesc, sink->attno);
+	sink->copy_ok = el_record_map(tupdesc, sink->attno, binary);
 	sink->natts = tupdesc->natts;
 	sink->values = palloc(sizeof(Datum) * tupdesc->natts);
 	sink->nulls = palloc(sizeof(bool) * tupdesc->natts);

@@ -21,7 +21,8 @@
 typedef struct ElRecordSink
 {
 	Tuplestorestate *store;
-	TupleDesc	tupdesc;		/* eventlog.record, as the caller blessed it */
+	TupleDesc	tupdesc;		/* eventlog.record or binary_record, as the
+								 * caller blessed it */
 	Datum		topic;			/* text */
 	int32		partition;
 	bool		copy_ok;		/* tupdesc is eventlog.record as built */
@@ -39,7 +40,7 @@ typedef struct ElRecordSink
 
 extern void el_record_sink_begin(ElRecordSink *sink, Tuplestorestate *store,
 								 TupleDesc tupdesc, const char *topic,
-								 int32 partition);
+								 int32 partition, bool binary);
 extern void el_record_sink_put(ElRecordSink *sink, TupleTableSlot *slot,
 							   int64 offset);
 extern void el_record_sink_end(ElRecordSink *sink);

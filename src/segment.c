@@ -8,7 +8,10 @@
  *	  maintenance round checks.
  *
  * A segment is a plain heap table (docs/design.md says why not a
- * declarative partition) with a primary key on offset_id.  produce
+ * declarative partition) with a primary key on offset_id.  A JSON topic's
+ * segments have a text key and jsonb value and headers; a binary topic's a
+ * bytea key and value and eventlog.header[] headers, otherwise the same
+ * columns in the same places.  produce
  * inserts through the table AM and the executor's index insertion, which
  * fires no triggers; so a row-level BEFORE trigger enabled ALWAYS can refuse
  * INSERT, UPDATE, DELETE and COPY from SQL, and logical replication apply
@@ -89,26 +92,53 @@ el_check_record_size(const ElRecordIn *rec)
 				 errdetail("The record's key, value and headers take %zu bytes; eventlog.max_record_bytes is %d.",
 						   size, el_max_record_bytes),
 				 errhint("Split the value, or raise eventlog.max_record_bytes.")));
-	if (rec->headers && !JB_ROOT_IS_OBJECT(rec->headers))
+}
+
+/* el_check_record_size, and a JSON record's headers must be an object. */
+void
+el_check_json_record(const ElRecordIn *rec)
+{
+	el_check_record_size(rec);
+	if (rec->headers && !JB_ROOT_IS_OBJECT((Jsonb *) rec->headers))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("record headers must be a JSON object"),
 				 errdetail("Headers map names to values, for example {\"trace-id\": \"abc\"}.")));
 }
 
-/* Column types of a segment table, by column number - 1. */
+/*
+ * Column types of a segment table of a JSON topic, by column number - 1.
+ * A binary topic's (el_seg_type) differ in the key, value and headers.
+ */
 static const Oid el_seg_types[EL_SEG_NATTS] = {
 	INT8OID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID
 };
 
+static Oid
+el_seg_type(int i, bool binary)
+{
+	if (!binary)
+		return el_seg_types[i];
+	switch (i + 1)
+	{
+		case EL_SEG_KEY:
+		case EL_SEG_VALUE:
+			return BYTEAOID;
+		case EL_SEG_HEADERS:
+			return el_header_array_type();
+	}
+	return el_seg_types[i];
+}
+
 /*
- * Does "rel" still have a segment table's columns?  Its owner (the
- * extension owner, or a superuser) can ALTER it; the appender and the
- * readers address columns by number and store datums of the types above.
- * Columns added and dropped again are allowed (they read as NULL).
+ * Does "rel" still have the columns of a segment table of a topic of that
+ * format?  Its owner (the extension owner, or a superuser) can ALTER it; the
+ * appender and the readers address columns by number and store datums of
+ * the types above.  Columns added and dropped again are allowed (they read
+ * as NULL).
  */
 static bool
-el_segment_shape_ok(Relation rel, int *badcol)
+el_segment_shape_ok(Relation rel, bool binary, int *badcol)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			i;
@@ -118,7 +148,7 @@ el_segment_shape_ok(Relation rel, int *badcol)
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (i < EL_SEG_NATTS ?
-			(att->attisdropped || att->atttypid != el_seg_types[i]) :
+			(att->attisdropped || att->atttypid != el_seg_type(i, binary)) :
 			!att->attisdropped)
 		{
 			*badcol = i + 1;
@@ -134,15 +164,41 @@ el_segment_shape_ok(Relation rel, int *badcol)
 }
 
 /*
+ * Whether a segment is laid out as a binary topic's (a bytea key), for the
+ * callers that read only offset_id and append_time, which both formats keep
+ * in the same places: they check the shape the segment claims.
+ */
+static bool
+el_segment_is_binary(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	return desc->natts >= EL_SEG_KEY &&
+		!TupleDescAttr(desc, EL_SEG_KEY - 1)->attisdropped &&
+		TupleDescAttr(desc, EL_SEG_KEY - 1)->atttypid == BYTEAOID;
+}
+
+/*
  * Raise a clear error, instead of writing or reading garbage, if a segment
- * opened for insertion or reading no longer has a segment's columns.
+ * opened for insertion or reading no longer has the columns of a segment of
+ * its topic's format.
  */
 void
-el_segment_check_shape(Relation rel)
+el_segment_check_shape(Relation rel, bool binary)
 {
 	int			badcol;
 
-	if (!el_segment_shape_ok(rel, &badcol))
+	if (el_segment_shape_ok(rel, binary, &badcol))
+		return;
+	if (binary)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("event log segment \"%s\" does not have the columns of a binary topic's segment",
+						RelationGetRelationName(rel)),
+				 errdetail("Column %d differs from offset_id bigint, key bytea, value bytea, headers eventlog.header[], event_time timestamptz, append_time timestamptz, which must be the only columns, in this order.",
+						   badcol),
+				 errhint("Undo the ALTER TABLE that changed the segment: drop columns added to it and give its columns back their types.")));
+	else
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("event log segment \"%s\" does not have the columns of a segment table",
@@ -158,9 +214,9 @@ el_segment_check_shape(Relation rel)
  * maintain every index of the table, including any an administrator added.
  */
 void
-el_appender_begin(ElAppender *app, Relation rel)
+el_appender_begin(ElAppender *app, Relation rel, bool binary)
 {
-	el_segment_check_shape(rel);
+	el_segment_check_shape(rel, binary);
 	app->rel = rel;
 	app->estate = CreateExecutorState();
 	app->rri = makeNode(ResultRelInfo);
@@ -311,7 +367,7 @@ el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
 	rel = try_relation_open(relid, AccessShareLock);
 	if (rel == NULL)
 		return false;
-	el_segment_check_shape(rel);
+	el_segment_check_shape(rel, el_segment_is_binary(rel));
 	pk = el_primary_key_index(rel);
 	if (!OidIsValid(pk))
 		elog(ERROR, "segment \"%s\" has no primary key",
@@ -394,7 +450,8 @@ el_segment_append_time(Oid relid, Snapshot snapshot, int64 from, int64 below,
 	if (rel == NULL)
 		return EL_EDGE_NONE;
 	pk = el_primary_key_index(rel);
-	if (!OidIsValid(pk) || !el_segment_shape_ok(rel, &badcol) ||
+	if (!OidIsValid(pk) ||
+		!el_segment_shape_ok(rel, el_segment_is_binary(rel), &badcol) ||
 		!ConditionalLockRelationOid(pk, AccessShareLock))
 	{
 		relation_close(rel, AccessShareLock);
@@ -528,7 +585,7 @@ el_segment_times_sql(PG_FUNCTION_ARGS)
 	rel = relation_open(relid, NoLock);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		elog(ERROR, "\"%s\" is not a segment table", RelationGetRelationName(rel));
-	el_segment_check_shape(rel);
+	el_segment_check_shape(rel, el_segment_is_binary(rel));
 	pk = el_primary_key_index(rel);
 	if (!OidIsValid(pk))
 		elog(ERROR, "segment \"%s\" has no primary key",

@@ -23,12 +23,16 @@
 #define EL_SEG_APPEND_TIME	6
 #define EL_SEG_NATTS		6
 
-/* A record to append; NULL pointers are SQL NULLs. */
+/*
+ * A record to append; NULL pointers are SQL NULLs.  In a JSON topic the key
+ * is text and the value and headers jsonb; in a binary topic the key and the
+ * value are bytea and the headers an eventlog.header[] (segment.c).
+ */
 typedef struct ElRecordIn
 {
-	text	   *key;
-	Jsonb	   *value;
-	Jsonb	   *headers;
+	struct varlena *key;
+	struct varlena *value;
+	struct varlena *headers;
 	bool		has_event_time;
 	TimestampTz event_time;
 } ElRecordIn;
@@ -42,7 +46,7 @@ typedef struct ElAppender
 	struct TupleTableSlot *slot;
 } ElAppender;
 
-extern void el_appender_begin(ElAppender *app, Relation rel);
+extern void el_appender_begin(ElAppender *app, Relation rel, bool binary);
 extern void el_appender_insert(ElAppender *app, const ElRecordIn *rec,
 							   int64 offset, TimestampTz append_time);
 extern void el_appender_insert_many(ElAppender *app, const ElRecordIn *records,
@@ -51,9 +55,10 @@ extern void el_appender_insert_many(ElAppender *app, const ElRecordIn *records,
 extern void el_appender_end(ElAppender *app);
 extern bool el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
 								   int64 *offset);
-extern void el_segment_check_shape(Relation rel);
+extern void el_segment_check_shape(Relation rel, bool binary);
 extern Size el_record_size(const ElRecordIn *rec);
 extern void el_check_record_size(const ElRecordIn *rec);
+extern void el_check_json_record(const ElRecordIn *rec);
 
 extern int	el_max_record_bytes;
 

@@ -42,6 +42,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "topic.h"
 
@@ -66,6 +67,9 @@ static Oid	el_catalog_signal_relid = InvalidOid;
  */
 static Oid	el_cache_segnsp = InvalidOid;
 
+/* The type eventlog.header[], forgotten with el_cache_segnsp. */
+static Oid	el_cache_header_array = InvalidOid;
+
 static Oid	el_schema_oid(void);
 static void el_find_catalog(Oid nsp);
 
@@ -81,6 +85,7 @@ el_relcache_callback(Datum arg, Oid relid)
 	{
 		el_cache_generation++;
 		el_cache_segnsp = InvalidOid;
+		el_cache_header_array = InvalidOid;
 	}
 }
 
@@ -122,6 +127,7 @@ el_topic_invalidate(void)
 {
 	el_cache_generation++;
 	el_cache_segnsp = InvalidOid;
+	el_cache_header_array = InvalidOid;
 }
 
 /* Throw the whole cache away if the catalog changed since it was built. */
@@ -179,40 +185,6 @@ el_segment_schema_oid(void)
 		getExtensionOfObject(NamespaceRelationId, nsp) == ext)
 		return nsp;
 	return el_schema_oid();
-}
-
-/* Validate a topic name argument: 22023 outside Kafka's alphabet. */
-void
-el_check_topic_name(const char *name, int len)
-{
-	int			i;
-	bool		ok = (len >= 1 && len <= EL_TOPIC_NAME_MAX);
-
-	for (i = 0; ok && i < len; i++)
-	{
-		char		c = name[i];
-
-		ok = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-');
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid topic name \"%.*s\"", Min(len, 210), name),
-				 errdetail("A topic name is 1 to 200 characters, each a letter (A-Z, a-z), a digit, \".\", \"_\" or \"-\".")));
-}
-
-/*
- * Fetch a text argument that must not be NULL, as a C string.
- */
-char *
-el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", argname)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
 /*
@@ -355,6 +327,7 @@ el_topic_load(ElTopic *entry, const char *name)
 	if (HeapTupleIsValid(tup))
 	{
 		AttrNumber	owner_att = get_attnum(el_catalog_relids[0], "owner");
+		AttrNumber	format_att = get_attnum(el_catalog_relids[0], "format");
 		MemoryContext old;
 
 		found = true;
@@ -364,6 +337,15 @@ el_topic_load(ElTopic *entry, const char *name)
 		npartitions = DatumGetInt32(heap_getattr(tup,
 												 el_catalog_attnum(el_catalog_relids[0], "partitions"),
 												 desc, &isnull));
+		/* A catalog older than 0.3.0 has no format: every topic is JSON. */
+		entry->binary = false;
+		if (format_att != InvalidAttrNumber)
+		{
+			Datum		format = heap_getattr(tup, format_att, desc, &isnull);
+
+			entry->binary = !isnull &&
+				strcmp(TextDatumGetCString(format), "binary") == 0;
+		}
 
 		/*
 		 * A database still at version 0.1.0 (this library installed, ALTER
@@ -532,6 +514,7 @@ el_topic_lookup_internal(text *name_text, bool missing_ok)
 		entry = hash_search(el_topic_cache, name, HASH_ENTER, &found);
 		entry->topic_id = loaded.topic_id;
 		entry->npartitions = loaded.npartitions;
+		entry->binary = loaded.binary;
 		entry->parts = loaded.parts;
 		entry->legacy_acl = loaded.legacy_acl;
 		entry->owner = loaded.owner;
@@ -618,59 +601,23 @@ el_topic_recheck(text *name_text, int32 topic_id, uint64 *drops)
 	return topic;
 }
 
-void
-el_check_partition(ElTopic *topic, int32 partition)
-{
-	if (partition < 0 || partition >= topic->npartitions)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("partition %d of topic \"%s\" does not exist",
-						partition, topic->name),
-				 errdetail("The topic has %d partitions, numbered 0 to %d.",
-						   topic->npartitions, topic->npartitions - 1)));
-}
-
 /*
- * Refuse to run during recovery: a hot standby has no in-flight table.  One
- * complete message per use, as the error message style guide asks (a verb
- * pasted into a sentence cannot be translated).
+ * The type eventlog.header[] (the headers column of a binary topic's
+ * segments), or InvalidOid in a database whose extension predates 0.3.0.
  */
-void
-el_refuse_in_recovery(ElRecoveryUse use)
+Oid
+el_header_array_type(void)
 {
-	if (!RecoveryInProgress())
-		return;
-	switch (use)
+	if (!OidIsValid(el_cache_header_array))
 	{
-		case EL_USE_PRODUCE:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot produce to an event log during recovery"),
-					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
-					 errhint("Connect to the primary.")));
-			break;
-		case EL_USE_READ:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot read an event log during recovery"),
-					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
-					 errhint("Connect to the primary.")));
-			break;
-		case EL_USE_MAINTAIN:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot maintain an event log during recovery"),
-					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
-					 errhint("Connect to the primary; its maintenance worker runs there.")));
-			break;
-		case EL_USE_COUNTER:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot recover an event log partition's offset counter during recovery"),
-					 errdetail("A counter recovered on a hot standby would be stale at promotion."),
-					 errhint("Connect to the primary.")));
-			break;
+		Oid			header = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+											 CStringGetDatum("header"),
+											 ObjectIdGetDatum(el_schema_oid()));
+
+		if (OidIsValid(header))
+			el_cache_header_array = get_array_type(header);
 	}
+	return el_cache_header_array;
 }
 
 /* The cached segment "segno" of a partition, or NULL. */

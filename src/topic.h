@@ -49,6 +49,7 @@ typedef struct ElTopic
 	char		name[EL_TOPIC_NAME_MAX + 1];	/* hash key */
 	int32		topic_id;
 	int32		npartitions;
+	bool		binary;			/* topic_catalog.format: 'binary', not 'json' */
 	ElPartitionMeta *parts;
 	bool		legacy_acl;		/* a 0.1.0 catalog, not updated yet: no owner */
 	Oid			owner;			/* topic_catalog.owner */
@@ -81,6 +82,18 @@ typedef enum ElRecoveryUse
 } ElRecoveryUse;
 
 extern void el_refuse_in_recovery(ElRecoveryUse use);
+
+/* What a call refused for a topic of the other format was about to do. */
+typedef enum ElFormatUse
+{
+	EL_FORMAT_PRODUCE,
+	EL_FORMAT_READ,
+	EL_FORMAT_POLL,
+	EL_FORMAT_CAPTURE
+} ElFormatUse;
+
+extern void el_require_format(ElTopic *topic, bool binary, ElFormatUse use);
+extern Oid	el_header_array_type(void);
 extern char *el_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
 #endif							/* PG_EVENTLOG_TOPIC_H */

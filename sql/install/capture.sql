@@ -121,6 +121,12 @@ BEGIN
     IF (SELECT count(DISTINCT x) FROM pg_catalog.unnest(keys) x) <> pg_catalog.cardinality(keys) THEN
         RAISE EXCEPTION 'key_columns must not repeat a column' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t
+                WHERE t.name = topic AND t.format = 'binary') THEN
+        RAISE EXCEPTION 'topic "%" holds binary records', topic USING ERRCODE = '42809',
+            DETAIL = 'Change capture writes JSON change envelopes.',
+            HINT = 'Capture into a topic created with format ''json''.';
+    END IF;
     IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = topic) THEN
         PERFORM @extschema@.create_topic(topic, partitions);
     END IF;

@@ -18,7 +18,12 @@ CREATE TABLE @extschema@.topic_catalog (
     -- regrole, so that pg_dump writes role names, not OIDs.
     owner             regrole NOT NULL,
     producers         regrole[] NOT NULL DEFAULT '{}',
-    consumers         regrole[] NOT NULL DEFAULT '{}'
+    consumers         regrole[] NOT NULL DEFAULT '{}',
+    -- 'json': text keys, jsonb values and headers; 'binary': bytea keys and
+    -- values, eventlog.header[] headers (Kafka's records, byte for byte).
+    -- Set when the topic is created, never changed.
+    format            text NOT NULL DEFAULT 'json'
+                      CHECK (format OPERATOR(pg_catalog.=) ANY (ARRAY['json', 'binary']))
 );
 COMMENT ON TABLE @extschema@.topic_catalog IS
 'pg_eventlog topics and their settings (use eventlog.create_topic, alter_topic and drop_topic to change them)';

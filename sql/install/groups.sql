@@ -187,6 +187,33 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.poll(text, text, integer, integer, text, interval, interval) IS
 'without member: returns up to max_records from up to "partitions" partitions that no other open transaction of the group holds, from the group''s positions, and advances them in the caller''s transaction (roll back and the records come again); with member: heartbeats, gets the member''s assigned partitions and returns records from its fetch positions, to be committed with eventlog.commit; with wait, a long poll: when nothing is readable, sleeps until records arrive or the wait ends';
 
+/*
+ * The same, for binary topics: records as eventlog.binary_record.  The
+ * group's positions, commit, seek and the views are the same for both.
+ */
+CREATE FUNCTION @extschema@._poll_binary(topic text, group_name text, max_records integer DEFAULT 500,
+                                        partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                        session_timeout interval DEFAULT '30 seconds',
+                                        wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.binary_record
+AS 'MODULE_PATHNAME', 'el_group_poll_binary'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@._poll_binary(text, text, integer, integer, text, interval, interval) IS
+'internal: the body of eventlog.poll_binary, run as the extension owner on behalf of the caller eventlog.poll_binary notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._poll_binary(text, text, integer, integer, text, interval, interval) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.poll_binary(topic text, group_name text, max_records integer DEFAULT 500,
+                                       partitions integer DEFAULT 1, member text DEFAULT NULL,
+                                       session_timeout interval DEFAULT '30 seconds',
+                                       wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.binary_record
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.poll_binary(text, text, integer, integer, text, interval, interval) IS
+'eventlog.poll for a binary topic: the same group positions, members, commit and long poll, records as eventlog.binary_record';
+
 CREATE FUNCTION @extschema@._seek(topic text, group_name text, target text,
                                  partition integer DEFAULT NULL, force boolean DEFAULT false)
 RETURNS SETOF @extschema@.position

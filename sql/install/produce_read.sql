@@ -40,6 +40,46 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
 COMMENT ON FUNCTION @extschema@.read(text, integer, bigint, integer, interval) IS
 'returns up to max_records records of a partition from from_offset on, in offset order, never at or above the last stable offset; with wait, a long poll: when nothing is readable yet, sleeps until records become readable or the wait ends';
 
+/*
+ * Binary topics (format 'binary'): Kafka's records, byte for byte.  Named
+ * apart from produce and read, so that produce with plain literals stays
+ * unambiguous.
+ */
+CREATE FUNCTION @extschema@.produce_binary(
+    topic text,
+    key bytea,
+    value bytea,
+    headers @extschema@.header[] DEFAULT NULL,
+    partition integer DEFAULT NULL,
+    event_time timestamptz DEFAULT NULL)
+RETURNS @extschema@.position
+AS 'MODULE_PATHNAME', 'el_produce_binary'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.produce_binary(text, bytea, bytea, @extschema@.header[], integer, timestamptz) IS
+'appends a record to a binary topic in the caller''s transaction and returns its partition and offset; the key''s bytes pick the partition (Kafka''s murmur2), NULL key goes round-robin; NULL value is a tombstone';
+
+CREATE FUNCTION @extschema@.produce_binary_batch(
+    topic text,
+    messages @extschema@.message[],
+    partition integer DEFAULT NULL)
+RETURNS SETOF @extschema@.position
+AS 'MODULE_PATHNAME', 'el_produce_binary_batch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION @extschema@.produce_binary_batch(text, @extschema@.message[], integer) IS
+'appends many records to a binary topic in one call and returns their positions in input order';
+
+CREATE FUNCTION @extschema@.read_binary(
+    topic text,
+    partition integer,
+    from_offset bigint,
+    max_records integer DEFAULT 1000,
+    wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.binary_record
+AS 'MODULE_PATHNAME', 'el_read_binary'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION @extschema@.read_binary(text, integer, bigint, integer, interval) IS
+'eventlog.read for a binary topic: up to max_records records of a partition from from_offset on, in offset order, never at or above the last stable offset; with wait, a long poll';
+
 CREATE FUNCTION @extschema@.channel(topic text)
 RETURNS text
 AS 'MODULE_PATHNAME', 'el_channel'

@@ -99,7 +99,9 @@ COMMENT ON FUNCTION @extschema@._check_topic_name(text) IS
 /*
  * Create the next segment table of a partition.  Its name derives from
  * numbers only (identifiers stop at 63 bytes; topic names may be 200
- * characters), and every identifier is quoted by format('%I').
+ * characters), and every identifier is quoted by format('%I').  Its key,
+ * value and headers columns are of the topic's format: text, jsonb, jsonb
+ * for 'json'; bytea, bytea, eventlog.header[] for 'binary'.
  */
 CREATE FUNCTION @extschema@._create_segment(topic_id integer, partition integer,
                                             segment_no integer, base_offset bigint)
@@ -110,19 +112,33 @@ AS $$
 DECLARE
     tbl name := format('seg_%s_%s_%s', topic_id, partition, segment_no);
     topic_name text;
+    topic_format text;
 BEGIN
-    SELECT t.name INTO topic_name
+    SELECT t.name, t.format INTO topic_name, topic_format
       FROM @extschema@.topic_catalog t WHERE t.topic_id = _create_segment.topic_id;
-    EXECUTE format(
-        'CREATE TABLE eventlog_segments.%I ('
-        '    offset_id bigint NOT NULL,'
-        '    key text,'
-        '    value jsonb,'
-        '    headers jsonb,'
-        '    event_time timestamptz NOT NULL,'
-        '    append_time timestamptz NOT NULL,'
-        '    CONSTRAINT %I PRIMARY KEY (offset_id)'
-        ') USING heap', tbl, tbl || '_pkey');
+    IF topic_format = 'binary' THEN
+        EXECUTE format(
+            'CREATE TABLE eventlog_segments.%I ('
+            '    offset_id bigint NOT NULL,'
+            '    key bytea,'
+            '    value bytea,'
+            '    headers @extschema@.header[],'
+            '    event_time timestamptz NOT NULL,'
+            '    append_time timestamptz NOT NULL,'
+            '    CONSTRAINT %I PRIMARY KEY (offset_id)'
+            ') USING heap', tbl, tbl || '_pkey');
+    ELSE
+        EXECUTE format(
+            'CREATE TABLE eventlog_segments.%I ('
+            '    offset_id bigint NOT NULL,'
+            '    key text,'
+            '    value jsonb,'
+            '    headers jsonb,'
+            '    event_time timestamptz NOT NULL,'
+            '    append_time timestamptz NOT NULL,'
+            '    CONSTRAINT %I PRIMARY KEY (offset_id)'
+            ') USING heap', tbl, tbl || '_pkey');
+    END IF;
     EXECUTE format(
         'CREATE TRIGGER segment_guard BEFORE INSERT OR UPDATE OR DELETE'
         ' ON eventlog_segments.%I FOR EACH ROW'
@@ -146,7 +162,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._create_segment(integer, integer, integer, bigint) IS
-'internal: creates a segment table for a partition and records it in segment_catalog';
+'internal: creates a segment table for a partition, with the columns of the topic''s format, and records it in segment_catalog';
 
 CREATE FUNCTION @extschema@._partitions_in_use(except_topic integer)
 RETURNS bigint
@@ -236,7 +252,8 @@ CREATE FUNCTION @extschema@._create_topic(
     retention interval DEFAULT '7 days',
     retention_bytes bigint DEFAULT NULL,
     segment_interval interval DEFAULT '1 day',
-    segment_bytes bigint DEFAULT 1073741824)
+    segment_bytes bigint DEFAULT 1073741824,
+    format text DEFAULT 'json')
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER
@@ -254,6 +271,16 @@ BEGIN
     END IF;
     PERFORM @extschema@._check_topic_settings(retention, retention_bytes,
                                               segment_interval, segment_bytes);
+    IF _create_topic.format IS NULL THEN
+        RAISE EXCEPTION 'format must not be null'
+            USING ERRCODE = '22004',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
+    IF _create_topic.format NOT IN ('json', 'binary') THEN
+        RAISE EXCEPTION 'invalid topic format "%"', left(_create_topic.format, 100)
+            USING ERRCODE = '22023',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
     -- Serialise topic creation, so that two sessions creating the same name
     -- get a clear error instead of a unique violation.
     LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
@@ -262,16 +289,17 @@ BEGIN
             USING ERRCODE = 'duplicate_object';
     END IF;
     INSERT INTO @extschema@.topic_catalog AS t
-           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner)
+           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner,
+            format)
     VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
-            @extschema@._caller())
+            @extschema@._caller(), _create_topic.format)
     RETURNING t.topic_id INTO new_id;
     PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
 END
 $$;
-COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint) IS
+COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text) IS
 'internal: the body of eventlog.create_topic, run as the extension owner on behalf of the caller eventlog.create_topic notes (see src/acl.c)';
-REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.create_topic(
     topic text,
@@ -279,14 +307,15 @@ CREATE FUNCTION @extschema@.create_topic(
     retention interval DEFAULT '7 days',
     retention_bytes bigint DEFAULT NULL,
     segment_interval interval DEFAULT '1 day',
-    segment_bytes bigint DEFAULT 1073741824)
+    segment_bytes bigint DEFAULT 1073741824,
+    format text DEFAULT 'json')
 RETURNS void
 AS 'MODULE_PATHNAME', 'el_gate'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint) IS
-'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition';
+COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text) IS
+'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition; format ''json'' (text keys, jsonb values and headers: produce, read) or ''binary'' (Kafka''s bytes: produce_binary, read_binary), fixed for the topic''s life';
 -- Who may create topics: those granted EXECUTE on create_topic.
-REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
 RETURNS void

@@ -22,6 +22,36 @@ CREATE TYPE @extschema@.record AS (
 COMMENT ON TYPE @extschema@.record IS
 'a record of a topic as read returns it';
 
+/* Binary topics (format 'binary'): Kafka's records, byte for byte. */
+CREATE TYPE @extschema@.header AS (
+    name   text,
+    value  bytea
+);
+COMMENT ON TYPE @extschema@.header IS
+'a header of a binary topic''s record: a name and a value (NULL or bytes); a record''s headers are an ordered array in which names may repeat, as in Kafka';
+
+CREATE TYPE @extschema@.binary_record AS (
+    topic        text,
+    partition    integer,
+    offset_id    bigint,
+    key          bytea,
+    value        bytea,
+    headers      @extschema@.header[],
+    event_time   timestamptz,
+    append_time  timestamptz
+);
+COMMENT ON TYPE @extschema@.binary_record IS
+'a record of a binary topic as read_binary returns it';
+
+CREATE TYPE @extschema@.message AS (
+    key          bytea,
+    value        bytea,
+    headers      @extschema@.header[],
+    event_time   timestamptz
+);
+COMMENT ON TYPE @extschema@.message IS
+'a record to append to a binary topic with produce_binary_batch (event_time NULL: the append time)';
+
 /* ------------------------------------------------------------------------
  * Hashing
  * ------------------------------------------------------------------------ */

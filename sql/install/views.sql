@@ -167,12 +167,12 @@ CREATE VIEW @extschema@.topics AS
            t.segment_interval, t.segment_bytes,
            coalesce(sum(p.records), 0)::bigint AS records,
            coalesce(sum(p.bytes), 0)::bigint AS bytes,
-           t.created_at, t.owner
+           t.created_at, t.owner, t.format
       FROM @extschema@.topic_catalog t
       LEFT JOIN @extschema@.partitions p ON p.topic = t.name
      GROUP BY t.topic_id;
 COMMENT ON VIEW @extschema@.topics IS
-'one row per topic: its settings, the records (offsets) and bytes it holds, and its owner';
+'one row per topic: its settings, the records (offsets) and bytes it holds, its owner, and its format (json or binary)';
 
 CREATE VIEW @extschema@.topic_privileges AS
     SELECT t.name AS topic, g.grantee, g.privilege

@@ -2,16 +2,21 @@
 -- contract's functions, pinned search_path on every PL/pgSQL function, and
 -- the column lists of the types and views users code against.
 BEGIN;
-SELECT plan(29);
+SELECT plan(37);
 
 SELECT has_schema('eventlog');
 SELECT has_function('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone']);
 SELECT has_function('eventlog', 'produce_batch', ARRAY['text', 'text[]', 'jsonb[]', 'jsonb[]', 'integer', 'timestamp with time zone[]']);
 SELECT has_function('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer', 'interval']);
-SELECT has_function('eventlog', 'create_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint']);
+SELECT has_function('eventlog', 'create_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint', 'text']);
 SELECT has_function('eventlog', 'drop_topic', ARRAY['text', 'boolean']);
 SELECT has_function('eventlog', 'alter_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint']);
 SELECT has_function('eventlog', 'offset_for_time', ARRAY['text', 'integer', 'timestamp with time zone']);
+-- Binary topics' counterparts of produce, produce_batch, read and poll.
+SELECT has_function('eventlog', 'produce_binary', ARRAY['text', 'bytea', 'bytea', 'eventlog.header[]', 'integer', 'timestamp with time zone']);
+SELECT has_function('eventlog', 'produce_binary_batch', ARRAY['text', 'eventlog.message[]', 'integer']);
+SELECT has_function('eventlog', 'read_binary', ARRAY['text', 'integer', 'bigint', 'integer', 'interval']);
+SELECT has_function('eventlog', 'poll_binary', ARRAY['text', 'text', 'integer', 'integer', 'text', 'interval', 'interval']);
 
 -- Readers and producers must never be run in parallel workers or have
 -- their calls folded: VOLATILE and PARALLEL UNSAFE.
@@ -20,8 +25,14 @@ SELECT volatility_is('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'json
 SELECT is(
     (SELECT array_agg(DISTINCT proparallel::text) FROM pg_proc
       WHERE pronamespace = 'eventlog'::regnamespace
-        AND proname IN ('read', 'produce', 'produce_batch', 'offset_for_time', 'last_stable_offset', 'high_watermark')),
-    ARRAY['u'], 'read, produce and the offset functions are PARALLEL UNSAFE');
+        AND proname IN ('read', 'produce', 'produce_batch', 'offset_for_time', 'last_stable_offset', 'high_watermark',
+                        'read_binary', 'produce_binary', 'produce_binary_batch', 'poll_binary')),
+    ARRAY['u'], 'read, produce, their binary counterparts and the offset functions are PARALLEL UNSAFE');
+SELECT is(
+    (SELECT array_agg(DISTINCT provolatile::text) FROM pg_proc
+      WHERE pronamespace = 'eventlog'::regnamespace
+        AND proname IN ('read_binary', 'produce_binary', 'produce_binary_batch', 'poll_binary')),
+    ARRAY['v'], 'the binary counterparts are VOLATILE');
 
 -- Produce works with plain literals: no overload makes the call ambiguous.
 SELECT is((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname = 'produce'),
@@ -62,7 +73,7 @@ SELECT is(
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    15, 'thirteen gated bodies and two metadata functions');
+    16, 'fourteen gated bodies and two metadata functions');
 
 -- Types and views users code against.
 SELECT has_composite('eventlog', 'record', 'eventlog.record exists');
@@ -75,11 +86,26 @@ SELECT is(
     (SELECT array_agg(attname::text ORDER BY attnum) FROM pg_attribute
       WHERE attrelid = 'eventlog.position'::regclass AND attnum > 0),
     ARRAY['partition', 'offset_id'], 'eventlog.position columns');
+SELECT is(
+    (SELECT array_agg(format('%s %s', attname, format_type(atttypid, atttypmod)) ORDER BY attnum) FROM pg_attribute
+      WHERE attrelid = 'eventlog.binary_record'::regclass AND attnum > 0),
+    ARRAY['topic text', 'partition integer', 'offset_id bigint', 'key bytea', 'value bytea',
+          'headers eventlog.header[]', 'event_time timestamp with time zone', 'append_time timestamp with time zone'],
+    'eventlog.binary_record columns');
+SELECT is(
+    (SELECT array_agg(format('%s %s', attname, format_type(atttypid, atttypmod)) ORDER BY attnum) FROM pg_attribute
+      WHERE attrelid = 'eventlog.message'::regclass AND attnum > 0),
+    ARRAY['key bytea', 'value bytea', 'headers eventlog.header[]', 'event_time timestamp with time zone'],
+    'eventlog.message columns');
+SELECT is(
+    (SELECT array_agg(format('%s %s', attname, format_type(atttypid, atttypmod)) ORDER BY attnum) FROM pg_attribute
+      WHERE attrelid = 'eventlog.header'::regclass AND attnum > 0),
+    ARRAY['name text', 'value bytea'], 'eventlog.header columns');
 SELECT has_view('eventlog', 'topics', 'view eventlog.topics');
 SELECT has_view('eventlog', 'partitions', 'view eventlog.partitions');
 SELECT columns_are('eventlog', 'topics',
     ARRAY['topic', 'partitions', 'retention', 'retention_bytes', 'segment_interval',
-          'segment_bytes', 'records', 'bytes', 'created_at', 'owner']);
+          'segment_bytes', 'records', 'bytes', 'created_at', 'owner', 'format']);
 SELECT columns_are('eventlog', 'partitions',
     ARRAY['topic', 'partition', 'log_start_offset', 'high_watermark', 'last_stable_offset',
           'stable_offset_holder_pid', 'records', 'bytes', 'segments',

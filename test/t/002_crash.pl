@@ -37,6 +37,11 @@ $node->safe_psql('postgres', q{
     -- 3 and 4 rolled back, and a poll that moved the group to 5.
     SELECT eventlog.create_topic('tail', 1);
     SELECT count(*) FROM eventlog.produce_batch('tail', NULL, ARRAY['0', '1', '2']::jsonb[]);
+    -- A binary topic: its counter is recovered from its bytea segments.
+    SELECT eventlog.create_topic('raw', 1, format => 'binary');
+    SELECT count(*) FROM eventlog.produce_binary_batch('raw',
+        (SELECT array_agg(ROW(int4send(i), '\x00' || int4send(i), '{}', NULL)::eventlog.message ORDER BY i)
+           FROM generate_series(0, 4) i));
 });
 $node->safe_psql('postgres', q{
     BEGIN;
@@ -168,6 +173,12 @@ is($node->safe_psql('postgres', q{
    '10 10 10', 'a partition emptied by retention resumes at 10, not 0');
 is($node->safe_psql('postgres', q{SELECT offset_id FROM eventlog.produce('tail', NULL, '"after"')}),
    '5', 'offsets 3 and 4, which group "tg" has passed, are never handed out again');
+is($node->safe_psql('postgres', q{
+    SELECT (SELECT count(*) FROM eventlog.read_binary('raw', 0, 0) r
+             WHERE r.key = int4send(r.offset_id::int) AND r.value = '\x00' || int4send(r.offset_id::int)
+               AND cardinality(r.headers) = 0)
+           || ' ' || (SELECT offset_id FROM eventlog.produce_binary('raw', NULL, '\x'))}),
+   '5 5', 'a binary topic keeps its records through the crash, and its counter resumes above them');
 
 # Every acknowledged record is there, at its position, with its value.
 my %stored;

@@ -35,6 +35,17 @@ $node->safe_psql('src', q{
     SELECT eventlog.set_topic_owner('kept', 'dump_owner');
     SELECT eventlog.grant('kept', 'produce', 'dump_app');
     SELECT eventlog.grant('kept', 'consume', 'public');
+    -- A binary topic with bytes text could not hold: \x00, invalid UTF-8,
+    -- empty and NULL keys and values, NULL and empty headers, headers with
+    -- repeated names and NULL values.
+    SELECT eventlog.create_topic('raw', 2, format => 'binary');
+    SELECT count(*) FROM eventlog.produce_binary_batch('raw', ARRAY[
+        ROW('\x00', '\x00ff00', ARRAY[ROW('a', '\x00'), ROW('a', NULL), ROW('b', '\x')]::eventlog.header[], NULL),
+        ROW('\xc328', '\xfffe80', NULL, '2001-02-03 04:05:06+00'),
+        ROW('\x', '\x', '{}', NULL),
+        ROW(NULL, NULL, NULL, NULL),
+        ROW(NULL, '\x0a0d00', ARRAY[ROW('', NULL)]::eventlog.header[], NULL)]::eventlog.message[], 0);
+    SELECT eventlog.produce_binary('raw', '\x01', NULL, partition => 1);
 });
 my $privileges = q{SELECT string_agg(format('%s %s', grantee, privilege), ', ' ORDER BY privilege, grantee::text)
                      FROM eventlog.topic_privileges};
@@ -45,13 +56,33 @@ my $positions_before = $node->safe_psql('src', $positions);
 my $all = q{SELECT string_agg(format('%s/%s/%s/%s', r.partition, r.offset_id, r.key, r.value), ',' ORDER BY 1)
               FROM generate_series(0, 1) p, LATERAL eventlog.read('kept', p, 0) r};
 my $before = $node->safe_psql('src', $all);
+my $raw = q{SELECT string_agg(format('%s/%s/%s/%s/%s/%s/%s', r.partition, r.offset_id,
+                                     coalesce(r.key::text, 'NULL'), coalesce(r.value::text, 'NULL'),
+                                     coalesce(r.headers::text, 'NULL'), r.event_time, r.append_time),
+                              ',' ORDER BY 1)
+              FROM generate_series(0, 1) p, LATERAL eventlog.read_binary('raw', p, 0) r};
+my $raw_before = $node->safe_psql('src', $raw);
 
 my $dump = $node->basedir . '/src.dump';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('src') ], 'pg_dump');
 $node->command_ok([ 'pg_restore', '-d', $node->connstr('dst'), $dump ], 'pg_restore');
 
 is($node->safe_psql('dst', $all), $before, 'the restored database has the same records at the same offsets');
-is($node->safe_psql('dst', q{SELECT name FROM eventlog.topic_catalog}), 'kept', 'and the same topics');
+is($node->safe_psql('dst', $raw), $raw_before, 'a binary topic\'s records are the same bytes');
+is($node->safe_psql('dst', q{
+    SELECT string_agg((CASE r.offset_id
+        WHEN 0 THEN r.key = '\x00' AND r.value = '\x00ff00'
+                    AND r.headers = ARRAY[ROW('a', '\x00'), ROW('a', NULL), ROW('b', '\x')]::eventlog.header[]
+        WHEN 1 THEN r.key = '\xc328' AND r.value = '\xfffe80' AND r.headers IS NULL
+                    AND r.event_time = '2001-02-03 04:05:06+00'
+        WHEN 2 THEN r.key = '\x' AND r.value = '\x' AND cardinality(r.headers) = 0
+        WHEN 3 THEN r.key IS NULL AND r.value IS NULL AND r.headers IS NULL
+        WHEN 4 THEN r.headers[1].name = '' AND r.headers[1].value IS NULL
+        END)::text, ',' ORDER BY r.offset_id)
+      FROM eventlog.read_binary('raw', 0, 0) r}),
+   'true,true,true,true,true', '... \\x00, invalid UTF-8, empty and NULL fields, repeated headers as they were');
+is($node->safe_psql('dst', q{SELECT string_agg(name || ' ' || format, ',' ORDER BY name) FROM eventlog.topic_catalog}),
+   'kept json,raw binary', 'and the same topics, of the same formats');
 is($node->safe_psql('dst', $positions), $positions_before, 'and the same group positions');
 is($node->safe_psql('dst', $privileges), $privileges_before,
    "and the same topic owner and grants ($privileges_before)");
@@ -68,14 +99,16 @@ is($next, 't', 'producing continues above the restored offsets');
 is($node->safe_psql('dst', q{
     SELECT count(*) FROM pg_trigger t JOIN eventlog.segment_catalog s
         ON t.tgrelid = ('eventlog_segments.' || quote_ident(s.table_name))::regclass
-     WHERE t.tgenabled = 'A'}), '4', 'segment guards restored, enabled always');
+     WHERE t.tgenabled = 'A'}), '8', 'segment guards restored, enabled always');
+is($node->safe_psql('dst', q{SELECT offset_id FROM eventlog.produce_binary('raw', NULL, '\x00', partition => 0)}),
+   '5', 'producing to the restored binary topic continues above its offsets');
 is($node->safe_psql('dst', q{
     CREATE ROLE dump_nobody;
     SELECT has_schema_privilege('dump_nobody', 'eventlog_segments', 'USAGE')}),
    'f', 'the restored segments\' schema is still closed to other roles');
 $node->safe_psql('dst', q{SELECT eventlog.create_topic('dropped', 1)});
 is($node->safe_psql('dst', q{SELECT topic_id FROM eventlog.topic_catalog WHERE name = 'dropped'}),
-   '3', 'the restored topic id sequence gives a new topic a fresh id');
+   '4', 'the restored topic id sequence gives a new topic a fresh id');
 is($node->safe_psql('dst', q{SELECT offset_id FROM eventlog.produce('dropped', NULL, '1')}),
    '0', 'and its offsets start at 0');
 

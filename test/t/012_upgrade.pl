@@ -134,8 +134,20 @@ foreach my $from (@released)
         is($node->safe_psql($db, q{SET ROLE upg_consumer; SELECT count(*) > 0 FROM eventlog.read('kept', 0, 0)}),
            't', '... a role with SELECT on the segments reads');
     }
+    # Who may create topics: create_topic gains a parameter in 0.3.0 (a new
+    # signature), and the update gives its grants to the new function.
+    $node->safe_psql($db, q{
+        GRANT EXECUTE ON FUNCTION eventlog.create_topic(text, integer, interval, bigint, interval, bigint)
+           TO upg_producer WITH GRANT OPTION});
     my $before = $node->safe_psql($db, $state);
     $node->safe_psql($db, 'ALTER EXTENSION pg_eventlog UPDATE');
+    is($node->safe_psql($db, q{
+        SELECT string_agg(format('%s %s %s', a.grantee::regrole, a.privilege_type, a.is_grantable), ', ')
+          FROM pg_proc p, aclexplode(p.proacl) a
+         WHERE p.oid = 'eventlog.create_topic'::regproc AND a.grantee <> p.proowner}),
+       'upg_producer EXECUTE t', "$from: create_topic's grants survive its new signature");
+    $node->safe_psql($db, q{
+        REVOKE EXECUTE ON FUNCTION eventlog.create_topic FROM upg_producer CASCADE});
     if ($from eq '0.1.0')
     {
         is($node->safe_psql($db, q{
@@ -184,6 +196,14 @@ foreach my $from (@released)
                LATERAL (SELECT max(offset_id) AS maxo FROM eventlog.read('kept', p, 0)) m,
                LATERAL eventlog.produce('kept', NULL, '"after"', partition => p) n});
     is($next, 't', "$from: producing continues above the old offsets after the update");
+    is($node->safe_psql($db, q{SELECT string_agg(topic || ' ' || format, ',') FROM eventlog.topics}),
+       'kept json', "$from: the topics of the old version are JSON topics");
+    $node->safe_psql($db, q{SELECT eventlog.create_topic('bin', 2, format => 'binary')});
+    $node->safe_psql($db, q{SELECT eventlog.produce_binary('bin', '\x00', '\xff',
+                                                            ARRAY[ROW('h', NULL)]::eventlog.header[], 1)});
+    is($node->safe_psql($db, q{SELECT format('%s %s %s %s', offset_id, key, value, headers)
+                                 FROM eventlog.read_binary('bin', 1, 0)}),
+       '0 \x00 \xff {"(h,)"}', "$from: a binary topic works after the update");
 }
 
 $node->stop;
