@@ -2864,7 +2864,12 @@ DO $$
 DECLARE
     acl text := pg_catalog.current_setting('pg_eventlog_upgrade.create_topic_acl', true);
     g record;
+    fn pg_catalog.oid := '@extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text)'::pg_catalog.regprocedure;
+    init pg_catalog.aclitem[];
 BEGIN
+    SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
+     WHERE i.objoid = fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objsubid = 0;
     IF acl IS NULL OR acl = '' THEN
         RETURN;
     END IF;
@@ -2879,6 +2884,23 @@ BEGIN
                                        ELSE g.grantee::pg_catalog.regrole::text END,
                                   CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
     END LOOP;
+    /*
+     * GRANTs run by an extension script are recorded as the object's
+     * initial privileges (pg_init_privs), which pg_dump leaves out: a dump
+     * of the updated database would lose the grants given back above.  Put
+     * back the initial privileges a fresh install records (those of the
+     * REVOKE above), so that they stay the user's grants.  (The update
+     * runs as a superuser: pg_eventlog is not a trusted extension.)
+     */
+    IF init IS NULL THEN
+        DELETE FROM pg_catalog.pg_init_privs i
+         WHERE i.objoid = fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND i.objsubid = 0;
+    ELSE
+        UPDATE pg_catalog.pg_init_privs i SET initprivs = init
+         WHERE i.objoid = fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND i.objsubid = 0;
+    END IF;
 END
 $$;
 

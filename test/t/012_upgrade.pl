@@ -146,6 +146,15 @@ foreach my $from (@released)
           FROM pg_proc p, aclexplode(p.proacl) a
          WHERE p.oid = 'eventlog.create_topic'::regproc AND a.grantee <> p.proowner}),
        'upg_producer EXECUTE t', "$from: create_topic's grants survive its new signature");
+    # ... and stay the user's: pg_dump writes grants that differ from the
+    # initial privileges the extension's scripts recorded, so the update
+    # must not record the re-granted ones as initial.
+    my ($dump_out, $dump_err);
+    IPC::Run::run([ 'pg_dump', '--schema-only', '-d', $node->connstr($db) ],
+                  '>', \$dump_out, '2>', \$dump_err);
+    like($dump_out,
+         qr/GRANT ALL ON FUNCTION eventlog\.create_topic\([^)]*\) TO upg_producer WITH GRANT OPTION/,
+         "$from: pg_dump of the updated database keeps create_topic's grant");
     $node->safe_psql($db, q{
         REVOKE EXECUTE ON FUNCTION eventlog.create_topic FROM upg_producer CASCADE});
     if ($from eq '0.1.0')
