@@ -195,7 +195,14 @@ el_capture_describe(ElCapture *cap, Relation rel, const char *topic, int nkeys,
 	int			i;
 
 	cap->relid = RelationGetRelid(rel);
-	cap->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+	/*
+	 * With the defaults of columns added since a row was written (its tuple
+	 * is shorter than the descriptor): a key column added with a default
+	 * before capture() began must read as that default, not as NULL, or an
+	 * old row's change would go out under a NULL key, and its UPDATE as a
+	 * delete and a create under two keys.
+	 */
+	cap->tupdesc = CreateTupleDescCopyConstr(RelationGetDescr(rel));
 	cap->topic = cstring_to_text(topic);
 	cap->nkeys = nkeys;
 	cap->key_names = palloc(sizeof(char *) * Max(nkeys, 1));

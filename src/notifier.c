@@ -439,6 +439,21 @@ el_coalesce_after(ElCoalesce *co, TimestampTz now, int64 records)
 }
 
 /*
+ * The wall clock, as the notifier reads it for coalescing.  A test build
+ * can move it (eventlog.debug_notifier_clock_offset), to step it back
+ * between two rounds as NTP or an administrator may.
+ */
+static TimestampTz
+el_notifier_clock(void)
+{
+#ifdef EL_TEST_HOOKS
+	return GetCurrentTimestamp() + (int64) el_debug_notifier_clock_offset_ms * 1000;
+#else
+	return GetCurrentTimestamp();
+#endif
+}
+
+/*
  * A producer woke the notifier: under load, wait until the last round is
  * "delay" old.  What commits meanwhile goes into the round that follows;
  * producers' wake-ups are reset here (that round looks anyway); SIGTERM
@@ -461,7 +476,7 @@ el_coalesce_before(ElCoalesce *co)
 	if (co->delay == 0 || el_notify_interval_ms == 0)
 		return;
 	delay = Min(co->delay, (int64) el_notify_interval_ms * 1000);
-	start = GetCurrentTimestamp();
+	start = el_notifier_clock();
 	until = co->sent + delay;
 	if (start >= until)
 		return;
@@ -471,7 +486,7 @@ el_coalesce_before(ElCoalesce *co)
 	el_notifier_entry->notifier_delays++;
 	SpinLockRelease(&el_registry->mutex);
 #endif
-	while ((now = GetCurrentTimestamp()) < until && now >= start)
+	while ((now = el_notifier_clock()) < until && now >= start)
 	{
 		int64		remaining = until - now;
 
@@ -542,13 +557,13 @@ el_notifier_main(Datum main_arg)
 
 		/* A producer that commits after this sets the flag (and the latch) again. */
 		el_notifier_begin_round();
-		now = GetCurrentTimestamp();
+		now = el_notifier_clock();
 		n = el_collect_notifications(items, EL_NOTIFY_BATCH, &blocked, &records);
 		if (n > 0)
 		{
 			el_coalesce_after(&co, now, records);
 			el_send_round(items, n, round_cxt);
-			co.sent = GetCurrentTimestamp();
+			co.sent = el_notifier_clock();
 			/* A full batch: the rest is collected at once. */
 			if (n == EL_NOTIFY_BATCH)
 				continue;

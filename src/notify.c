@@ -56,6 +56,13 @@ PG_FUNCTION_INFO_V1(el_channel);
 static int	el_debug_notifier_busy_rounds = 0;
 static int	el_debug_notifier_delays = 0;
 
+/*
+ * Test only: eventlog.debug_notifier_clock_offset moves the wall clock as
+ * the notifier reads it (el_notifier_clock, notifier.c), so that a test
+ * can step it back between two rounds as NTP or an administrator would.
+ */
+int			el_debug_notifier_clock_offset_ms = 0;
+
 static const char *
 el_show_notifier_counter(bool delays)
 {
@@ -123,6 +130,14 @@ el_notify_init(void)
 							PGC_INTERNAL,
 							GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
 							NULL, NULL, el_show_notifier_delays);
+	DefineCustomIntVariable("eventlog.debug_notifier_clock_offset",
+							"Test only: moves the wall clock as the notifier reads it by this much.",
+							NULL,
+							&el_debug_notifier_clock_offset_ms,
+							0, -86400000, 86400000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 #endif
 }
 

@@ -20,6 +20,9 @@ struct ElDbWorker;
 
 extern bool el_notify_enabled;
 extern int	el_notify_interval_ms;
+#ifdef EL_TEST_HOOKS
+extern int	el_debug_notifier_clock_offset_ms;
+#endif
 
 extern void el_notify_init(void);
 extern void el_channel_name(const char *topic, char *channel);

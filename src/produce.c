@@ -86,10 +86,18 @@ el_check_writable(void)
  * Open segment "segno" of a partition for insertion, reloading the topic's
  * metadata if the segment is newer than the cached list (a maintenance
  * round has just rolled the partition).
+ *
+ * The offsets were taken from the partition of the topic the caller looked
+ * up: if the reload finds another topic under its name (the cached one was
+ * dropped, and created again, since it was cached), they belong to no
+ * partition of the new topic, and must not be written to its segments: they
+ * would repeat offsets of its own, and no in-flight entry of its partition
+ * would hold its readers back from them.
  */
 static Relation
 el_open_segment(ElTopic **topic_io, text *name, int32 partition, int32 segno)
 {
+	int32		topic_id = (*topic_io)->topic_id;
 	int			attempt;
 
 	for (attempt = 0; attempt < 2; attempt++)
@@ -103,6 +111,12 @@ el_open_segment(ElTopic **topic_io, text *name, int32 partition, int32 segno)
 		/* Not cached yet, or gone: read the catalog again. */
 		el_topic_invalidate();
 		*topic_io = el_topic_get(name);
+		if ((*topic_io)->topic_id != topic_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("topic \"%s\" was dropped while records were produced to it",
+							(*topic_io)->name),
+					 errdetail("Another transaction dropped it and created it again under the same name.")));
 		el_check_partition(*topic_io, partition);
 	}
 	ereport(ERROR,
