@@ -31,9 +31,22 @@ const char *
 kpg_trimmed(char *msg)
 {
 	size_t		len = strlen(msg);
+	size_t		n = 0;
 
 	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
 		msg[--len] = '\0';
+	/* One log line: libpq's inner line breaks (and their tabs) as spaces. */
+	for (size_t i = 0; i < len; i++)
+	{
+		if (msg[i] == '\n' || (msg[i] == '\t' && n > 0 && msg[n - 1] == ' '))
+		{
+			if (msg[i] == '\n')
+				msg[n++] = ' ';
+			continue;
+		}
+		msg[n++] = msg[i];
+	}
+	msg[n] = '\0';
 	return msg;
 }
 
