@@ -56,6 +56,27 @@ ifeq ($(shell test $(VERSION_NUM) -lt 140000 && echo old),old)
 $(error pg_eventlog requires PostgreSQL 14 or later; $(PG_CONFIG) reports $(VERSION))
 endif
 
+# The Kafka gateway, pg_eventlog_kafka (src/kafka/, docs/kafka.md), is a
+# program of its own with its own Makefile, run as a sub-make: PGXS builds
+# one kind of thing per Makefile, and this one's is the extension's
+# library.  It is installed beside pg_config's other programs ($(bindir));
+# DESTDIR and WERROR reach it as command-line variables do.
+KAFKA_MAKE = $(MAKE) -C src/kafka CC='$(CC)' PG_INCLUDEDIR='$(includedir)' \
+	PG_LIBDIR='$(libdir)' PG_BINDIR='$(bindir)'
+all: kafka-gateway
+install: kafka-gateway-install
+uninstall: kafka-gateway-uninstall
+clean: kafka-gateway-clean
+kafka-gateway:
+	$(KAFKA_MAKE) all
+kafka-gateway-install:
+	$(KAFKA_MAKE) install
+kafka-gateway-uninstall:
+	$(KAFKA_MAKE) uninstall
+kafka-gateway-clean:
+	$(KAFKA_MAKE) clean
+.PHONY: kafka-gateway kafka-gateway-install kafka-gateway-uninstall kafka-gateway-clean
+
 # The install script's sources, in the order CREATE EXTENSION runs them.
 # The order matters where a statement names an object when it runs: tables
 # and types before the views, SQL-language functions and COMMENTs that use

@@ -12,8 +12,11 @@ PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 export PATH="$PG_BINDIR:$PATH"
 
 # Packages each command needs (Debian 12 names).
-EL_BUILD_PKGS="make gcc libc6-dev postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR"
-EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl procps libpq-dev python3-psycopg"
+# The Kafka gateway (src/kafka) links libpq: libpq-dev is a build package.
+# Its tests use real Kafka clients: kcat, librdkafka's Python binding and
+# kafka-python.
+EL_BUILD_PKGS="make gcc libc6-dev postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev"
+EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl procps python3-psycopg kcat python3-confluent-kafka python3-kafka"
 EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox python3-psycopg"
 # The Kafka gateway's codecs (src/kafka/compress.c), built with the rest.
 EL_KAFKA_PKGS="zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev"

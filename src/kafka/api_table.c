@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * api_table.c
+ *	  The one table of the APIs the gateway implements: the dispatcher
+ *	  (conn.c) routes requests through it and ApiVersions advertises it,
+ *	  so what is advertised is exactly what is served.
+ *
+ * Versions are those whose every field the handler reads and writes; the
+ * first flexible version is Kafka's (KIP-482), from the protocol's
+ * published message definitions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "server.h"
+
+const KApi	kapis[] = {
+	{KAPI_METADATA, "Metadata", 0, 12, 9, khandle_metadata},
+	{KAPI_API_VERSIONS, "ApiVersions", 0, 3, 3, khandle_api_versions},
+};
+
+const int	knapis = (int) (sizeof(kapis) / sizeof(kapis[0]));
+
+const KApi *
+kapi_find(int16_t api_key)
+{
+	for (int i = 0; i < knapis; i++)
+		if (kapis[i].api_key == api_key)
+			return &kapis[i];
+	return NULL;
+}

@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * config.h
+ *	  The gateway's settings (from the command line) and what follows
+ *	  from them: the brokers it presents to clients, which of them it is,
+ *	  and which one leads each partition.
+ *
+ * Settings are written once by main() before any connection thread starts
+ * and only read afterwards, so threads read them without a lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_CONFIG_H
+#define KAFKA_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+
+/* A host and port as the user wrote them ("[::1]:9092" gives "::1", 9092). */
+typedef struct KHostPort
+{
+	char	   *host;
+	int			port;
+} KHostPort;
+
+typedef struct KConfig
+{
+	KHostPort	listen;
+	KHostPort	advertise;		/* --advertise, else --listen */
+	char	   *dsn;
+	int			max_connections;
+	int64_t		max_request_bytes;
+	KHostPort  *brokers;		/* --brokers, else just advertise */
+	int			nbrokers;
+	int32_t		node_id;		/* this gateway's index in brokers */
+} KConfig;
+
+extern KConfig kconf;
+
+#define K_DEFAULT_MAX_CONNECTIONS	1000
+/* Kafka's socket.request.max.bytes default. */
+#define K_DEFAULT_MAX_REQUEST_BYTES	(100 * 1024 * 1024)
+
+/*
+ * Parse argv into kconf.  Returns -1 to go on, or the exit status: 0 after
+ * --help or --version, 2 after a usage error (already reported).
+ */
+extern int	kconfig_parse(int argc, char **argv);
+
+/* "host:port" (IPv6 in brackets) into hp; false if malformed. */
+extern bool kparse_host_port(const char *s, KHostPort *hp);
+
+/*
+ * The node that leads a partition: the same answer on every gateway given
+ * the same --brokers list (a stable hash of the topic's name, plus the
+ * partition, modulo the number of brokers).
+ */
+extern int32_t kpartition_leader(const char *topic, int topic_len, int32_t partition);
+
+#endif							/* KAFKA_CONFIG_H */

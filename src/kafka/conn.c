@@ -1,0 +1,276 @@
+/*-------------------------------------------------------------------------
+ *
+ * conn.c
+ *	  A client connection's thread: read a frame, decode the request
+ *	  header, dispatch through the API table, send the response; one
+ *	  request at a time, so responses go out in the order of the requests.
+ *
+ * A frame is an int32 size and that many bytes.  A size below zero or
+ * above --max-request-bytes closes the connection, as Kafka's broker does
+ * (socket.request.max.bytes).  The buffer grows as the bytes arrive,
+ * never ahead of them, so a client that announces a large frame and sends
+ * little costs what it sent, not what it announced; a buffer grown past
+ * K_KEEP_BUFFER_BYTES is freed after its request.
+ *
+ * Whatever goes wrong on a connection (a bad frame, a request that does
+ * not decode, an unknown API, a dead client, a PostgreSQL error) ends that
+ * connection at most; other connections never wait on it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define K_FIRST_BUFFER_BYTES	(64 * 1024)
+#define K_KEEP_BUFFER_BYTES		(1024 * 1024)
+/* The largest response; a handler that would write more fails instead. */
+#define K_MAX_RESPONSE_BYTES	((size_t) 256 * 1024 * 1024)
+
+/* Reads exactly n bytes: 1, or 0 on end of stream, -1 on error. */
+static int
+read_full(int fd, uint8_t *buf, size_t n)
+{
+	size_t		got = 0;
+
+	while (got < n)
+	{
+		ssize_t		r = recv(fd, buf + got, n - got, 0);
+
+		if (r > 0)
+			got += (size_t) r;
+		else if (r == 0)
+			return got == 0 ? 0 : -1;
+		else if (errno != EINTR)
+			return -1;
+	}
+	return 1;
+}
+
+static bool
+write_full(int fd, const uint8_t *buf, size_t n)
+{
+	while (n > 0)
+	{
+		ssize_t		r = send(fd, buf, n, MSG_NOSIGNAL);
+
+		if (r > 0)
+		{
+			buf += r;
+			n -= (size_t) r;
+		}
+		else if (r < 0 && errno != EINTR)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Reads a frame's body of size bytes into *buf, growing it (and *cap) no
+ * faster than the bytes come.  False if the stream ended or memory ran out.
+ */
+static bool
+read_frame(KConn *conn, int32_t size, uint8_t **buf, size_t *cap)
+{
+	size_t		got = 0;
+	size_t		want = (size_t) size;
+
+	while (got < want)
+	{
+		ssize_t		r;
+
+		if (got == *cap)
+		{
+			size_t		ncap = *cap ? *cap * 2 : K_FIRST_BUFFER_BYTES;
+			uint8_t    *nbuf;
+
+			if (ncap > want)
+				ncap = want;
+			nbuf = realloc(*buf, ncap);
+			if (nbuf == NULL)
+			{
+				klog(KLOG_WARNING, "conn %llu (%s): out of memory for a request of %d bytes: closing",
+					 (unsigned long long) conn->id, conn->peer, size);
+				return false;
+			}
+			*buf = nbuf;
+			*cap = ncap;
+		}
+		r = recv(conn->fd, *buf + got, (want < *cap ? want : *cap) - got, 0);
+		if (r > 0)
+			got += (size_t) r;
+		else if (r == 0 || errno != EINTR)
+		{
+			if (!kshutting_down())
+				klog(KLOG_WARNING, "conn %llu (%s): connection ended within a request (%zu of %d bytes): closing",
+					 (unsigned long long) conn->id, conn->peer, got, size);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool
+khandler_body_done(KRequest *req)
+{
+	return !req->body.error && kr_remaining(&req->body) == 0;
+}
+
+/*
+ * One request: decode its header, dispatch it, send the response.  False
+ * if the connection must close (the reason is logged).
+ */
+static bool
+handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
+{
+	KReader		r;
+	KRequest	req;
+	const KApi *api;
+	bool		supported;
+	size_t		size_at;
+	KHandlerResult hr;
+	char		cid[128];
+	unsigned long long id = (unsigned long long) conn->id;
+
+	kr_init(&r, frame, (size_t) size);
+	req.api_key = kr_int16(&r);
+	req.api_version = kr_int16(&r);
+	req.correlation_id = kr_int32(&r);
+	if (r.error)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): request of %d bytes is too short for a request header: closing",
+			 id, conn->peer, size);
+		return false;
+	}
+	api = kapi_find(req.api_key);
+	if (api == NULL)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): unknown or unsupported API key %d (correlation id %d): closing",
+			 id, conn->peer, req.api_key, req.correlation_id);
+		return false;
+	}
+	supported = req.api_version >= api->min_version && req.api_version <= api->max_version;
+	/*
+	 * An ApiVersions request of a version we do not know gets an answer
+	 * (KIP-511: the client retries with a version we gave); any other
+	 * unsupported version closes, as Kafka's broker does.
+	 */
+	if (!supported && req.api_key != KAPI_API_VERSIONS)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): %s version %d is not supported (versions %d to %d; correlation id %d): closing",
+			 id, conn->peer, api->name, req.api_version, api->min_version, api->max_version,
+			 req.correlation_id);
+		return false;
+	}
+	req.flexible = req.api_version >= api->first_flexible_version;
+	/* Header v1 and v2 both have a classic nullable string client id. */
+	req.client_id = kr_nullable_string(&r);
+	if (req.flexible)
+		kr_skip_tagged_fields(&r);
+	if (r.error && supported)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): malformed header of a %s v%d request (correlation id %d): closing",
+			 id, conn->peer, api->name, req.api_version, req.correlation_id);
+		return false;
+	}
+	req.body = r;
+	if (klog_enabled(KLOG_DEBUG))
+		klog(KLOG_DEBUG, "conn %llu (%s): %s v%d, correlation id %d, client id \"%s\", %d bytes",
+			 id, conn->peer, api->name, req.api_version, req.correlation_id,
+			 klog_printable(req.client_id.ptr, req.client_id.len, cid, sizeof(cid)), size);
+
+	kw_reset(w);
+	size_at = kw_placeholder_int32(w);
+	kw_int32(w, req.correlation_id);
+	/* Response header v1 for flexible versions, but never for ApiVersions. */
+	if (req.flexible && req.api_key != KAPI_API_VERSIONS)
+		kw_empty_tagged_fields(w);
+
+	hr = api->handler(conn, &req, w);
+	if (hr == KH_MALFORMED)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): malformed %s v%d request body (correlation id %d, %d bytes): closing",
+			 id, conn->peer, api->name, req.api_version, req.correlation_id, size);
+		return false;
+	}
+	if (hr != KH_OK)
+		return false;
+	if (w->error)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): the response to %s v%d (correlation id %d) would exceed %zu bytes: closing",
+			 id, conn->peer, api->name, req.api_version, req.correlation_id, w->limit);
+		return false;
+	}
+	kw_patch_int32(w, size_at, (int32_t) (w->len - 4));
+	if (!write_full(conn->fd, w->buf, w->len))
+	{
+		klog(KLOG_DEBUG, "conn %llu (%s): cannot send a response: %s", id, conn->peer, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+void *
+kconn_main(void *arg)
+{
+	KConn	   *conn = arg;
+	uint8_t    *buf = NULL;
+	size_t		cap = 0;
+	KWriter		w;
+	unsigned long long id = (unsigned long long) conn->id;
+
+	kw_init(&w, K_MAX_RESPONSE_BYTES);
+	klog(KLOG_DEBUG, "conn %llu (%s): connected", id, conn->peer);
+	while (!kshutting_down())
+	{
+		uint8_t		sizebuf[4];
+		int32_t		size;
+		int			rc = read_full(conn->fd, sizebuf, 4);
+
+		if (rc == 0)
+		{
+			klog(KLOG_DEBUG, "conn %llu (%s): closed by the client", id, conn->peer);
+			break;
+		}
+		if (rc < 0)
+		{
+			if (!kshutting_down())
+				klog(KLOG_DEBUG, "conn %llu (%s): connection lost: %s", id, conn->peer,
+					 errno ? strerror(errno) : "end of stream within a size");
+			break;
+		}
+		size = (int32_t) (((uint32_t) sizebuf[0] << 24) | ((uint32_t) sizebuf[1] << 16) |
+						  ((uint32_t) sizebuf[2] << 8) | sizebuf[3]);
+		if (size < 0 || size > kconf.max_request_bytes)
+		{
+			klog(KLOG_WARNING, "conn %llu (%s): request size %d is out of range (0 to %lld, --max-request-bytes): closing",
+				 id, conn->peer, size, (long long) kconf.max_request_bytes);
+			break;
+		}
+		if (!read_frame(conn, size, &buf, &cap))
+			break;
+		if (!handle_request(conn, buf ? buf : (const uint8_t *) "", size, &w))
+			break;
+		if (cap > K_KEEP_BUFFER_BYTES)
+		{
+			free(buf);
+			buf = NULL;
+			cap = 0;
+		}
+		if (w.cap > K_KEEP_BUFFER_BYTES)
+			kw_free(&w);
+	}
+	free(buf);
+	kw_free(&w);
+	kpg_close(conn);
+	kregistry_remove(conn);
+	klog(KLOG_DEBUG, "conn %llu: ended", id);
+	free(conn);
+	return NULL;
+}

@@ -1,0 +1,456 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *	  pg_eventlog_kafka: a Kafka wire-protocol gateway to pg_eventlog.
+ *
+ * The main thread listens and accepts; each client connection gets a
+ * thread of its own with blocking I/O and, once a request needs the
+ * database, a libpq connection of its own (conn.c, pg.c).  Requests on one
+ * connection are handled one at a time and answered in order, as Kafka's
+ * broker does.  This file also keeps the registry of open connections: the
+ * cap on their number, and what shutdown needs to end them (their sockets
+ * and the cancel handles of their queries in flight).
+ *
+ * SIGTERM and SIGINT stop the gateway: it stops accepting, shuts every
+ * client socket down (which ends each thread's blocking read or write),
+ * cancels every query in flight, waits for the threads to end (at most
+ * K_SHUTDOWN_WAIT_S seconds) and exits 0.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define K_MAX_LISTEN_SOCKETS	16
+#define K_SHUTDOWN_WAIT_S		10
+/* Enough for libpq and the handlers, which keep big things on the heap. */
+#define K_THREAD_STACK_BYTES	(512 * 1024)
+
+static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t registry_changed = PTHREAD_COND_INITIALIZER;
+static KConn *registry_head;
+static int	registry_count;
+static uint64_t next_conn_id;
+static atomic_bool stopping;
+
+static int	signal_pipe[2] = {-1, -1};
+
+void
+kregistry_lock(void)
+{
+	pthread_mutex_lock(&registry_mutex);
+}
+
+void
+kregistry_unlock(void)
+{
+	pthread_mutex_unlock(&registry_mutex);
+}
+
+bool
+kshutting_down(void)
+{
+	return atomic_load(&stopping);
+}
+
+/*
+ * A connection's thread leaves: its socket is closed here, under the lock,
+ * so that shutdown never calls shutdown() on a descriptor number the
+ * kernel has already given to someone else.
+ */
+void
+kregistry_remove(KConn *conn)
+{
+	kregistry_lock();
+	if (conn->prev)
+		conn->prev->next = conn->next;
+	else
+		registry_head = conn->next;
+	if (conn->next)
+		conn->next->prev = conn->prev;
+	if (conn->fd >= 0)
+		close(conn->fd);
+	conn->fd = -1;
+	registry_count--;
+	pthread_cond_signal(&registry_changed);
+	kregistry_unlock();
+}
+
+static void
+on_signal(int signo)
+{
+	int			saved_errno = errno;
+	char		c = (char) signo;
+
+	(void) !write(signal_pipe[1], &c, 1);
+	errno = saved_errno;
+}
+
+static int
+setup_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe(signal_pipe) != 0)
+		return -1;
+	fcntl(signal_pipe[0], F_SETFL, O_NONBLOCK);
+	fcntl(signal_pipe[1], F_SETFL, O_NONBLOCK);
+	fcntl(signal_pipe[0], F_SETFD, FD_CLOEXEC);
+	fcntl(signal_pipe[1], F_SETFD, FD_CLOEXEC);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	/* A client gone mid-response is an error return, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* Every address --listen names (both families of "localhost", say). */
+static int
+open_listeners(int *fds)
+{
+	struct addrinfo hints;
+	struct addrinfo *res;
+	char		port[16];
+	int			n = 0;
+	int			rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	snprintf(port, sizeof(port), "%d", kconf.listen.port);
+	rc = getaddrinfo(strcmp(kconf.listen.host, "*") == 0 ? NULL : kconf.listen.host,
+					 port, &hints, &res);
+	if (rc != 0)
+	{
+		klog(KLOG_ERROR, "cannot resolve --listen host \"%s\": %s",
+			 kconf.listen.host, gai_strerror(rc));
+		return 0;
+	}
+	for (struct addrinfo *ai = res; ai && n < K_MAX_LISTEN_SOCKETS; ai = ai->ai_next)
+	{
+		char		host[NI_MAXHOST];
+		int			fd;
+		int			one = 1;
+
+		getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0)
+		{
+			klog(KLOG_WARNING, "cannot create a socket for %s: %s", host, strerror(errno));
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0)
+		{
+			klog(KLOG_ERROR, "cannot listen on %s port %d: %s", host, kconf.listen.port,
+				 strerror(errno));
+			close(fd);
+			continue;
+		}
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		fds[n++] = fd;
+	}
+	freeaddrinfo(res);
+	return n;
+}
+
+/*
+ * Two descriptors per client (its socket and its libpq connection): raise
+ * the soft limit on open files as far as the hard limit allows.
+ */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+	rlim_t		want = (rlim_t) kconf.max_connections * 2 + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < want)
+	{
+		rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want) ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < want)
+		klog(KLOG_WARNING, "the open files limit (%llu) is too low for --max-connections %d: connections past about %llu will fail",
+			 (unsigned long long) rl.rlim_cur, kconf.max_connections,
+			 (unsigned long long) (rl.rlim_cur - 64) / 2);
+}
+
+/* Tell the user at start whether the database is there (no exit if not). */
+static void
+check_database(void)
+{
+	const char *const keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *const values[] = {kconf.dsn, "pg_eventlog_kafka", NULL};
+	PGconn	   *pg = PQconnectdbParams(keys, values, 1);
+	PGresult   *res;
+
+	if (PQstatus(pg) != CONNECTION_OK)
+	{
+		klog(KLOG_WARNING, "cannot connect to PostgreSQL with --dsn (clients will get errors until it can): %s",
+			 kpg_trimmed(PQerrorMessage(pg)));
+		PQfinish(pg);
+		return;
+	}
+	res = PQexec(pg, "SELECT pg_catalog.current_database(), current_user, "
+				 "(SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_eventlog')");
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+	{
+		if (PQgetisnull(res, 0, 2))
+			klog(KLOG_WARNING, "database \"%s\" has no pg_eventlog extension: no topics to serve until CREATE EXTENSION pg_eventlog",
+				 PQgetvalue(res, 0, 0));
+		else
+			klog(KLOG_INFO, "serving database \"%s\" as role \"%s\" (pg_eventlog %s)",
+				 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
+	}
+	else
+		klog(KLOG_WARNING, "cannot check the database: %s",
+			 kpg_trimmed(PQresultErrorMessage(res)));
+	PQclear(res);
+	PQfinish(pg);
+}
+
+static void
+accept_one(int lfd, const pthread_attr_t *attr)
+{
+	struct sockaddr_storage addr;
+	socklen_t	addrlen = sizeof(addr);
+	char		host[64];		/* numeric: INET6_ADDRSTRLEN is 46 */
+	char		serv[16];
+	char		peer[96];
+	KConn	   *conn;
+	int			fd;
+	int			one = 1;
+	int			rc;
+	sigset_t	block;
+	sigset_t	old;
+
+	fd = accept(lfd, (struct sockaddr *) &addr, &addrlen);
+	if (fd < 0)
+	{
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+		{
+			klog(KLOG_WARNING, "cannot accept a connection: %s", strerror(errno));
+			/* The pending connection stays queued: do not spin on it. */
+			usleep(100 * 1000);
+		}
+		return;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (getnameinfo((struct sockaddr *) &addr, addrlen, host, sizeof(host), serv, sizeof(serv),
+					NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		snprintf(peer, sizeof(peer), "unknown");
+	else if (addr.ss_family == AF_INET6)
+		snprintf(peer, sizeof(peer), "[%s]:%s", host, serv);
+	else
+		snprintf(peer, sizeof(peer), "%s:%s", host, serv);
+
+	kregistry_lock();
+	if (registry_count >= kconf.max_connections)
+	{
+		kregistry_unlock();
+		klog(KLOG_WARNING, "connection from %s refused: %d connections are open (--max-connections)",
+			 peer, kconf.max_connections);
+		close(fd);
+		return;
+	}
+	conn = calloc(1, sizeof(KConn));
+	if (conn == NULL)
+	{
+		kregistry_unlock();
+		klog(KLOG_WARNING, "connection from %s refused: out of memory", peer);
+		close(fd);
+		return;
+	}
+	conn->id = ++next_conn_id;
+	conn->fd = fd;
+	memcpy(conn->peer, peer, sizeof(peer));
+	conn->next = registry_head;
+	if (registry_head)
+		registry_head->prev = conn;
+	registry_head = conn;
+	registry_count++;
+	kregistry_unlock();
+
+	/* Kafka's requests are small and answered at once: no Nagle delay. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+
+	/* Signals are the main thread's: connection threads block them. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	{
+		pthread_t	thread;
+
+		rc = pthread_create(&thread, attr, kconn_main, conn);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+	{
+		klog(KLOG_WARNING, "connection from %s refused: cannot start a thread: %s", peer, strerror(rc));
+		kregistry_remove(conn);
+		free(conn);
+	}
+}
+
+/* Shut every client socket down and cancel every query in flight. */
+static void
+end_connections(bool sockets)
+{
+	kregistry_lock();
+	for (KConn *c = registry_head; c; c = c->next)
+	{
+		if (sockets && c->fd >= 0)
+			shutdown(c->fd, SHUT_RDWR);
+		if (c->in_query && c->pg_cancel)
+		{
+			char		errbuf[256];
+
+			PQcancel(c->pg_cancel, errbuf, sizeof(errbuf));
+		}
+	}
+	kregistry_unlock();
+}
+
+static void
+shut_down(void)
+{
+	struct timespec deadline;
+	int			left;
+
+	end_connections(true);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += K_SHUTDOWN_WAIT_S;
+	kregistry_lock();
+	while (registry_count > 0)
+	{
+		struct timespec tick;
+
+		clock_gettime(CLOCK_REALTIME, &tick);
+		if (tick.tv_sec >= deadline.tv_sec)
+			break;
+		tick.tv_sec += 1;
+		pthread_cond_timedwait(&registry_changed, &registry_mutex, &tick);
+		if (registry_count > 0)
+		{
+			/* A query sent just after the first cancel: cancel again. */
+			kregistry_unlock();
+			end_connections(false);
+			kregistry_lock();
+		}
+	}
+	left = registry_count;
+	kregistry_unlock();
+	if (left > 0)
+		klog(KLOG_WARNING, "%d connections did not end within %d seconds; exiting anyway",
+			 left, K_SHUTDOWN_WAIT_S);
+}
+
+int
+main(int argc, char **argv)
+{
+	int			rc;
+	int			lfds[K_MAX_LISTEN_SOCKETS];
+	int			nlisten;
+	struct pollfd pfds[K_MAX_LISTEN_SOCKETS + 1];
+	pthread_attr_t attr;
+	int			status = 0;
+
+	rc = kconfig_parse(argc, argv);
+	if (rc >= 0)
+		return rc;
+	if (PQisthreadsafe() == 0)
+	{
+		klog(KLOG_ERROR, "this libpq is not thread-safe");
+		return 1;
+	}
+	if (setup_signals() != 0)
+	{
+		klog(KLOG_ERROR, "cannot set up signal handling: %s", strerror(errno));
+		return 1;
+	}
+	raise_fd_limit();
+	nlisten = open_listeners(lfds);
+	if (nlisten == 0)
+		return 1;
+	klog(KLOG_INFO, "pg_eventlog_kafka %s listening on %s:%d, advertised as %s:%d, node %d of %d",
+#ifdef K_VERSION
+		 K_VERSION,
+#else
+		 "unknown",
+#endif
+		 kconf.listen.host, kconf.listen.port, kconf.advertise.host, kconf.advertise.port,
+		 kconf.node_id, kconf.nbrokers);
+	check_database();
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, K_THREAD_STACK_BYTES);
+
+	for (int i = 0; i < nlisten; i++)
+	{
+		pfds[i].fd = lfds[i];
+		pfds[i].events = POLLIN;
+	}
+	pfds[nlisten].fd = signal_pipe[0];
+	pfds[nlisten].events = POLLIN;
+
+	while (!kshutting_down())
+	{
+		if (poll(pfds, (nfds_t) nlisten + 1, -1) < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			klog(KLOG_ERROR, "poll failed: %s", strerror(errno));
+			status = 1;
+			break;
+		}
+		if (pfds[nlisten].revents & POLLIN)
+		{
+			char		signo = 0;
+
+			(void) !read(signal_pipe[0], &signo, 1);
+			klog(KLOG_INFO, "received %s: shutting down",
+				 signo == SIGINT ? "SIGINT" : "SIGTERM");
+			atomic_store(&stopping, true);
+			break;
+		}
+		for (int i = 0; i < nlisten; i++)
+			if (pfds[i].revents & POLLIN)
+				accept_one(lfds[i], &attr);
+	}
+	atomic_store(&stopping, true);
+	for (int i = 0; i < nlisten; i++)
+		close(lfds[i]);
+	shut_down();
+	klog(KLOG_INFO, "stopped");
+	return status;
+}

@@ -1,0 +1,261 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg.c
+ *	  A client connection's PostgreSQL session: opened by the first request
+ *	  that needs the database, kept for the connection's life, reopened
+ *	  after it breaks.  One session per client connection, so one client's
+ *	  slow query or error never holds another's, and (with SASL, later)
+ *	  each runs as its client's role.
+ *
+ * Each session starts with an empty search_path: every name the gateway's
+ * SQL uses is schema-qualified, and operators resolve in pg_catalog.
+ * Queries take their values as parameters (PQexecParams), never pasted
+ * into the SQL text.  Shutdown cancels a query in flight with the cancel
+ * handle kept in the registry (main.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t cluster_id_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char cluster_id[23];
+
+const char *
+kpg_trimmed(char *msg)
+{
+	size_t		len = strlen(msg);
+	size_t		n = 0;
+
+	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+		msg[--len] = '\0';
+	/* One log line: libpq's inner line breaks (and their tabs) as spaces. */
+	for (size_t i = 0; i < len; i++)
+	{
+		if (msg[i] == '\n' || (msg[i] == '\t' && n > 0 && msg[n - 1] == ' '))
+		{
+			if (msg[i] == '\n')
+				msg[n++] = ' ';
+			continue;
+		}
+		msg[n++] = msg[i];
+	}
+	msg[n] = '\0';
+	return msg;
+}
+
+void
+kpg_close(KConn *conn)
+{
+	PGconn	   *pg;
+	PGcancel   *cancel;
+
+	kregistry_lock();
+	pg = conn->pg;
+	cancel = conn->pg_cancel;
+	conn->pg = NULL;
+	conn->pg_cancel = NULL;
+	kregistry_unlock();
+	if (cancel)
+		PQfreeCancel(cancel);
+	if (pg)
+		PQfinish(pg);
+}
+
+static bool
+connect_pg(KConn *conn)
+{
+	const char *const keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *const values[] = {kconf.dsn, "pg_eventlog_kafka", NULL};
+	PGconn	   *pg;
+	PGresult   *res;
+	PGcancel   *cancel;
+
+	if (conn->pg != NULL)
+	{
+		if (PQstatus(conn->pg) == CONNECTION_OK)
+			return true;
+		kpg_close(conn);
+	}
+	if (kshutting_down())
+		return false;
+	pg = PQconnectdbParams(keys, values, 1);
+	if (PQstatus(pg) != CONNECTION_OK)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): cannot connect to PostgreSQL: %s",
+			 (unsigned long long) conn->id, conn->peer, kpg_trimmed(PQerrorMessage(pg)));
+		PQfinish(pg);
+		return false;
+	}
+	res = PQexec(pg, "SELECT pg_catalog.set_config('search_path', '', false)");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): cannot set up the PostgreSQL session: %s",
+			 (unsigned long long) conn->id, conn->peer, kpg_trimmed(PQerrorMessage(pg)));
+		PQclear(res);
+		PQfinish(pg);
+		return false;
+	}
+	PQclear(res);
+	cancel = PQgetCancel(pg);
+	kregistry_lock();
+	conn->pg = pg;
+	conn->pg_cancel = cancel;
+	kregistry_unlock();
+	klog(KLOG_DEBUG, "conn %llu (%s): connected to PostgreSQL, backend pid %d",
+		 (unsigned long long) conn->id, conn->peer, PQbackendPID(pg));
+	return true;
+}
+
+PGresult *
+kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
+		 char sqlstate[6])
+{
+	PGresult   *res;
+	ExecStatusType st;
+
+	sqlstate[0] = '\0';
+	if (!connect_pg(conn))
+		return NULL;
+
+	/* Shutdown cancels only what it sees in flight: look, then mark. */
+	kregistry_lock();
+	if (kshutting_down())
+	{
+		kregistry_unlock();
+		return NULL;
+	}
+	conn->in_query = true;
+	kregistry_unlock();
+
+	res = PQexecParams(conn->pg, sql, nparams, NULL, params, NULL, NULL, 0);
+
+	kregistry_lock();
+	conn->in_query = false;
+	kregistry_unlock();
+
+	st = PQresultStatus(res);
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	if (res != NULL && PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL)
+	{
+		const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		int			i;
+
+		for (i = 0; i < 5 && code[i]; i++)
+			sqlstate[i] = code[i];
+		sqlstate[i] = '\0';
+	}
+	klog(KLOG_WARNING, "conn %llu (%s): query failed: %s",
+		 (unsigned long long) conn->id, conn->peer,
+		 kpg_trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn->pg)));
+	PQclear(res);
+	if (PQstatus(conn->pg) != CONNECTION_OK)
+		kpg_close(conn);
+	return NULL;
+}
+
+/* FNV-1a, 64 bits, from a given start: stable everywhere. */
+static uint64_t
+fnv1a64(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+	{
+		h ^= (uint8_t) *s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* 16 bytes from a string: two FNV-1a hashes of different starts. */
+static void
+hash16(const char *s, uint8_t out[16])
+{
+	uint64_t	a = fnv1a64(14695981039346656037ull, s);
+	uint64_t	b = fnv1a64(a ^ 0x9e3779b97f4a7c15ull, s);
+
+	for (int i = 0; i < 8; i++)
+	{
+		out[i] = (uint8_t) (a >> (56 - 8 * i));
+		out[8 + i] = (uint8_t) (b >> (56 - 8 * i));
+	}
+}
+
+const char *
+kpg_cluster_id(KConn *conn)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	const char *result = NULL;
+	PGresult   *res;
+	char		sqlstate[6];
+	char		text[256];
+	uint8_t		h[16];
+	uint32_t	acc = 0;
+	int			bits = 0;
+	int			n = 0;
+
+	pthread_mutex_lock(&cluster_id_mutex);
+	if (cluster_id[0] != '\0')
+		result = cluster_id;
+	pthread_mutex_unlock(&cluster_id_mutex);
+	if (result)
+		return result;
+
+	/*
+	 * The system identifier is the cluster's (initdb's); with the database's
+	 * name it tells every database apart, and every gateway of one database
+	 * gets the same id.
+	 */
+	res = kpg_exec(conn,
+				   "SELECT s.system_identifier::text, pg_catalog.current_database() "
+				   "FROM pg_catalog.pg_control_system() s", 0, NULL, sqlstate);
+	if (res == NULL || PQntuples(res) != 1)
+	{
+		PQclear(res);
+		return NULL;
+	}
+	snprintf(text, sizeof(text), "%s/%s", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	PQclear(res);
+	hash16(text, h);
+	/* URL-safe base64 of 16 bytes without padding: 22 characters. */
+	for (int i = 0; i < 16; i++)
+	{
+		acc = (acc << 8) | h[i];
+		bits += 8;
+		while (bits >= 6)
+		{
+			bits -= 6;
+			text[n++] = b64[(acc >> bits) & 63];
+		}
+	}
+	text[n++] = b64[(acc << (6 - bits)) & 63];
+	text[n] = '\0';
+	pthread_mutex_lock(&cluster_id_mutex);
+	memcpy(cluster_id, text, sizeof(cluster_id));
+	pthread_mutex_unlock(&cluster_id_mutex);
+	return cluster_id;
+}
+
+void
+ktopic_uuid(int32_t topic_id, int64_t created_us, uint8_t out[16])
+{
+	char		text[64];
+	uint8_t		h[16];
+
+	/* Kafka reserves the all-zero id (none) and 0...01 (its metadata log). */
+	snprintf(text, sizeof(text), "%lld", (long long) created_us);
+	hash16(text, h);
+	memset(out, 0, 16);
+	memcpy(out, h, 12);
+	out[12] = (uint8_t) ((uint32_t) topic_id >> 24);
+	out[13] = (uint8_t) ((uint32_t) topic_id >> 16);
+	out[14] = (uint8_t) ((uint32_t) topic_id >> 8);
+	out[15] = (uint8_t) topic_id;
+}

@@ -1,0 +1,146 @@
+/*-------------------------------------------------------------------------
+ *
+ * server.h
+ *	  What the parts of the gateway share: a client connection, a decoded
+ *	  request header, the table of APIs that both dispatches requests and
+ *	  is what ApiVersions advertises, and the connection's PostgreSQL
+ *	  session.
+ *
+ * Adding an API: write src/kafka/api_<name>.c with a handler of type
+ * KHandler, declare it below, and add one row to kapis[] in api_table.c
+ * (versions from min to max, the first flexible version).  The row is all
+ * ApiVersions needs to advertise it and all the dispatcher needs to parse
+ * the request header and write the response header of each version.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_SERVER_H
+#define KAFKA_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "wire.h"
+
+/* Kafka's error codes that the gateway uses. */
+#define KERR_UNKNOWN_SERVER_ERROR		(-1)
+#define KERR_NONE						0
+#define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
+#define KERR_LEADER_NOT_AVAILABLE		5
+#define KERR_INVALID_TOPIC_EXCEPTION	17
+#define KERR_TOPIC_AUTHORIZATION_FAILED 29
+#define KERR_UNSUPPORTED_VERSION		35
+#define KERR_INVALID_REQUEST			42
+#define KERR_UNKNOWN_TOPIC_ID			100
+
+/* API keys of the implemented APIs. */
+#define KAPI_METADATA		3
+#define KAPI_API_VERSIONS	18
+
+/* One client connection; its thread owns every field but those marked. */
+typedef struct KConn
+{
+	uint64_t	id;				/* for the log: "conn 12" */
+	int			fd;				/* the client's socket; -1 once closed
+								 * (under the registry's lock) */
+	char		peer[96];		/* "127.0.0.1:54321", for the log */
+	PGconn	   *pg;				/* NULL until a request needs it */
+	PGcancel   *pg_cancel;		/* under the registry's lock */
+	bool		in_query;		/* under the registry's lock */
+	struct KConn *prev;			/* the registry's list, under its lock */
+	struct KConn *next;
+} KConn;
+
+/* A request whose header is decoded; body is positioned after it. */
+typedef struct KRequest
+{
+	int16_t		api_key;
+	int16_t		api_version;
+	int32_t		correlation_id;
+	KSlice		client_id;		/* nullable */
+	bool		flexible;		/* compact encodings, tagged fields */
+	KReader		body;
+} KRequest;
+
+typedef enum KHandlerResult
+{
+	KH_OK,						/* the response body is in the writer */
+	KH_MALFORMED,				/* the body did not decode: close */
+	KH_CLOSE					/* the handler logged why: close */
+} KHandlerResult;
+
+/*
+ * A handler decodes the whole body (khandler_body_done() says whether it
+ * decoded to the last byte), does its work, and writes the response body;
+ * the dispatcher has written the response header and sends the frame.
+ */
+typedef KHandlerResult (*KHandler) (KConn *conn, KRequest *req, KWriter *resp);
+
+typedef struct KApi
+{
+	int16_t		api_key;
+	const char *name;
+	int16_t		min_version;
+	int16_t		max_version;
+	int16_t		first_flexible_version; /* INT16_MAX: none */
+	KHandler	handler;
+} KApi;
+
+extern const KApi kapis[];
+extern const int knapis;
+
+extern const KApi *kapi_find(int16_t api_key);
+
+/* True if the body decoded without error and to its last byte. */
+extern bool khandler_body_done(KRequest *req);
+
+/* Handlers, one file each (api_*.c). */
+extern KHandlerResult khandle_api_versions(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_metadata(KConn *conn, KRequest *req, KWriter *resp);
+
+/* The connection thread (conn.c). */
+extern void *kconn_main(void *arg);
+
+/*
+ * The registry of open connections (main.c): how many, and shutdown's
+ * view of them.  Every field marked "under the registry's lock" is read
+ * and written with it held.
+ */
+extern void kregistry_lock(void);
+extern void kregistry_unlock(void);
+extern void kregistry_remove(KConn *conn);
+extern bool kshutting_down(void);
+
+/*
+ * The connection's PostgreSQL session (pg.c).  kpg_exec runs one query
+ * with text parameters, connecting first if need be; its result is freed
+ * with PQclear.  On failure it returns NULL with the SQLSTATE in sqlstate
+ * ("" if the query never ran: no connection, shutdown) and has logged why.
+ * A connection found broken is dropped, and the next query reconnects.
+ */
+extern PGresult *kpg_exec(KConn *conn, const char *sql, int nparams,
+						  const char *const *params, char sqlstate[6]);
+extern void kpg_close(KConn *conn);
+
+/* A libpq message without its trailing newline, for the log (in place). */
+extern const char *kpg_trimmed(char *msg);
+
+/*
+ * A stable id of the database for Kafka's cluster_id: 22 characters of
+ * URL-safe base64 (as Kafka's are) of a hash of the cluster's system
+ * identifier and the database's name.  NULL if the database cannot be
+ * asked; cached per connection.
+ */
+extern const char *kpg_cluster_id(KConn *conn);
+
+/*
+ * A topic's Kafka id (a UUID): the topic's id in eventlog.topic_catalog in
+ * the last four bytes, a hash of its creation time in the others, so that
+ * every gateway gives the same id, and a topic dropped and created again
+ * under the same name gets a new one.
+ */
+extern void ktopic_uuid(int32_t topic_id, int64_t created_us, uint8_t out[16]);
+
+#endif							/* KAFKA_SERVER_H */

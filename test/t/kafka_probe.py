@@ -1,0 +1,336 @@
+#!/usr/bin/python3
+"""Raw Kafka protocol probes for test/t/060_kafka_gateway.pl.
+
+Real clients (kcat, confluent_kafka, kafka-python) test what clients do;
+this sends what they never send: every version of a request, unsupported
+versions, and broken frames.  Usage:
+
+  kafka_probe.py HOST PORT apiversions VERSION
+  kafka_probe.py HOST PORT metadata VERSION [TOPIC ...]   (none: all topics)
+  kafka_probe.py HOST PORT badframes
+  kafka_probe.py HOST PORT mutations COUNT SEED
+  kafka_probe.py HOST PORT hold         (connects, answers one request, waits)
+
+It prints one line per finding; the TAP test compares them.
+"""
+import random
+import socket
+import struct
+import sys
+
+# Long enough never to end a test on a loaded machine; the TAP test's own
+# timeouts end a probe that hangs.
+TIMEOUT = 600
+
+
+def connect(host, port):
+    s = socket.create_connection((host, port), timeout=TIMEOUT)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def send(s, data):
+    """False if the gateway has closed the connection already (it may
+    close one over --max-connections before our request is out)."""
+    try:
+        s.sendall(data)
+        return True
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+
+
+def recv_exact(s, n):
+    buf = b''
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def read_frame(s):
+    size = recv_exact(s, 4)
+    if size is None:
+        return None
+    (n,) = struct.unpack('>i', size)
+    return recv_exact(s, n)
+
+
+def uvarint(v):
+    out = b''
+    while v >= 0x80:
+        out += bytes([(v & 0x7f) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def header(api_key, version, corr, flexible, client_id=b'probe'):
+    h = struct.pack('>hhi', api_key, version, corr)
+    h += struct.pack('>h', len(client_id)) + client_id
+    if flexible:
+        h += b'\x00'
+    return h
+
+
+def frame(payload):
+    return struct.pack('>i', len(payload)) + payload
+
+
+class Reader:
+    def __init__(self, data):
+        self.d = data
+        self.p = 0
+
+    def take(self, n):
+        if self.p + n > len(self.d):
+            raise ValueError('short')
+        b = self.d[self.p:self.p + n]
+        self.p += n
+        return b
+
+    def i8(self):
+        return struct.unpack('>b', self.take(1))[0]
+
+    def i16(self):
+        return struct.unpack('>h', self.take(2))[0]
+
+    def i32(self):
+        return struct.unpack('>i', self.take(4))[0]
+
+    def uvarint(self):
+        v = shift = 0
+        while True:
+            b = self.take(1)[0]
+            v |= (b & 0x7f) << shift
+            if not b & 0x80:
+                return v
+            shift += 7
+
+    def string(self, flexible):
+        n = self.uvarint() - 1 if flexible else self.i16()
+        return None if n < 0 else self.take(n).decode()
+
+    def array_len(self, flexible):
+        return self.uvarint() - 1 if flexible else self.i32()
+
+    def tags(self, flexible):
+        if flexible:
+            for _ in range(self.uvarint()):
+                self.uvarint()
+                self.take(self.uvarint())
+
+    def rest(self):
+        return len(self.d) - self.p
+
+
+def apiversions_request(version, corr=1):
+    flexible = version >= 3
+    body = b''
+    if version >= 3:
+        body = uvarint(len(b'pg-eventlog-probe') + 1) + b'pg-eventlog-probe'
+        body += uvarint(len(b'1.0') + 1) + b'1.0' + b'\x00'
+    return frame(header(18, version, corr, flexible) + body)
+
+
+def cmd_apiversions(host, port, version):
+    s = connect(host, port)
+    try:
+        data = read_frame(s) if send(s, apiversions_request(version, corr=7)) else None
+    except ConnectionResetError:
+        data = None
+    if data is None:
+        print('closed')
+        return
+    r = Reader(data)
+    corr = r.i32()
+    # The response header is v0 for every version: no tagged fields here.
+    error = r.i16()
+    # An unsupported version is answered in v0.
+    flexible = version == 3 and error != 35
+    keys = []
+    for _ in range(r.array_len(flexible)):
+        k, lo, hi = r.i16(), r.i16(), r.i16()
+        r.tags(flexible)
+        keys.append('%d:%d-%d' % (k, lo, hi))
+    throttle = None
+    if 1 <= version <= 3 and error != 35:
+        throttle = r.i32()
+    r.tags(flexible)
+    print('corr=%d error=%d keys=%s throttle=%s rest=%d'
+          % (corr, error, ','.join(keys), throttle, r.rest()))
+
+
+def metadata_request(version, topics, corr=1):
+    flexible = version >= 9
+    body = b''
+    if topics is None:
+        body += b'\x00' if flexible else struct.pack('>i', -1)
+    else:
+        body += uvarint(len(topics) + 1) if flexible else struct.pack('>i', len(topics))
+        for t in topics:
+            t = t.encode()
+            if version >= 10:
+                body += b'\x00' * 16
+            body += (uvarint(len(t) + 1) if flexible else struct.pack('>h', len(t))) + t
+            if flexible:
+                body += b'\x00'
+    if version >= 4:
+        body += b'\x00'             # allow_auto_topic_creation false
+    if 8 <= version <= 10:
+        body += b'\x00'
+    if version >= 8:
+        body += b'\x01'             # include_topic_authorized_operations
+    if flexible:
+        body += b'\x00'
+    return frame(header(3, version, corr, flexible) + body)
+
+
+def cmd_metadata(host, port, version, topics):
+    flexible = version >= 9
+    s = connect(host, port)
+    if version == 0 and not topics:
+        s.sendall(metadata_request(0, []))
+    else:
+        s.sendall(metadata_request(version, topics or None))
+    data = read_frame(s)
+    if data is None:
+        print('closed')
+        return
+    r = Reader(data)
+    r.i32()                         # correlation id
+    r.tags(flexible)                # response header v1
+    if version >= 3:
+        r.i32()
+    for _ in range(r.array_len(flexible)):
+        node, host_, port_ = r.i32(), r.string(flexible), r.i32()
+        if version >= 1:
+            r.string(flexible)
+        r.tags(flexible)
+        print('broker %d %s:%d' % (node, host_, port_))
+    cluster = r.string(flexible) if version >= 2 else None
+    controller = r.i32() if version >= 1 else None
+    print('cluster %s controller %s' % (cluster, controller))
+    for _ in range(r.array_len(flexible)):
+        error = r.i16()
+        name = r.string(flexible)
+        topic_id = r.take(16).hex() if version >= 10 else None
+        if version >= 1:
+            r.i8()
+        leaders = []
+        for _ in range(r.array_len(flexible)):
+            perr, idx, leader = r.i16(), r.i32(), r.i32()
+            if version >= 7:
+                r.i32()
+            replicas = [r.i32() for _ in range(r.array_len(flexible))]
+            isr = [r.i32() for _ in range(r.array_len(flexible))]
+            if version >= 5:
+                [r.i32() for _ in range(r.array_len(flexible))]
+            r.tags(flexible)
+            assert perr == 0 and replicas == [leader] and isr == [leader]
+            leaders.append('%d:%d' % (idx, leader))
+        ops = r.i32() if version >= 8 else None
+        r.tags(flexible)
+        print('topic %s error=%d partitions=%s ops=%s id=%s'
+              % (name, error, ','.join(leaders), ops,
+                 'none' if topic_id is None else ('zero' if topic_id == '0' * 32 else 'set')))
+    if 8 <= version <= 10:
+        r.i32()
+    r.tags(flexible)
+    print('rest=%d' % r.rest())
+
+
+def outcome(s):
+    try:
+        data = read_frame(s)
+    except ConnectionResetError:
+        # Closed with bytes of ours unread: the kernel resets.
+        return 'closed'
+    except OSError as e:
+        return 'error %s' % e
+    return 'closed' if data is None else 'answered %d bytes' % len(data)
+
+
+def cmd_badframes(host, port):
+    held = connect(host, port)
+    held.sendall(apiversions_request(0))
+    print('held connection: %s' % outcome(held))
+    cases = [
+        ('negative size', struct.pack('>i', -5)),
+        ('huge size', struct.pack('>i', 0x7fffffff) + b'x' * 100),
+        ('too short for a header', frame(b'\x00\x03\x00')),
+        ('garbage', frame(bytes(random.Random(42).randrange(256) for _ in range(64)))),
+        ('unknown api key', frame(header(9999, 0, 1, False))),
+        ('unsupported metadata version', frame(header(3, 13, 1, True) + b'\x01\x00\x00\x00')),
+        ('trailing bytes', metadata_request(1, None)[4:] + b'\x00'),
+        ('absurd array count', frame(header(3, 1, 1, False) + struct.pack('>i', 0x7fffffff))),
+        ('truncated string', frame(header(3, 1, 1, False) + struct.pack('>ih', 1, 300) + b'abc')),
+        ('bad client id length', frame(struct.pack('>hhih', 18, 0, 1, 1000))),
+        ('bad software name', None),
+    ]
+    for name, data in cases:
+        s = connect(host, port)
+        if name == 'trailing bytes':
+            data = frame(data)
+        if name == 'bad software name':
+            body = uvarint(len(b'-bad name') + 1) + b'-bad name' + uvarint(2) + b'1' + b'\x00'
+            data = frame(header(18, 3, 1, True) + body)
+        print('%s: %s' % (name, outcome(s) if send(s, data) else 'closed'))
+        s.close()
+    # A frame cut short: the client sends part of it and stops.
+    s = connect(host, port)
+    s.sendall(struct.pack('>i', 100) + b'\x00\x12\x00\x00')
+    s.shutdown(socket.SHUT_WR)
+    print('truncated frame: %s' % outcome(s))
+    s.close()
+    held.sendall(metadata_request(1, None, corr=2))
+    print('held connection again: %s' % outcome(held).split(' ')[0])
+
+
+def cmd_mutations(host, port, count, seed):
+    rnd = random.Random(seed)
+    valid = [metadata_request(v, ['orders', 'nosuch']) for v in range(13)] + \
+        [apiversions_request(v) for v in range(4)]
+    outcomes = {}
+    for _ in range(count):
+        f = bytearray(rnd.choice(valid))
+        for _ in range(rnd.randint(1, 4)):
+            i = rnd.randrange(4, len(f))
+            f[i] = rnd.randrange(256)
+        if rnd.random() < 0.2:
+            f = f[:rnd.randrange(4, len(f))]
+            f[0:4] = struct.pack('>i', len(f) - 4)
+        s = connect(host, port)
+        o = outcome(s).split(' ')[0] if send(s, bytes(f)) else 'closed'
+
+        outcomes[o] = outcomes.get(o, 0) + 1
+        s.close()
+    print(' '.join('%s=%d' % kv for kv in sorted(outcomes.items())))
+
+
+def cmd_hold(host, port):
+    s = connect(host, port)
+    s.sendall(apiversions_request(0))
+    print('hold: %s' % outcome(s), flush=True)
+    print('hold then: %s' % outcome(s), flush=True)
+
+
+def main():
+    host, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    args = sys.argv[4:]
+    if cmd == 'apiversions':
+        cmd_apiversions(host, port, int(args[0]))
+    elif cmd == 'metadata':
+        cmd_metadata(host, port, int(args[0]), args[1:])
+    elif cmd == 'badframes':
+        cmd_badframes(host, port)
+    elif cmd == 'mutations':
+        cmd_mutations(host, port, int(args[0]), int(args[1]))
+    elif cmd == 'hold':
+        cmd_hold(host, port)
+    else:
+        sys.exit('unknown command %s' % cmd)
+
+
+if __name__ == '__main__':
+    main()
