@@ -159,7 +159,8 @@ typedef enum ElLockKind
 {
 	EL_LOCK_ROUTING = 1,		/* a partition's counter recovery vs a maintenance round */
 	EL_LOCK_MAINTENANCE = 2,	/* one maintenance round per topic */
-	EL_LOCK_GROUP = 3			/* a consumer group's partition, or its membership */
+	EL_LOCK_GROUP = 3,			/* a consumer group's partition, or its membership */
+	EL_LOCK_KAFKA_GROUP = 4		/* a Kafka group's coordinator state */
 } ElLockKind;
 
 extern void el_locktag(LOCKTAG *tag, ElLockKind kind, int64 key);

@@ -1,0 +1,232 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka_group.c
+ *	  The C side of Kafka's classic group protocol (sql/install/
+ *	  kafka_groups.sql holds the state machine): the waits of JoinGroup and
+ *	  SyncGroup, the wake-ups at the commit of a group's change, the
+ *	  coordinator's settings, and the parse of a consumer's subscription.
+ *
+ * A JoinGroup or SyncGroup request waits for other members (their joins,
+ * the leader's assignment).  The state lives in tables, so that every
+ * gateway sees it; a waiter must therefore commit its own change, then
+ * sleep until another transaction commits a change of the same group, and
+ * look again.  Each group hashes (with its database) to one of
+ * EL_KAFKA_GROUP_WAKEUPS condition variables and an epoch counter in shared
+ * memory.  A transaction that changed a group calls _kafka_group_touch; at
+ * its commit (XACT_EVENT_COMMIT: the change is visible to new snapshots by
+ * then) the epoch is bumped and the condition variable broadcast.  A waiter
+ * reads the epoch BEFORE it looks at the state, and sleeps only while the
+ * epoch is unchanged, so a change committed between its look and its sleep
+ * is never missed.  Groups sharing a slot wake each other for nothing: the
+ * waiter looks again and sleeps again.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "shmem.h"
+
+PG_FUNCTION_INFO_V1(el_kafka_group_epoch);
+PG_FUNCTION_INFO_V1(el_kafka_group_touch);
+PG_FUNCTION_INFO_V1(el_kafka_group_wait);
+PG_FUNCTION_INFO_V1(el_kafka_subscription_topics);
+
+/* Kafka's group.initial.rebalance.delay.ms, group.min/max.session.timeout.ms */
+static int	el_kafka_initial_rebalance_delay = 3000;
+static int	el_kafka_min_session_timeout = 6000;
+static int	el_kafka_max_session_timeout = 1800000;
+
+/* Slots (bits) whose groups this transaction changed. */
+static uint64 el_kafka_touched = 0;
+static bool el_kafka_callback_registered = false;
+
+StaticAssertDecl(EL_KAFKA_GROUP_WAKEUPS <= 64, "touched slots are bits of a uint64");
+
+static int
+el_kafka_group_slot(text *group)
+{
+	uint32		h = hash_any((unsigned char *) VARDATA_ANY(group), VARSIZE_ANY_EXHDR(group));
+
+	h ^= hash_uint32((uint32) MyDatabaseId);
+	return h % EL_KAFKA_GROUP_WAKEUPS;
+}
+
+static void
+el_kafka_xact_callback(XactEvent event, void *arg)
+{
+	uint64		touched = el_kafka_touched;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_PARALLEL_COMMIT &&
+		event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	el_kafka_touched = 0;
+	if (touched == 0 || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		return;
+	for (int i = 0; i < EL_KAFKA_GROUP_WAKEUPS; i++)
+	{
+		if ((touched & (UINT64CONST(1) << i)) == 0)
+			continue;
+		pg_atomic_fetch_add_u64(&el_shared->kafka_group_epoch[i], 1);
+		ConditionVariableBroadcast(&el_shared->kafka_group_wakeup[i]);
+	}
+}
+
+void
+el_kafka_group_init(void)
+{
+	DefineCustomIntVariable("eventlog.kafka_initial_rebalance_delay",
+							"How long the first rebalance of an empty Kafka group waits for more members to join.",
+							"Kafka's group.initial.rebalance.delay.ms; each new member in the wait extends it, up to the rebalance timeout.",
+							&el_kafka_initial_rebalance_delay,
+							3000, 0, 300000,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("eventlog.kafka_min_session_timeout",
+							"Shortest session timeout a Kafka group member may ask for.",
+							"Kafka's group.min.session.timeout.ms; a JoinGroup outside the bounds gets INVALID_SESSION_TIMEOUT.",
+							&el_kafka_min_session_timeout,
+							6000, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("eventlog.kafka_max_session_timeout",
+							"Longest session timeout a Kafka group member may ask for.",
+							"Kafka's group.max.session.timeout.ms.",
+							&el_kafka_max_session_timeout,
+							1800000, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+/* eventlog._kafka_group_epoch(group_name text) -> bigint */
+Datum
+el_kafka_group_epoch(PG_FUNCTION_ARGS)
+{
+	el_require_shmem();
+	PG_RETURN_INT64((int64) pg_atomic_read_u64(
+											   &el_shared->kafka_group_epoch[el_kafka_group_slot(PG_GETARG_TEXT_PP(0))]));
+}
+
+/*
+ * eventlog._kafka_group_touch(group_name text): wake the group's waiters
+ * when this transaction commits.
+ */
+Datum
+el_kafka_group_touch(PG_FUNCTION_ARGS)
+{
+	el_require_shmem();
+	if (!el_kafka_callback_registered)
+	{
+		RegisterXactCallback(el_kafka_xact_callback, NULL);
+		el_kafka_callback_registered = true;
+	}
+	el_kafka_touched |= UINT64CONST(1) << el_kafka_group_slot(PG_GETARG_TEXT_PP(0));
+	PG_RETURN_VOID();
+}
+
+/*
+ * CALL eventlog._kafka_group_wait(group_name text, epoch bigint, until
+ * timestamptz): sleeps until a change of the group (or of a group sharing
+ * its slot) commits after the epoch was read, or until "until".  A
+ * procedure, so that the caller (a procedure that has just committed) holds
+ * no snapshot while it sleeps.  Query cancel and termination end it at once
+ * (the sleep checks for interrupts).
+ */
+Datum
+el_kafka_group_wait(PG_FUNCTION_ARGS)
+{
+	int			slot;
+	ConditionVariable *cv;
+	int64		epoch;
+	TimestampTz until;
+
+	el_require_shmem();
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("group name, epoch and deadline must not be null")));
+	slot = el_kafka_group_slot(PG_GETARG_TEXT_PP(0));
+	epoch = PG_GETARG_INT64(1);
+	until = PG_GETARG_TIMESTAMPTZ(2);
+	cv = &el_shared->kafka_group_wakeup[slot];
+	ConditionVariablePrepareToSleep(cv);
+	for (;;)
+	{
+		long		remaining;
+
+		if ((int64) pg_atomic_read_u64(&el_shared->kafka_group_epoch[slot]) != epoch)
+			break;
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
+		if (remaining <= 0)
+			break;
+		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	PG_RETURN_VOID();
+}
+
+/*
+ * eventlog._kafka_subscription_topics(metadata bytea) -> text[]: the topics
+ * of a ConsumerProtocolSubscription (every version starts with an int16
+ * version and an array of int16-length strings), or NULL if the bytes are
+ * not one.
+ */
+Datum
+el_kafka_subscription_topics(PG_FUNCTION_ARGS)
+{
+	bytea	   *meta = PG_GETARG_BYTEA_PP(0);
+	const unsigned char *p = (const unsigned char *) VARDATA_ANY(meta);
+	size_t		len = VARSIZE_ANY_EXHDR(meta);
+	size_t		pos = 2;
+	int32		n;
+	Datum	   *topics;
+
+	if (len < 6)
+		PG_RETURN_NULL();
+	n = (int32) (((uint32) p[2] << 24) | ((uint32) p[3] << 16) | ((uint32) p[4] << 8) | p[5]);
+	pos = 6;
+	/* Each topic takes at least its 2-byte length. */
+	if (n < 0 || (size_t) n > (len - pos) / 2)
+		PG_RETURN_NULL();
+	topics = palloc(sizeof(Datum) * (n > 0 ? n : 1));
+	for (int i = 0; i < n; i++)
+	{
+		int			tlen;
+
+		if (len - pos < 2)
+			PG_RETURN_NULL();
+		tlen = (int16) ((p[pos] << 8) | p[pos + 1]);
+		pos += 2;
+		if (tlen < 0 || (size_t) tlen > len - pos)
+			PG_RETURN_NULL();
+		if (pg_encoding_verifymbstr(GetDatabaseEncoding(), (const char *) p + pos, tlen) != tlen)
+			PG_RETURN_NULL();
+		topics[i] = PointerGetDatum(cstring_to_text_with_len((const char *) p + pos, tlen));
+		pos += tlen;
+	}
+	PG_RETURN_ARRAYTYPE_P(construct_array(topics, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* The coordinator's settings, for the SQL side. */
+PG_FUNCTION_INFO_V1(el_kafka_group_settings);
+Datum
+el_kafka_group_settings(PG_FUNCTION_ARGS)
+{
+	Datum		vals[3];
+
+	vals[0] = Int32GetDatum(el_kafka_initial_rebalance_delay);
+	vals[1] = Int32GetDatum(el_kafka_min_session_timeout);
+	vals[2] = Int32GetDatum(el_kafka_max_session_timeout);
+	PG_RETURN_ARRAYTYPE_P(construct_array(vals, 3, INT4OID, 4, true, TYPALIGN_INT));
+}
