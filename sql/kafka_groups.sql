@@ -98,7 +98,7 @@ SELECT member_id = :'m1' AS m1, group_instance_id, error_code
 SELECT state, generation, protocol_type, leader FROM eventlog.kafka_groups;
 SELECT eventlog.kafka_heartbeat('kg', 2, :'m1');
 -- Empty: a simple consumer commits with generation -1.
-SELECT * FROM eventlog.kafka_offset_commit('kg', -1, '', NULL, ARRAY[ROW('kt', 0, 4, NULL)]::eventlog.kafka_offset[]);
+SELECT * FROM eventlog.kafka_offset_commit('kg', -1, '', NULL, ARRAY[ROW('kt', 0, 1, NULL), ROW('kt', 0, 4, NULL)]::eventlog.kafka_offset[]);
 SELECT * FROM eventlog.kafka_offset_commit('simple', -1, '', NULL, ARRAY[ROW('kt', 1, 3, 'm')]::eventlog.kafka_offset[]);
 SELECT * FROM eventlog.kafka_offset_delete('kg', ARRAY[ROW('kt', 1)]::eventlog.kafka_topic_partition[]);
 SELECT * FROM eventlog.kafka_offset_fetch('kg');

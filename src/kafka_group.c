@@ -25,6 +25,8 @@
 #include "pg_eventlog.h"
 
 #include "access/xact.h"
+#include "executor/spi.h"
+#include "nodes/parsenodes.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "mb/pg_wchar.h"
@@ -139,9 +141,12 @@ el_kafka_group_touch(PG_FUNCTION_ARGS)
  * CALL eventlog._kafka_group_wait(group_name text, epoch bigint, until
  * timestamptz): sleeps until a change of the group (or of a group sharing
  * its slot) commits after the epoch was read, or until "until".  A
- * procedure, so that the caller (a procedure that has just committed) holds
- * no snapshot while it sleeps.  Query cancel and termination end it at once
- * (the sleep checks for interrupts).
+ * procedure: called from the non-atomic kafka_join_group and
+ * kafka_sync_group, it commits first, which drops the portal snapshot the
+ * CALL took, so that a member waiting for its group (up to its rebalance
+ * timeout) holds back no vacuum (backend_xmin is NULL while it sleeps).
+ * Query cancel and termination end it at once (the sleep checks for
+ * interrupts).
  */
 Datum
 el_kafka_group_wait(PG_FUNCTION_ARGS)
@@ -160,6 +165,16 @@ el_kafka_group_wait(PG_FUNCTION_ARGS)
 	epoch = PG_GETARG_INT64(1);
 	until = PG_GETARG_TIMESTAMPTZ(2);
 	cv = &el_shared->kafka_group_wakeup[slot];
+	if (fcinfo->context && IsA(fcinfo->context, CallContext) &&
+		!((CallContext *) fcinfo->context)->atomic)
+	{
+		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		SPI_commit();
+#if PG_VERSION_NUM < 150000
+		SPI_start_transaction();
+#endif
+		SPI_finish();
+	}
 	ConditionVariablePrepareToSleep(cv);
 	for (;;)
 	{

@@ -1323,8 +1323,21 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.kafka_offset_delete(text, @extschema@.kafka_topic_partition[]) IS
 'Kafka OffsetDelete: forgets the group''s positions in partitions of topics its members do not subscribe to; a group-level error comes as one row with a NULL topic';
 
+-- PUBLIC keeps the gates (_kafka_join_begin, _kafka_join_check,
+-- _kafka_sync_begin, _kafka_sync_check: the steps of the procedures, which
+-- run as the caller) and the wait; everything else is internal.
 REVOKE ALL ON FUNCTION
+    @extschema@._kafka_group_epoch(text),
     @extschema@._kafka_group_touch(text),
+    @extschema@._kafka_subscription_topics(bytea),
+    @extschema@._kafka_settings(),
+    @extschema@._kafka_valid_group(text),
+    @extschema@._kafka_authorized(text, text[]),
+    @extschema@._kafka_select_protocol(text),
+    @extschema@._kafka_supports(text, text, @extschema@.kafka_protocol[]),
+    @extschema@._kafka_next_wake(text, text),
+    @extschema@._kafka_error(integer, text, bigint),
+    @extschema@._kafka_group_exists(text),
     @extschema@._kafka_lock(text),
     @extschema@._kafka_prepare_rebalance(text),
     @extschema@._kafka_maybe_complete(text),
