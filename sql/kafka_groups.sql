@@ -126,6 +126,31 @@ SELECT pg_sleep(0.3);
 SELECT eventlog.kafka_heartbeat('exp', 1, :'j_member_id_out');
 SELECT state, generation FROM eventlog.kafka_groups WHERE group_name = 'exp';
 
+-- Privileges: a role that may not consume kt cannot use a group with
+-- positions in kt (GROUP_AUTHORIZATION_FAILED 30) nor commit to kt
+-- (TOPIC_AUTHORIZATION_FAILED 29), and cannot write the tables.
+CREATE ROLE regress_kafka_nobody;
+SELECT * FROM eventlog.kafka_offset_commit('priv', -1, '', NULL, ARRAY[ROW('kt', 0, 1, NULL)]::eventlog.kafka_offset[]);
+SET ROLE regress_kafka_nobody;
+SELECT * FROM eventlog.kafka_offset_fetch('priv');
+SELECT eventlog.kafka_heartbeat('priv', 0, 'x');
+CALL eventlog.kafka_join_group('priv', '', NULL, 'consumer', :protos, 10000, 30000, 'c', 'h', false);
+CALL eventlog.kafka_join_group('other', '', NULL, 'consumer', :protos, 10000, 30000, 'c', 'h', false);
+SELECT * FROM eventlog.kafka_offset_commit('mine', -1, '', NULL, ARRAY[ROW('kt', 0, 1, NULL)]::eventlog.kafka_offset[]);
+SELECT * FROM eventlog.kafka_offset_delete('priv', ARRAY[ROW('kt', 0)]::eventlog.kafka_topic_partition[]);
+SELECT group_name, error_code FROM eventlog.kafka_describe_groups(ARRAY['priv']);
+SELECT * FROM eventlog.kafka_delete_groups(ARRAY['priv']);
+SELECT count(*) FROM eventlog.kafka_list_groups() WHERE group_name = 'priv';
+INSERT INTO eventlog.kafka_groups (group_name) VALUES ('forged');
+RESET ROLE;
+SELECT * FROM eventlog.kafka_offset_fetch('priv');
+DROP ROLE regress_kafka_nobody;
+
+-- An SQL member-style consumer of the same group name is live: a Kafka member cannot join.
+SELECT count(*) FROM eventlog.poll('kt', 'mixed', member => 'sqlm');
+CALL eventlog.kafka_join_group('mixed', '', NULL, 'consumer', :protos, 10000, 30000, 'c', 'h', false);
+SELECT eventlog.leave('kt', 'mixed', 'sqlm');
+
 -- Misuse from SQL raises.
 SELECT * FROM eventlog.kafka_offset_commit('kg', -1, '', NULL, NULL);
 SELECT * FROM eventlog.kafka_leave_group('kg', NULL);

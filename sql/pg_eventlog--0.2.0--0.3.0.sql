@@ -3387,8 +3387,8 @@ COMMENT ON FUNCTION @extschema@._kafka_lock(text) IS
 
 /*
  * Whether the caller may use the group: it may consume from every topic the
- * group has positions in, and from "topics" (a member's subscription) where
- * they exist.
+ * group has positions in, every existing topic its members subscribe to,
+ * and every existing topic of "topics" (a joining member's subscription).
  */
 CREATE FUNCTION @extschema@._kafka_authorized(group_name text, topics text[] DEFAULT NULL)
 RETURNS boolean
@@ -3399,10 +3399,13 @@ BEGIN ATOMIC
       FROM @extschema@.topic_catalog c
      WHERE c.topic_id IN (SELECT o.topic_id FROM @extschema@.group_offsets o
                            WHERE o.group_name OPERATOR(pg_catalog.=) _kafka_authorized.group_name)
-        OR c.name OPERATOR(pg_catalog.=) ANY (topics);
+        OR c.name OPERATOR(pg_catalog.=) ANY (topics)
+        OR c.name IN (SELECT t.t FROM @extschema@.kafka_group_members k, unnest(k.protocols) p,
+                             unnest(@extschema@._kafka_subscription_topics(p.metadata)) t(t)
+                       WHERE k.group_name OPERATOR(pg_catalog.=) _kafka_authorized.group_name);
 END;
 COMMENT ON FUNCTION @extschema@._kafka_authorized(text, text[]) IS
-'internal: whether the caller may consume every topic the group has positions in and every existing topic of topics';
+'internal: whether the caller may consume every topic the group has positions in or its members subscribe to, and every existing topic of topics';
 
 -- The protocol every member supports that most members prefer.
 CREATE FUNCTION @extschema@._kafka_select_protocol(group_name text)
@@ -3847,6 +3850,9 @@ DECLARE
 BEGIN
     PERFORM @extschema@._kafka_lock(group_name);
     PERFORM @extschema@._kafka_expire(group_name);
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
     RETURN @extschema@._kafka_join_state(group_name, member_id, epoch);
 END
 $$;
@@ -3958,6 +3964,9 @@ BEGIN
     END IF;
     PERFORM @extschema@._kafka_lock(g);
     PERFORM @extschema@._kafka_expire(g);
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN @extschema@._kafka_error(30, m, epoch);
+    END IF;
     SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
     IF grp.group_name IS NULL THEN
         RETURN @extschema@._kafka_error(25, m, epoch);
@@ -4017,6 +4026,9 @@ DECLARE
 BEGIN
     PERFORM @extschema@._kafka_lock(group_name);
     PERFORM @extschema@._kafka_expire(group_name);
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
     RETURN @extschema@._kafka_sync_state(group_name, generation, member_id, epoch);
 END
 $$;
@@ -4074,6 +4086,9 @@ BEGIN
     END IF;
     PERFORM @extschema@._kafka_lock(g);
     PERFORM @extschema@._kafka_expire(g);
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN 30;
+    END IF;
     SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
     IF grp.group_name IS NULL THEN
         RETURN 25;
@@ -4135,6 +4150,8 @@ BEGIN
         mem := NULL;
         IF NOT @extschema@._kafka_valid_group(g) THEN
             error_code := 24;
+        ELSIF NOT @extschema@._kafka_authorized(g) THEN
+            error_code := 30;
         ELSIF NOT found_group THEN
             error_code := 25;
         ELSIF member_id = '' THEN
@@ -4196,6 +4213,9 @@ BEGIN
     IF group_names IS NULL THEN
         RAISE EXCEPTION 'group_names must not be null' USING ERRCODE = '22004';
     END IF;
+    -- Several groups' locks: in name order, as kafka_list_groups takes them.
+    PERFORM @extschema@._kafka_lock(n) FROM (SELECT DISTINCT n FROM unnest(group_names) n
+                                              WHERE @extschema@._kafka_valid_group(n) ORDER BY n) x;
     FOREACH group_name IN ARRAY group_names LOOP
         error_code := 0;
         state := 'Dead';
@@ -4292,6 +4312,9 @@ BEGIN
     IF group_names IS NULL THEN
         RAISE EXCEPTION 'group_names must not be null' USING ERRCODE = '22004';
     END IF;
+    -- Several groups' locks: in name order, as kafka_list_groups takes them.
+    PERFORM @extschema@._kafka_lock(n) FROM (SELECT DISTINCT n FROM unnest(group_names) n
+                                              WHERE @extschema@._kafka_valid_group(n) ORDER BY n) x;
     FOREACH group_name IN ARRAY group_names LOOP
         IF NOT @extschema@._kafka_valid_group(group_name) THEN
             error_code := 24;
@@ -4372,7 +4395,9 @@ BEGIN
         PERFORM @extschema@._kafka_lock(g);
         PERFORM @extschema@._kafka_expire(g);
         SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
-        IF grp.group_name IS NULL THEN
+        IF NOT @extschema@._kafka_authorized(g) THEN
+            group_error := 30;
+        ELSIF grp.group_name IS NULL THEN
             IF gen >= 0 THEN
                 group_error := 22;
             END IF;
@@ -4449,6 +4474,12 @@ BEGIN
         END LOOP;
         RETURN;
     END IF;
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        FOREACH tp IN ARRAY coalesce(partitions, ARRAY[ROW(NULL, NULL)::@extschema@.kafka_topic_partition]) LOOP
+            RETURN QUERY SELECT tp.topic, tp.partition, -1::bigint, NULL::text, 30::smallint;
+        END LOOP;
+        RETURN;
+    END IF;
     IF partitions IS NULL THEN
         RETURN QUERY
         SELECT c.name, o.partition, o.next_offset, o.metadata, 0::smallint
@@ -4508,6 +4539,10 @@ BEGIN
     PERFORM @extschema@._kafka_expire(g);
     IF NOT @extschema@._kafka_group_exists(g) THEN
         RETURN QUERY SELECT 69::smallint, NULL::text, NULL::integer, NULL::smallint;
+        RETURN;
+    END IF;
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN QUERY SELECT 30::smallint, NULL::text, NULL::integer, NULL::smallint;
         RETURN;
     END IF;
     SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
