@@ -3375,12 +3375,26 @@ RETURN group_name IS NOT NULL AND group_name OPERATOR(pg_catalog.<>) ''
 COMMENT ON FUNCTION @extschema@._kafka_valid_group(text) IS
 'internal: whether a Kafka group id is valid here (else INVALID_GROUP_ID)';
 
+CREATE FUNCTION @extschema@._lock_kafka_group(group_name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_lock_kafka_group'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._lock_kafka_group(text) IS
+'internal: waits for a Kafka group''s lock (kind 4)';
+
+CREATE FUNCTION @extschema@._try_lock_kafka_group(group_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_try_lock_kafka_group'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._try_lock_kafka_group(text) IS
+'internal: takes a Kafka group''s lock (kind 4) if it is free';
+
 CREATE FUNCTION @extschema@._kafka_lock(group_name text)
 RETURNS void
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT @extschema@._xact_lock(4, pg_catalog.hashtextextended(group_name, 4));
+    SELECT @extschema@._lock_kafka_group(group_name);
 END;
 COMMENT ON FUNCTION @extschema@._kafka_lock(text) IS
 'internal: the Kafka group''s lock (kind 4), exclusive, to the end of the transaction';
@@ -3623,6 +3637,38 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._kafka_expire(text) IS
 'internal: removes the group''s members past their session timeout and completes a rebalance whose time has come';
+
+/*
+ * The maintenance worker's round (src/kafka_group.c): expire the members of
+ * groups no request serves any more, and complete their rebalances whose
+ * time has come.  A group whose lock is taken is being served: skipped.
+ */
+CREATE FUNCTION @extschema@._kafka_expire_groups()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text;
+    n integer := 0;
+BEGIN
+    FOR g IN SELECT k.group_name FROM @extschema@.kafka_groups k
+              WHERE k.rebalance_deadline <= now() OR k.delay_until <= now()
+                 OR EXISTS (SELECT FROM @extschema@.kafka_group_members m
+                             WHERE m.group_name = k.group_name AND NOT m.awaiting_join
+                               AND m.last_heartbeat + m.session_timeout_ms * interval '1 ms' <= now())
+              ORDER BY k.group_name
+    LOOP
+        IF @extschema@._try_lock_kafka_group(g) THEN
+            PERFORM @extschema@._kafka_expire(g);
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._kafka_expire_groups() IS
+'internal: the maintenance worker''s expiry of Kafka group members past their session timeout; returns how many groups it looked at';
 
 -- When a waiter must look again at the latest: a deadline of the group, the
 -- next expiry of another member, or half its own session timeout.
@@ -4594,6 +4640,8 @@ COMMENT ON FUNCTION @extschema@.kafka_offset_delete(text, @extschema@.kafka_topi
 -- _kafka_sync_begin, _kafka_sync_check: the steps of the procedures, which
 -- run as the caller) and the wait; everything else is internal.
 REVOKE ALL ON FUNCTION
+    @extschema@._lock_kafka_group(text),
+    @extschema@._try_lock_kafka_group(text),
     @extschema@._kafka_group_epoch(text),
     @extschema@._kafka_group_touch(text),
     @extschema@._kafka_subscription_topics(bytea),
@@ -4610,6 +4658,7 @@ REVOKE ALL ON FUNCTION
     @extschema@._kafka_maybe_complete(text),
     @extschema@._kafka_remove_member(text, text),
     @extschema@._kafka_expire(text),
+    @extschema@._kafka_expire_groups(),
     @extschema@._kafka_join_state(text, text, bigint),
     @extschema@._kafka_sync_state(text, integer, text, bigint),
     @extschema@.__kafka_join_begin(text, text, text, text, @extschema@.kafka_protocol[], integer, integer, text, text, boolean),

@@ -4,7 +4,8 @@
  *	  The C side of Kafka's classic group protocol (sql/install/
  *	  kafka_groups.sql holds the state machine): the waits of JoinGroup and
  *	  SyncGroup, the wake-ups at the commit of a group's change, the
- *	  coordinator's settings, and the parse of a consumer's subscription.
+ *	  coordinator's settings, the parse of a consumer's subscription, and
+ *	  the maintenance worker's expiry of abandoned groups.
  *
  * A JoinGroup or SyncGroup request waits for other members (their joins,
  * the leader's assignment).  The state lives in tables, so that every
@@ -36,8 +37,11 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "locks.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(el_kafka_group_epoch);
@@ -244,4 +248,87 @@ el_kafka_group_settings(PG_FUNCTION_ARGS)
 	vals[1] = Int32GetDatum(el_kafka_min_session_timeout);
 	vals[2] = Int32GetDatum(el_kafka_max_session_timeout);
 	PG_RETURN_ARRAYTYPE_P(construct_array(vals, 3, INT4OID, 4, true, TYPALIGN_INT));
+}
+
+/*
+ * The maintenance worker's part (maintenance.c, once per round): expire the
+ * members of groups nobody sends requests to any more, so that an abandoned
+ * group does not stay Stable forever (eventlog._kafka_expire_groups, which
+ * skips a group whose lock is taken: a request is serving it).  In a
+ * transaction of its own; a database still at 0.2.0 has no such function
+ * and is skipped; errors are logged and the next round retries.
+ */
+void
+el_kafka_expire_groups(MemoryContext round_cxt)
+{
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "eventlog maintenance: Kafka groups");
+		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_proc WHERE proname = '_kafka_expire_groups'"
+						" AND pronamespace = '" EL_SCHEMA_NAME "'::pg_catalog.regnamespace",
+						true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		{
+			if (SPI_execute("SELECT " EL_SCHEMA_NAME "._kafka_expire_groups()", false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not run eventlog._kafka_expire_groups");
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(round_cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_eventlog expiry of Kafka group members failed: %s", edata->message),
+				 edata->context ? errcontext("%s", edata->context) : 0));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * eventlog._lock_kafka_group(group_name text) and _try_lock_kafka_group:
+ * a Kafka group's lock (kind 4, EL_LOCK_KAFKA_GROUP, src/locks.h),
+ * exclusive, to the end of the transaction; the key is a hash of the name.
+ */
+static bool
+el_kafka_group_lock(FunctionCallInfo fcinfo, bool wait)
+{
+	text	   *name;
+	LOCKTAG		tag;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pg_eventlog lock arguments must not be null")));
+	name = PG_GETARG_TEXT_PP(0);
+	el_locktag(&tag, EL_LOCK_KAFKA_GROUP,
+			   (int64) DatumGetUInt64(hash_any_extended((unsigned char *) VARDATA_ANY(name),
+														VARSIZE_ANY_EXHDR(name), 4)));
+	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+PG_FUNCTION_INFO_V1(el_lock_kafka_group);
+Datum
+el_lock_kafka_group(PG_FUNCTION_ARGS)
+{
+	(void) el_kafka_group_lock(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(el_try_lock_kafka_group);
+Datum
+el_try_lock_kafka_group(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(el_kafka_group_lock(fcinfo, false));
 }

@@ -85,9 +85,9 @@
  *	  waited for, in ascending partition order, by seek(force => true)
  *	  (_lock_group_partition), which takes no membership lock.
  *	  Order: membership before partitions.
- *	- kind 4, EL_LOCK_KAFKA_GROUP, key hashtextextended(group name, 4): a
- *	  Kafka group's coordinator state (sql/install/kafka_groups.sql,
- *	  eventlog._kafka_lock).  Exclusive, waited for, held to the end of the
+ *	- kind 4, EL_LOCK_KAFKA_GROUP, key a hash of the group name: a Kafka
+ *	  group's coordinator state (sql/install/kafka_groups.sql;
+ *	  eventlog._lock_kafka_group, _try_lock_kafka_group, kafka_group.c).  Exclusive, waited for, held to the end of the
  *	  transaction, by every kafka_* call of the group; never held while a
  *	  JoinGroup or SyncGroup waits (the procedures commit first).  Several
  *	  groups (kafka_list_groups, kafka_describe_groups, kafka_delete_groups)

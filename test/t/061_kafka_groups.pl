@@ -212,5 +212,12 @@ is("$r1->[0] $r1->[1] $r2->[0] $r2->[1]", '0 1 0 1', 'both members come in gener
 is($r1->[4], $r1->[5], 'the first is the leader');
 is(scalar(() = $r1->[6] =~ /\(/g), 2, 'and sees both members');
 
+# 10. An abandoned group: no request comes, the maintenance worker (every
+# 5 s by default) expires its silent member and the group becomes Empty.
+my $w = join_now('abandoned', '', 200);
+$node->safe_psql('postgres', sync_sql('abandoned', 1, $w->[5], 'NULL'));
+ok($node->poll_query_until('postgres', q{SELECT state = 'Empty' FROM eventlog.kafka_groups WHERE group_name = 'abandoned'}),
+   'the maintenance worker expires the members of an abandoned group');
+
 $node->stop;
 done_testing();
