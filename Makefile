@@ -92,6 +92,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	retention.sql \
 	groups.sql \
 	group_members.sql \
+	kafka_groups.sql \
 	views.sql \
 	capture.sql \
 	grants.sql)

@@ -22,12 +22,16 @@ CREATE TABLE bad_table (id integer PRIMARY KEY);
 CREATE TEMP TABLE state_before AS SELECT * FROM state();
 
 -- 1. Every public function with every argument NULL (typed, so that the
--- call names one function).  Three accept it by design: enforce_retention
--- (NULL: every topic), murmur2 and partition_for_key (STRICT: a NULL key
--- has no hash), and none of them changes anything.
+-- call names one function; procedures are CALLed).  Some accept it by design:
+-- enforce_retention (NULL: every topic), murmur2 and partition_for_key
+-- (STRICT: a NULL key has no hash), and the Kafka group calls, whose
+-- protocol outcomes are Kafka error codes (INVALID_GROUP_ID for a NULL
+-- group; kafka_list_groups(NULL) lists every group); none of them changes
+-- anything.
 SELECT p.oid::regprocedure AS function, e.code, e.message
   FROM pg_proc p,
-       LATERAL (SELECT format('SELECT * FROM eventlog.%I(%s)', p.proname,
+       LATERAL (SELECT format(CASE p.prokind WHEN 'p' THEN 'CALL eventlog.%I(%s)' ELSE 'SELECT * FROM eventlog.%I(%s)' END,
+                              p.proname,
                               string_agg('NULL::' || format_type(t, NULL), ', ' ORDER BY i)) AS sql
                   FROM unnest(p.proargtypes) WITH ORDINALITY AS a(t, i)) c,
        LATERAL expect_error(c.sql) e

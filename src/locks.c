@@ -58,7 +58,7 @@ el_lock_kind_arg(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("lock kind and key must not be null")));
 	kind = PG_GETARG_INT32(0);
-	if (kind < EL_LOCK_ROUTING || kind > EL_LOCK_GROUP)
+	if (kind < EL_LOCK_ROUTING || kind > EL_LOCK_KAFKA_GROUP)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown pg_eventlog lock kind %d", kind)));

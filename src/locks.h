@@ -38,7 +38,11 @@
  *	lock is held at a time (loops over slots release each before the next);
  *	a slot lock is never held while hash_lock is requested.
  *
- * 3. Condition variables (a wait, not a lock): el_shared->topic_wakeup[],
+ * 3. Condition variables (a wait, not a lock): el_shared->kafka_group_wakeup[]
+ *	(kafka_group.c), one per hash of (database, Kafka group): a waiting
+ *	JoinGroup or SyncGroup sleeps on it with no lock and no snapshot, after
+ *	its procedure committed; broadcast at the commit of a change of a group.
+ *	And el_shared->topic_wakeup[],
  *	one per hash of (database, topic).  Long polls (read.c) sleep on them
  *	holding whatever heavyweight locks their transaction has (a
  *	transactional poll: its group membership lock, shared, and the group
@@ -81,6 +85,16 @@
  *	  waited for, in ascending partition order, by seek(force => true)
  *	  (_lock_group_partition), which takes no membership lock.
  *	  Order: membership before partitions.
+ *	- kind 4, EL_LOCK_KAFKA_GROUP, key a hash of the group name: a Kafka
+ *	  group's coordinator state (sql/install/kafka_groups.sql;
+ *	  eventlog._lock_kafka_group, _try_lock_kafka_group, kafka_group.c).  Exclusive, waited for, held to the end of the
+ *	  transaction, by every kafka_* call of the group; never held while a
+ *	  JoinGroup or SyncGroup waits (the procedures commit first).  Several
+ *	  groups (kafka_list_groups, kafka_describe_groups, kafka_delete_groups)
+ *	  in ascending name order.  Under it: kafka_delete_groups takes the SQL
+ *	  groups' kind 3 locks (never waits, eventlog._delete_group), and an
+ *	  OffsetCommit the group_offsets row locks (it may wait for an SQL
+ *	  transactional poll of the same group name, which never takes kind 4).
  *
  * 5. Heavyweight table locks and row locks, in the order taken:
  *	- eventlog.topic_catalog IN SHARE ROW EXCLUSIVE MODE (LOCK TABLE):
@@ -129,7 +143,7 @@
  *	  (notify.c says why).
  *
  * Whole order, outermost first: topic_catalog table lock > topic row >
- * captured table > kind 2 > kind 3 membership > kind 3 partitions > kind 1
+ * captured table > kind 2 > kind 4 > kind 3 membership > kind 3 partitions > kind 1
  * > segment and catalog table locks, row locks > (no heavyweight wait from
  * here on) hash_lock > one slot lock > pin_lock.  One exception:
  *	- a transaction that produced or read holds segment locks when a later
@@ -159,7 +173,8 @@ typedef enum ElLockKind
 {
 	EL_LOCK_ROUTING = 1,		/* a partition's counter recovery vs a maintenance round */
 	EL_LOCK_MAINTENANCE = 2,	/* one maintenance round per topic */
-	EL_LOCK_GROUP = 3			/* a consumer group's partition, or its membership */
+	EL_LOCK_GROUP = 3,			/* a consumer group's partition, or its membership */
+	EL_LOCK_KAFKA_GROUP = 4		/* a Kafka group's coordinator state */
 } ElLockKind;
 
 extern void el_locktag(LOCKTAG *tag, ElLockKind kind, int64 key);

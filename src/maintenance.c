@@ -310,6 +310,7 @@ el_maintenance_main(Datum main_arg)
 			el_maintain_one(lfirst_int(lc), round_cxt, lc == list_head(topics));
 		}
 		list_free(topics);
+		el_kafka_expire_groups(round_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		/*

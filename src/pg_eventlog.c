@@ -41,6 +41,7 @@ _PG_init(void)
 	el_worker_init();
 	el_notify_init();
 	el_capture_batch_init();
+	el_kafka_group_init();
 
 	MarkGUCPrefixReserved("eventlog");
 }

@@ -119,6 +119,11 @@ el_shmem_startup(void)
 		el_shared->npin_dbs = 0;
 		for (int i = 0; i < EL_TOPIC_WAKEUPS; i++)
 			ConditionVariableInit(&el_shared->topic_wakeup[i]);
+		for (int i = 0; i < EL_KAFKA_GROUP_WAKEUPS; i++)
+		{
+			ConditionVariableInit(&el_shared->kafka_group_wakeup[i]);
+			pg_atomic_init_u64(&el_shared->kafka_group_epoch[i], 0);
+		}
 		/* From 1: a long poll's first look (0) always reads the catalog. */
 		pg_atomic_init_u64(&el_shared->topic_drops, 1);
 		memset(el_shared->inflight, 0,

@@ -115,6 +115,9 @@ typedef struct ElInflight
  */
 #define EL_TOPIC_WAKEUPS 64
 
+/* Kafka groups' wake-ups (kafka_group.c): condition variables and epochs per hash of (database, group). */
+#define EL_KAFKA_GROUP_WAKEUPS 64
+
 /* A partition whose newly readable records the notifier announces. */
 typedef struct ElNotifyItem
 {
@@ -152,6 +155,9 @@ typedef struct ElSharedState
 	pg_atomic_uint64 topic_drops;	/* topics dropped (plus 1), counted at
 									 * the drop's commit: long polls look
 									 * their topic up again when it moves */
+	ConditionVariable kafka_group_wakeup[EL_KAFKA_GROUP_WAKEUPS];
+	/* bumped by each commit that changed a group hashing there */
+	pg_atomic_uint64 kafka_group_epoch[EL_KAFKA_GROUP_WAKEUPS];
 	ElInflight	inflight[FLEXIBLE_ARRAY_MEMBER];
 } ElSharedState;
 

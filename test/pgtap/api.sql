@@ -39,11 +39,14 @@ SELECT is((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::re
           1, 'one produce function: literals resolve without casts');
 
 -- Every PL/pgSQL function pins its search_path (no search_path hijack).
+-- Except the two Kafka group procedures that commit while they wait: a
+-- procedure with a SET clause cannot commit; they run as the caller and
+-- name only schema-qualified functions (sql/install/kafka_groups.sql).
 SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
       WHERE p.pronamespace = 'eventlog'::regnamespace AND l.lanname = 'plpgsql'
         AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)),
-    NULL, 'every PL/pgSQL function sets search_path = pg_catalog, pg_temp');
+    ARRAY['kafka_join_group', 'kafka_sync_group'], 'every PL/pgSQL function but two procedures sets search_path = pg_catalog, pg_temp');
 -- SECURITY DEFINER only on the internal bodies behind el_gate: named "_" +
 -- a public function's name, that PUBLIC cannot execute (src/acl.c); and on
 -- the two argumentless functions behind the metadata views.
@@ -67,13 +70,15 @@ SELECT is(
         AND has_function_privilege('public', p.oid, 'EXECUTE')),
     ARRAY['_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
           '_capture_truncate', '_catalog_changed', '_check_group_name', '_check_topic_name',
-          '_check_topic_settings', '_consumer_group_info', '_grantee', '_maintenance_status',
+          '_check_topic_settings', '_consumer_group_info', '_grantee',
+          '_kafka_group_wait', '_kafka_join_begin', '_kafka_join_check', '_kafka_sync_begin', '_kafka_sync_check',
+          '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
           '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    16, 'fourteen gated bodies and two metadata functions');
+    28, 'fourteen gated bodies, twelve of Kafka groups, and two metadata functions');
 
 -- Types and views users code against.
 SELECT has_composite('eventlog', 'record', 'eventlog.record exists');
