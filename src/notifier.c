@@ -413,8 +413,11 @@ el_coalesce_after(ElCoalesce *co, TimestampTz now, int64 records)
 	int64		gap = (co->delay > 0) ? interval * 3 / 20 : quiet;
 	TimestampTz since = co->collected_before;
 
-	/* After a pause longer than the interval, this round alone. */
-	if (now - co->collected > interval)
+	/*
+	 * After a pause longer than the interval, or with no round before the
+	 * last one to judge by (the notifier's second round), this round alone.
+	 */
+	if (now - co->collected > interval || co->collected_before == 0)
 	{
 		since = co->collected;
 		co->records = 0;
