@@ -4676,7 +4676,8 @@ REVOKE ALL ON FUNCTION
   FROM PUBLIC;
 
 -- Kafka groups: a role that may not use a group no longer takes its lock
--- (it could hold it in a transaction block and stall the group).
+-- (it could hold it in a transaction block and stall the group); a simple
+-- consumer's OffsetCommit is refused while an SQL member of the name is live.
 
 CREATE OR REPLACE FUNCTION @extschema@.__kafka_join_check(group_name text, member_id text)
 RETURNS @extschema@._kafka_step
@@ -5072,6 +5073,12 @@ BEGIN
         ELSIF grp.group_name IS NULL THEN
             IF gen >= 0 THEN
                 group_error := 22;
+            ELSIF EXISTS (SELECT FROM @extschema@.group_members s
+                           WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
+                -- A simple consumer commits only while the group has no
+                -- members: a live SQL member-style consumer of the name is
+                -- one (it owns its partitions; see __kafka_join_begin).
+                group_error := 25;
             END IF;
         ELSIF gen >= 0 OR m <> '' OR group_instance_id IS NOT NULL THEN
             SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
@@ -5089,7 +5096,9 @@ BEGIN
                 UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
                  WHERE k.group_name = g AND k.member_id = m;
             END IF;
-        ELSIF grp.state <> 'Empty' THEN
+        ELSIF grp.state <> 'Empty'
+              OR EXISTS (SELECT FROM @extschema@.group_members s
+                          WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
             group_error := 25;
         END IF;
     END IF;

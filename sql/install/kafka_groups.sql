@@ -1244,6 +1244,12 @@ BEGIN
         ELSIF grp.group_name IS NULL THEN
             IF gen >= 0 THEN
                 group_error := 22;
+            ELSIF EXISTS (SELECT FROM @extschema@.group_members s
+                           WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
+                -- A simple consumer commits only while the group has no
+                -- members: a live SQL member-style consumer of the name is
+                -- one (it owns its partitions; see __kafka_join_begin).
+                group_error := 25;
             END IF;
         ELSIF gen >= 0 OR m <> '' OR group_instance_id IS NOT NULL THEN
             SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
@@ -1261,7 +1267,9 @@ BEGIN
                 UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
                  WHERE k.group_name = g AND k.member_id = m;
             END IF;
-        ELSIF grp.state <> 'Empty' THEN
+        ELSIF grp.state <> 'Empty'
+              OR EXISTS (SELECT FROM @extschema@.group_members s
+                          WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
             group_error := 25;
         END IF;
     END IF;
