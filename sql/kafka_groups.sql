@@ -149,7 +149,16 @@ DROP ROLE regress_kafka_nobody;
 -- An SQL member-style consumer of the same group name is live: a Kafka member cannot join.
 SELECT count(*) FROM eventlog.poll('kt', 'mixed', member => 'sqlm');
 CALL eventlog.kafka_join_group('mixed', '', NULL, 'consumer', :protos, 10000, 30000, 'c', 'h', false);
+-- Nor can a simple consumer (generation -1) commit under it: the group
+-- has a member (UNKNOWN_MEMBER_ID 25), and the positions do not move.
+SELECT partition, next_offset, owner_member FROM eventlog.group_offsets
+ WHERE group_name = 'mixed' ORDER BY partition;
+SELECT * FROM eventlog.kafka_offset_commit('mixed', -1, '', NULL, ARRAY[ROW('kt', 0, 1, NULL)]::eventlog.kafka_offset[]);
+SELECT partition, next_offset, owner_member FROM eventlog.group_offsets
+ WHERE group_name = 'mixed' ORDER BY partition;
 SELECT eventlog.leave('kt', 'mixed', 'sqlm');
+-- Once the member left, it can.
+SELECT * FROM eventlog.kafka_offset_commit('mixed', -1, '', NULL, ARRAY[ROW('kt', 0, 1, NULL)]::eventlog.kafka_offset[]);
 
 -- Misuse from SQL raises.
 SELECT * FROM eventlog.kafka_offset_commit('kg', -1, '', NULL, NULL);

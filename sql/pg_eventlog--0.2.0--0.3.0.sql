@@ -4674,3 +4674,530 @@ REVOKE ALL ON FUNCTION
     @extschema@._kafka_offset_fetch(text, @extschema@.kafka_topic_partition[]),
     @extschema@._kafka_offset_delete(text, @extschema@.kafka_topic_partition[])
   FROM PUBLIC;
+
+-- Kafka groups: a role that may not use a group no longer takes its lock
+-- (it could hold it in a transaction block and stall the group); a simple
+-- consumer's OffsetCommit is refused while an SQL member of the name is live.
+
+CREATE OR REPLACE FUNCTION @extschema@.__kafka_join_check(group_name text, member_id text)
+RETURNS @extschema@._kafka_step
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    epoch bigint := @extschema@._kafka_group_epoch(group_name);
+BEGIN
+    -- Authorized before the lock too: a role that may not use the group
+    -- must not hold its lock (in a transaction block) and stall it.
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
+    PERFORM @extschema@._kafka_lock(group_name);
+    PERFORM @extschema@._kafka_expire(group_name);
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
+    RETURN @extschema@._kafka_join_state(group_name, member_id, epoch);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.__kafka_sync_begin(group_name text, generation integer, member_id text,
+                                              group_instance_id text, protocol_type text, protocol_name text,
+                                              assignments @extschema@.kafka_assignment[])
+RETURNS @extschema@._kafka_step
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text := group_name;
+    m text := coalesce(member_id, '');
+    epoch bigint := @extschema@._kafka_group_epoch(coalesce(group_name, ''));
+    grp @extschema@.kafka_groups;
+    mem @extschema@.kafka_group_members;
+BEGIN
+    IF NOT @extschema@._kafka_valid_group(g) THEN
+        RETURN @extschema@._kafka_error(24, m, epoch);
+    END IF;
+    -- Before the lock too (see __kafka_join_check).
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN @extschema@._kafka_error(30, m, epoch);
+    END IF;
+    PERFORM @extschema@._kafka_lock(g);
+    PERFORM @extschema@._kafka_expire(g);
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN @extschema@._kafka_error(30, m, epoch);
+    END IF;
+    SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
+    IF grp.group_name IS NULL THEN
+        RETURN @extschema@._kafka_error(25, m, epoch);
+    END IF;
+    IF group_instance_id IS NOT NULL AND EXISTS (SELECT FROM @extschema@.kafka_group_members k
+                                                  WHERE k.group_name = g AND k.group_instance_id = __kafka_sync_begin.group_instance_id
+                                                    AND k.member_id <> m) THEN
+        RETURN @extschema@._kafka_error(82, m, epoch);
+    END IF;
+    SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
+    IF mem.member_id IS NULL OR mem.pending THEN
+        RETURN @extschema@._kafka_error(25, m, epoch);
+    END IF;
+    IF __kafka_sync_begin.generation IS DISTINCT FROM grp.generation THEN
+        RETURN @extschema@._kafka_error(22, m, epoch);
+    END IF;
+    IF (__kafka_sync_begin.protocol_type IS NOT NULL AND __kafka_sync_begin.protocol_type IS DISTINCT FROM grp.protocol_type)
+       OR (__kafka_sync_begin.protocol_name IS NOT NULL AND __kafka_sync_begin.protocol_name IS DISTINCT FROM grp.protocol_name) THEN
+        RETURN @extschema@._kafka_error(23, m, epoch);
+    END IF;
+    IF grp.state = 'CompletingRebalance' THEN
+        UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
+         WHERE k.group_name = g AND k.member_id = m;
+        IF grp.leader = m THEN
+            -- Members the leader left out get an empty assignment.
+            UPDATE @extschema@.kafka_group_members k
+               SET assignment = coalesce((SELECT a.assignment FROM unnest(assignments) a
+                                           WHERE a.member_id = k.member_id AND a.assignment IS NOT NULL LIMIT 1), '\x')
+             WHERE k.group_name = g AND NOT k.pending;
+            UPDATE @extschema@.kafka_groups k SET state = 'Stable' WHERE k.group_name = g;
+            PERFORM @extschema@._kafka_group_touch(g);
+        END IF;
+    END IF;
+    RETURN @extschema@._kafka_sync_state(g, grp.generation, m, epoch);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.__kafka_sync_check(group_name text, generation integer, member_id text)
+RETURNS @extschema@._kafka_step
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    epoch bigint := @extschema@._kafka_group_epoch(group_name);
+BEGIN
+    -- Authorized before the lock too: a role that may not use the group
+    -- must not hold its lock (in a transaction block) and stall it.
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
+    PERFORM @extschema@._kafka_lock(group_name);
+    PERFORM @extschema@._kafka_expire(group_name);
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
+    RETURN @extschema@._kafka_sync_state(group_name, generation, member_id, epoch);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_heartbeat(group_name text, generation integer, member_id text,
+                                            group_instance_id text DEFAULT NULL)
+RETURNS smallint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text := group_name;
+    m text := coalesce(member_id, '');
+    grp @extschema@.kafka_groups;
+    mem @extschema@.kafka_group_members;
+BEGIN
+    IF NOT @extschema@._kafka_valid_group(g) THEN
+        RETURN 24;
+    END IF;
+    -- Before the lock too (see __kafka_join_check).
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN 30;
+    END IF;
+    PERFORM @extschema@._kafka_lock(g);
+    PERFORM @extschema@._kafka_expire(g);
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN 30;
+    END IF;
+    SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
+    IF grp.group_name IS NULL THEN
+        RETURN 25;
+    END IF;
+    IF group_instance_id IS NOT NULL AND EXISTS (SELECT FROM @extschema@.kafka_group_members k
+                                                  WHERE k.group_name = g AND k.group_instance_id = _kafka_heartbeat.group_instance_id
+                                                    AND k.member_id <> m) THEN
+        RETURN 82;
+    END IF;
+    SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
+    IF mem.member_id IS NULL OR mem.pending THEN
+        RETURN 25;
+    END IF;
+    IF _kafka_heartbeat.generation IS DISTINCT FROM grp.generation THEN
+        RETURN 22;
+    END IF;
+    IF grp.state = 'Empty' THEN
+        RETURN 25;
+    END IF;
+    UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
+     WHERE k.group_name = g AND k.member_id = m;
+    RETURN CASE WHEN grp.state = 'PreparingRebalance' THEN 27 ELSE 0 END;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_leave_group(group_name text, members @extschema@.kafka_member_identity[])
+RETURNS TABLE (member_id text, group_instance_id text, error_code smallint)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text := group_name;
+    who @extschema@.kafka_member_identity;
+    mem @extschema@.kafka_group_members;
+    found_group boolean;
+BEGIN
+    IF members IS NULL THEN
+        RAISE EXCEPTION 'members must not be null' USING ERRCODE = '22004';
+    END IF;
+    -- Not the lock of a group the caller may not use (see
+    -- __kafka_join_check): its members then get 30, without it.
+    IF @extschema@._kafka_valid_group(g) AND @extschema@._kafka_authorized(g) THEN
+        PERFORM @extschema@._kafka_lock(g);
+        PERFORM @extschema@._kafka_expire(g);
+    END IF;
+    found_group := EXISTS (SELECT FROM @extschema@.kafka_groups k WHERE k.group_name = g);
+    FOREACH who IN ARRAY members LOOP
+        member_id := coalesce(who.member_id, '');
+        group_instance_id := who.group_instance_id;
+        mem := NULL;
+        IF NOT @extschema@._kafka_valid_group(g) THEN
+            error_code := 24;
+        ELSIF NOT @extschema@._kafka_authorized(g) THEN
+            error_code := 30;
+        ELSIF NOT found_group THEN
+            error_code := 25;
+        ELSIF member_id = '' THEN
+            SELECT * INTO mem FROM @extschema@.kafka_group_members k
+             WHERE k.group_name = g AND k.group_instance_id = who.group_instance_id;
+            error_code := CASE WHEN mem.member_id IS NULL THEN 25 ELSE 0 END;
+        ELSE
+            SELECT * INTO mem FROM @extschema@.kafka_group_members k
+             WHERE k.group_name = g AND k.member_id = _kafka_leave_group.member_id;
+            IF mem.member_id IS NOT NULL AND NOT mem.pending AND who.group_instance_id IS NOT NULL
+               AND EXISTS (SELECT FROM @extschema@.kafka_group_members k
+                            WHERE k.group_name = g AND k.group_instance_id = who.group_instance_id
+                              AND k.member_id <> _kafka_leave_group.member_id) THEN
+                error_code := 82;
+                mem := NULL;
+            ELSE
+                error_code := CASE WHEN mem.member_id IS NULL THEN 25 ELSE 0 END;
+            END IF;
+        END IF;
+        IF mem.member_id IS NOT NULL THEN
+            PERFORM @extschema@._kafka_remove_member(g, mem.member_id);
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_describe_groups(group_names text[])
+RETURNS TABLE (group_name text, error_code smallint, state text, protocol_type text,
+               protocol_data text, members @extschema@.kafka_member_description[])
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    grp @extschema@.kafka_groups;
+BEGIN
+    IF group_names IS NULL THEN
+        RAISE EXCEPTION 'group_names must not be null' USING ERRCODE = '22004';
+    END IF;
+    -- Several groups' locks: in name order, as kafka_list_groups takes them.
+    -- Only of groups the caller may use (see __kafka_join_check).
+    PERFORM @extschema@._kafka_lock(n) FROM (SELECT DISTINCT n FROM unnest(group_names) n
+                                              WHERE @extschema@._kafka_valid_group(n)
+                                                AND @extschema@._kafka_authorized(n) ORDER BY n) x;
+    FOREACH group_name IN ARRAY group_names LOOP
+        error_code := 0;
+        state := 'Dead';
+        protocol_type := '';
+        protocol_data := '';
+        members := '{}';
+        IF NOT @extschema@._kafka_valid_group(group_name) THEN
+            error_code := 24;
+        ELSIF NOT @extschema@._kafka_authorized(group_name) THEN
+            error_code := 30;
+        ELSE
+            PERFORM @extschema@._kafka_lock(group_name);
+            PERFORM @extschema@._kafka_expire(group_name);
+            SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = _kafka_describe_groups.group_name;
+            IF grp.group_name IS NOT NULL THEN
+                state := grp.state;
+                protocol_type := coalesce(grp.protocol_type, '');
+                IF grp.state = 'Stable' THEN
+                    protocol_data := grp.protocol_name;
+                END IF;
+                SELECT coalesce(array_agg(ROW(k.member_id, k.group_instance_id, k.client_id, k.client_host,
+                           CASE WHEN grp.state = 'Stable' THEN
+                                coalesce((SELECT p.metadata FROM unnest(k.protocols) p WHERE p.name = grp.protocol_name LIMIT 1), '\x')
+                           ELSE '\x' END,
+                           CASE WHEN grp.state = 'Stable' THEN coalesce(k.assignment, '\x') ELSE '\x' END
+                          )::@extschema@.kafka_member_description ORDER BY k.joined_at, k.member_id), '{}')
+                  INTO members
+                  FROM @extschema@.kafka_group_members k
+                 WHERE k.group_name = grp.group_name AND NOT k.pending;
+            ELSIF @extschema@._kafka_group_exists(group_name) THEN
+                state := 'Empty';
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_list_groups(states text[] DEFAULT NULL)
+RETURNS TABLE (group_name text, protocol_type text, state text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- Expire abandoned groups first, one lock at a time, in name order.
+    FOR group_name IN SELECT k.group_name FROM @extschema@.kafka_groups k
+                       WHERE k.state <> 'Empty' AND @extschema@._kafka_authorized(k.group_name)
+                       ORDER BY k.group_name LOOP
+        PERFORM @extschema@._kafka_lock(group_name);
+        PERFORM @extschema@._kafka_expire(group_name);
+    END LOOP;
+    RETURN QUERY
+    SELECT n.group_name, coalesce(k.protocol_type, ''), coalesce(k.state, 'Empty')
+      FROM (SELECT k2.group_name FROM @extschema@.kafka_groups k2
+            UNION SELECT o.group_name FROM @extschema@.group_offsets o) n
+      LEFT JOIN @extschema@.kafka_groups k ON k.group_name = n.group_name
+     WHERE @extschema@._kafka_valid_group(n.group_name)
+       AND (states IS NULL OR cardinality(states) = 0
+            OR lower(coalesce(k.state, 'Empty')) IN (SELECT lower(s) FROM unnest(states) s))
+       AND @extschema@._kafka_authorized(n.group_name)
+     ORDER BY n.group_name;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_delete_groups(group_names text[])
+RETURNS TABLE (group_name text, error_code smallint)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    grp @extschema@.kafka_groups;
+    t record;
+BEGIN
+    IF group_names IS NULL THEN
+        RAISE EXCEPTION 'group_names must not be null' USING ERRCODE = '22004';
+    END IF;
+    -- Several groups' locks: in name order, as kafka_list_groups takes them.
+    -- Only of groups the caller may use (see __kafka_join_check).
+    PERFORM @extschema@._kafka_lock(n) FROM (SELECT DISTINCT n FROM unnest(group_names) n
+                                              WHERE @extschema@._kafka_valid_group(n)
+                                                AND @extschema@._kafka_authorized(n) ORDER BY n) x;
+    FOREACH group_name IN ARRAY group_names LOOP
+        IF NOT @extschema@._kafka_valid_group(group_name) THEN
+            error_code := 24;
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF @extschema@._kafka_authorized(group_name) THEN
+            PERFORM @extschema@._kafka_lock(group_name);
+            PERFORM @extschema@._kafka_expire(group_name);
+        END IF;
+        SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = _kafka_delete_groups.group_name;
+        IF NOT @extschema@._kafka_group_exists(group_name) THEN
+            error_code := 69;
+        ELSIF NOT @extschema@._kafka_authorized(group_name) THEN
+            error_code := 30;
+        ELSIF grp.group_name IS NOT NULL AND grp.state <> 'Empty' THEN
+            error_code := 68;
+        ELSE
+            error_code := 0;
+            BEGIN
+                -- The SQL side's rules: refused while an SQL consumer of
+                -- the group is at work or a member is live.
+                FOR t IN SELECT DISTINCT c.name FROM @extschema@.topic_catalog c
+                          WHERE c.topic_id IN (SELECT o.topic_id FROM @extschema@.group_offsets o
+                                                WHERE o.group_name = _kafka_delete_groups.group_name
+                                               UNION SELECT gc.topic_id FROM @extschema@.group_catalog gc
+                                                WHERE gc.group_name = _kafka_delete_groups.group_name)
+                          ORDER BY c.name LOOP
+                    PERFORM @extschema@._delete_group(t.name, group_name);
+                END LOOP;
+                DELETE FROM @extschema@.kafka_groups k WHERE k.group_name = _kafka_delete_groups.group_name;
+                PERFORM @extschema@._kafka_group_touch(group_name);
+            EXCEPTION WHEN object_not_in_prerequisite_state OR lock_not_available THEN
+                error_code := 68;
+            END;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_offset_commit(group_name text, generation integer, member_id text,
+                                                group_instance_id text, offsets @extschema@.kafka_offset[])
+RETURNS TABLE (topic text, partition integer, error_code smallint)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text := group_name;
+    gen integer := coalesce(generation, -1);
+    m text := coalesce(member_id, '');
+    grp @extschema@.kafka_groups;
+    mem @extschema@.kafka_group_members;
+    o @extschema@.kafka_offset;
+    group_error smallint := 0;
+    tid integer;
+    nparts integer;
+BEGIN
+    IF offsets IS NULL THEN
+        RAISE EXCEPTION 'offsets must not be null' USING ERRCODE = '22004';
+    END IF;
+    IF NOT @extschema@._kafka_valid_group(g) THEN
+        group_error := 24;
+    ELSIF NOT @extschema@._kafka_authorized(g) THEN
+        -- Not the lock of a group the caller may not use (see __kafka_join_check).
+        group_error := 30;
+    ELSE
+        PERFORM @extschema@._kafka_lock(g);
+        PERFORM @extschema@._kafka_expire(g);
+        SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
+        IF NOT @extschema@._kafka_authorized(g) THEN
+            group_error := 30;
+        ELSIF grp.group_name IS NULL THEN
+            IF gen >= 0 THEN
+                group_error := 22;
+            ELSIF EXISTS (SELECT FROM @extschema@.group_members s
+                           WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
+                -- A simple consumer commits only while the group has no
+                -- members: a live SQL member-style consumer of the name is
+                -- one (it owns its partitions; see __kafka_join_begin).
+                group_error := 25;
+            END IF;
+        ELSIF gen >= 0 OR m <> '' OR group_instance_id IS NOT NULL THEN
+            SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
+            IF group_instance_id IS NOT NULL AND EXISTS (SELECT FROM @extschema@.kafka_group_members k
+                                                          WHERE k.group_name = g AND k.group_instance_id = _kafka_offset_commit.group_instance_id
+                                                            AND k.member_id <> m) THEN
+                group_error := 82;
+            ELSIF mem.member_id IS NULL OR mem.pending THEN
+                group_error := 25;
+            ELSIF gen <> grp.generation THEN
+                group_error := 22;
+            ELSIF grp.state = 'CompletingRebalance' THEN
+                group_error := 27;
+            ELSE
+                UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
+                 WHERE k.group_name = g AND k.member_id = m;
+            END IF;
+        ELSIF grp.state <> 'Empty'
+              OR EXISTS (SELECT FROM @extschema@.group_members s
+                          WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
+            group_error := 25;
+        END IF;
+    END IF;
+    FOREACH o IN ARRAY offsets LOOP
+        topic := o.topic;
+        partition := o.partition;
+        error_code := group_error;
+        IF error_code = 0 THEN
+            SELECT c.topic_id, c.partitions INTO tid, nparts FROM @extschema@.topic_catalog c WHERE c.name = o.topic;
+            IF tid IS NULL OR o.partition IS NULL OR o.partition < 0 OR o.partition >= nparts THEN
+                error_code := 3;
+            ELSIF NOT @extschema@.has_topic_privilege(@extschema@._caller(), o.topic, 'consume') THEN
+                error_code := 29;
+            ELSIF octet_length(o.metadata) > 4096 THEN
+                error_code := 12;
+            ELSIF o.committed_offset IS NULL OR o.committed_offset < 0
+                  OR o.committed_offset > @extschema@.high_watermark(o.topic, o.partition) THEN
+                error_code := 1;
+            ELSE
+                INSERT INTO @extschema@.group_offsets AS x (topic_id, group_name, partition, next_offset, committed_at, metadata)
+                VALUES (tid, g, o.partition, o.committed_offset, now(), o.metadata)
+                ON CONFLICT ON CONSTRAINT group_offsets_pkey DO UPDATE
+                   SET next_offset = excluded.next_offset, committed_at = excluded.committed_at,
+                       metadata = excluded.metadata;
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_offset_delete(group_name text, partitions @extschema@.kafka_topic_partition[])
+RETURNS TABLE (error_code smallint, topic text, partition integer, partition_error_code smallint)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text := group_name;
+    grp @extschema@.kafka_groups;
+    tp @extschema@.kafka_topic_partition;
+    subscribed text[] := '{}';
+    tid integer;
+BEGIN
+    IF partitions IS NULL THEN
+        RAISE EXCEPTION 'partitions must not be null' USING ERRCODE = '22004';
+    END IF;
+    IF NOT @extschema@._kafka_valid_group(g) THEN
+        RETURN QUERY SELECT 24::smallint, NULL::text, NULL::integer, NULL::smallint;
+        RETURN;
+    END IF;
+    -- Before the lock too (see __kafka_join_check); a group that does not
+    -- exist is authorized, and gets 69 below.
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN QUERY SELECT 30::smallint, NULL::text, NULL::integer, NULL::smallint;
+        RETURN;
+    END IF;
+    PERFORM @extschema@._kafka_lock(g);
+    PERFORM @extschema@._kafka_expire(g);
+    IF NOT @extschema@._kafka_group_exists(g) THEN
+        RETURN QUERY SELECT 69::smallint, NULL::text, NULL::integer, NULL::smallint;
+        RETURN;
+    END IF;
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN QUERY SELECT 30::smallint, NULL::text, NULL::integer, NULL::smallint;
+        RETURN;
+    END IF;
+    SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
+    IF grp.group_name IS NOT NULL AND grp.state <> 'Empty' THEN
+        IF grp.protocol_type IS DISTINCT FROM 'consumer' THEN
+            RETURN QUERY SELECT 68::smallint, NULL::text, NULL::integer, NULL::smallint;
+            RETURN;
+        END IF;
+        SELECT coalesce(array_agg(DISTINCT t), '{}') INTO subscribed
+          FROM @extschema@.kafka_group_members k, unnest(k.protocols) p,
+               unnest(@extschema@._kafka_subscription_topics(p.metadata)) t
+         WHERE k.group_name = g AND NOT k.pending;
+    END IF;
+    FOREACH tp IN ARRAY partitions LOOP
+        topic := tp.topic;
+        partition := tp.partition;
+        error_code := 0;
+        SELECT c.topic_id INTO tid FROM @extschema@.topic_catalog c WHERE c.name = tp.topic;
+        IF tid IS NULL OR NOT EXISTS (SELECT FROM @extschema@.partition_catalog pc
+                                       WHERE pc.topic_id = tid AND pc.partition = tp.partition) THEN
+            partition_error_code := 3;
+        ELSIF NOT @extschema@.has_topic_privilege(@extschema@._caller(), tp.topic, 'consume') THEN
+            partition_error_code := 29;
+        ELSIF tp.topic = ANY (subscribed)
+              OR EXISTS (SELECT FROM @extschema@.group_offsets o
+                          WHERE o.topic_id = tid AND o.group_name = g AND o.partition = tp.partition
+                            AND o.owner_member IS NOT NULL) THEN
+            partition_error_code := 86;
+        ELSE
+            DELETE FROM @extschema@.group_offsets o
+             WHERE o.topic_id = tid AND o.group_name = g AND o.partition = tp.partition;
+            partition_error_code := 0;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;

@@ -662,6 +662,11 @@ AS $$
 DECLARE
     epoch bigint := @extschema@._kafka_group_epoch(group_name);
 BEGIN
+    -- Authorized before the lock too: a role that may not use the group
+    -- must not hold its lock (in a transaction block) and stall it.
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
     PERFORM @extschema@._kafka_lock(group_name);
     PERFORM @extschema@._kafka_expire(group_name);
     IF NOT @extschema@._kafka_authorized(group_name) THEN
@@ -776,6 +781,10 @@ BEGIN
     IF NOT @extschema@._kafka_valid_group(g) THEN
         RETURN @extschema@._kafka_error(24, m, epoch);
     END IF;
+    -- Before the lock too (see __kafka_join_check).
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN @extschema@._kafka_error(30, m, epoch);
+    END IF;
     PERFORM @extschema@._kafka_lock(g);
     PERFORM @extschema@._kafka_expire(g);
     IF NOT @extschema@._kafka_authorized(g) THEN
@@ -838,6 +847,11 @@ AS $$
 DECLARE
     epoch bigint := @extschema@._kafka_group_epoch(group_name);
 BEGIN
+    -- Authorized before the lock too: a role that may not use the group
+    -- must not hold its lock (in a transaction block) and stall it.
+    IF NOT @extschema@._kafka_authorized(group_name) THEN
+        RETURN @extschema@._kafka_error(30, member_id, epoch);
+    END IF;
     PERFORM @extschema@._kafka_lock(group_name);
     PERFORM @extschema@._kafka_expire(group_name);
     IF NOT @extschema@._kafka_authorized(group_name) THEN
@@ -898,6 +912,10 @@ BEGIN
     IF NOT @extschema@._kafka_valid_group(g) THEN
         RETURN 24;
     END IF;
+    -- Before the lock too (see __kafka_join_check).
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN 30;
+    END IF;
     PERFORM @extschema@._kafka_lock(g);
     PERFORM @extschema@._kafka_expire(g);
     IF NOT @extschema@._kafka_authorized(g) THEN
@@ -953,7 +971,9 @@ BEGIN
     IF members IS NULL THEN
         RAISE EXCEPTION 'members must not be null' USING ERRCODE = '22004';
     END IF;
-    IF @extschema@._kafka_valid_group(g) THEN
+    -- Not the lock of a group the caller may not use (see
+    -- __kafka_join_check): its members then get 30, without it.
+    IF @extschema@._kafka_valid_group(g) AND @extschema@._kafka_authorized(g) THEN
         PERFORM @extschema@._kafka_lock(g);
         PERFORM @extschema@._kafka_expire(g);
     END IF;
@@ -1028,8 +1048,10 @@ BEGIN
         RAISE EXCEPTION 'group_names must not be null' USING ERRCODE = '22004';
     END IF;
     -- Several groups' locks: in name order, as kafka_list_groups takes them.
+    -- Only of groups the caller may use (see __kafka_join_check).
     PERFORM @extschema@._kafka_lock(n) FROM (SELECT DISTINCT n FROM unnest(group_names) n
-                                              WHERE @extschema@._kafka_valid_group(n) ORDER BY n) x;
+                                              WHERE @extschema@._kafka_valid_group(n)
+                                                AND @extschema@._kafka_authorized(n) ORDER BY n) x;
     FOREACH group_name IN ARRAY group_names LOOP
         error_code := 0;
         state := 'Dead';
@@ -1087,7 +1109,8 @@ AS $$
 BEGIN
     -- Expire abandoned groups first, one lock at a time, in name order.
     FOR group_name IN SELECT k.group_name FROM @extschema@.kafka_groups k
-                       WHERE k.state <> 'Empty' ORDER BY k.group_name LOOP
+                       WHERE k.state <> 'Empty' AND @extschema@._kafka_authorized(k.group_name)
+                       ORDER BY k.group_name LOOP
         PERFORM @extschema@._kafka_lock(group_name);
         PERFORM @extschema@._kafka_expire(group_name);
     END LOOP;
@@ -1127,16 +1150,20 @@ BEGIN
         RAISE EXCEPTION 'group_names must not be null' USING ERRCODE = '22004';
     END IF;
     -- Several groups' locks: in name order, as kafka_list_groups takes them.
+    -- Only of groups the caller may use (see __kafka_join_check).
     PERFORM @extschema@._kafka_lock(n) FROM (SELECT DISTINCT n FROM unnest(group_names) n
-                                              WHERE @extschema@._kafka_valid_group(n) ORDER BY n) x;
+                                              WHERE @extschema@._kafka_valid_group(n)
+                                                AND @extschema@._kafka_authorized(n) ORDER BY n) x;
     FOREACH group_name IN ARRAY group_names LOOP
         IF NOT @extschema@._kafka_valid_group(group_name) THEN
             error_code := 24;
             RETURN NEXT;
             CONTINUE;
         END IF;
-        PERFORM @extschema@._kafka_lock(group_name);
-        PERFORM @extschema@._kafka_expire(group_name);
+        IF @extschema@._kafka_authorized(group_name) THEN
+            PERFORM @extschema@._kafka_lock(group_name);
+            PERFORM @extschema@._kafka_expire(group_name);
+        END IF;
         SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = _kafka_delete_groups.group_name;
         IF NOT @extschema@._kafka_group_exists(group_name) THEN
             error_code := 69;
@@ -1205,6 +1232,9 @@ BEGIN
     END IF;
     IF NOT @extschema@._kafka_valid_group(g) THEN
         group_error := 24;
+    ELSIF NOT @extschema@._kafka_authorized(g) THEN
+        -- Not the lock of a group the caller may not use (see __kafka_join_check).
+        group_error := 30;
     ELSE
         PERFORM @extschema@._kafka_lock(g);
         PERFORM @extschema@._kafka_expire(g);
@@ -1214,6 +1244,12 @@ BEGIN
         ELSIF grp.group_name IS NULL THEN
             IF gen >= 0 THEN
                 group_error := 22;
+            ELSIF EXISTS (SELECT FROM @extschema@.group_members s
+                           WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
+                -- A simple consumer commits only while the group has no
+                -- members: a live SQL member-style consumer of the name is
+                -- one (it owns its partitions; see __kafka_join_begin).
+                group_error := 25;
             END IF;
         ELSIF gen >= 0 OR m <> '' OR group_instance_id IS NOT NULL THEN
             SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
@@ -1231,7 +1267,9 @@ BEGIN
                 UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
                  WHERE k.group_name = g AND k.member_id = m;
             END IF;
-        ELSIF grp.state <> 'Empty' THEN
+        ELSIF grp.state <> 'Empty'
+              OR EXISTS (SELECT FROM @extschema@.group_members s
+                          WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
             group_error := 25;
         END IF;
     END IF;
@@ -1347,6 +1385,12 @@ BEGIN
     END IF;
     IF NOT @extschema@._kafka_valid_group(g) THEN
         RETURN QUERY SELECT 24::smallint, NULL::text, NULL::integer, NULL::smallint;
+        RETURN;
+    END IF;
+    -- Before the lock too (see __kafka_join_check); a group that does not
+    -- exist is authorized, and gets 69 below.
+    IF NOT @extschema@._kafka_authorized(g) THEN
+        RETURN QUERY SELECT 30::smallint, NULL::text, NULL::integer, NULL::smallint;
         RETURN;
     END IF;
     PERFORM @extschema@._kafka_lock(g);
