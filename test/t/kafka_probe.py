@@ -10,6 +10,8 @@ versions, and broken frames.  Usage:
   kafka_probe.py HOST PORT badframes
   kafka_probe.py HOST PORT mutations COUNT SEED
   kafka_probe.py HOST PORT hold         (connects, answers one request, waits)
+  kafka_probe.py HOST PORT twice        (Metadata v1, then again on the same
+                                         connection after a line on stdin)
 
 It prints one line per finding; the TAP test compares them.
 """
@@ -315,6 +317,57 @@ def cmd_hold(host, port):
     print('hold then: %s' % outcome(s), flush=True)
 
 
+def metadata_topics(s, version, req):
+    """(name, error, topic id) of each topic of a Metadata response."""
+    flexible = version >= 9
+    s.sendall(req)
+    data = read_frame(s)
+    if data is None:
+        return None
+    r = Reader(data)
+    r.i32()
+    r.tags(flexible)
+    if version >= 3:
+        r.i32()
+    for _ in range(r.array_len(flexible)):
+        r.i32(), r.string(flexible), r.i32()
+        if version >= 1:
+            r.string(flexible)
+        r.tags(flexible)
+    if version >= 2:
+        r.string(flexible)
+    if version >= 1:
+        r.i32()
+    topics = []
+    for _ in range(r.array_len(flexible)):
+        error = r.i16()
+        name = r.string(flexible)
+        topic_id = r.take(16) if version >= 10 else None
+        if version >= 1:
+            r.i8()
+        for _ in range(r.array_len(flexible)):
+            r.i16(), r.i32(), r.i32()
+            if version >= 7:
+                r.i32()
+            for _ in range(2 if version < 5 else 3):
+                [r.i32() for _ in range(r.array_len(flexible))]
+            r.tags(flexible)
+        if version >= 8:
+            r.i32()
+        r.tags(flexible)
+        topics.append((name, error, topic_id))
+    return topics
+
+
+def cmd_twice(host, port):
+    s = connect(host, port)
+    got = metadata_topics(s, 1, metadata_request(1, None))
+    print('first: %s' % ('closed' if got is None else '%d topics' % len(got)), flush=True)
+    sys.stdin.readline()
+    got = metadata_topics(s, 1, metadata_request(1, None))
+    print('second: %s' % ('closed' if got is None else '%d topics' % len(got)), flush=True)
+
+
 def main():
     host, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     args = sys.argv[4:]
@@ -328,6 +381,8 @@ def main():
         cmd_mutations(host, port, int(args[0]), int(args[1]))
     elif cmd == 'hold':
         cmd_hold(host, port)
+    elif cmd == 'twice':
+        cmd_twice(host, port)
     else:
         sys.exit('unknown command %s' % cmd)
 
