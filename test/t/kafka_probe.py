@@ -10,6 +10,7 @@ versions, and broken frames.  Usage:
   kafka_probe.py HOST PORT badframes
   kafka_probe.py HOST PORT mutations COUNT SEED
   kafka_probe.py HOST PORT hold         (connects, answers one request, waits)
+  kafka_probe.py HOST PORT byid         (Metadata v12 by topic id)
   kafka_probe.py HOST PORT twice        (Metadata v1, then again on the same
                                          connection after a line on stdin)
 
@@ -359,6 +360,35 @@ def metadata_topics(s, version, req):
     return topics
 
 
+def cmd_byid(host, port):
+    """Every topic asked for by its id (twice each, among 20000 ids of
+    which the others are unknown), and the zero id."""
+    s = connect(host, port)
+    known = metadata_topics(s, 12, metadata_request(12, None))
+    ids = [t[2] for t in known]
+    # Each differs from its topic's id in its first bytes, and from every
+    # other topic's in its last four (the catalog's topic id).
+    unknown = [bytes([t[2][0] ^ (i >> 8 & 255), t[2][1] ^ (i & 255)]) + t[2][2:]
+               for i in range(1, 20000 // max(len(ids), 1) + 1) for t in known]
+    asked = ids + ids + unknown + [b'\x00' * 16]
+    random.Random(1).shuffle(asked)
+    body = uvarint(len(asked) + 1)
+    for u in asked:
+        body += u + b'\x00' + b'\x00'    # the id, a null name, no tags
+    body += b'\x00' + b'\x00' + b'\x00'
+    got = metadata_topics(s, 12, frame(header(3, 12, 1, True) + body))
+    by_error = {}
+    for name, error, topic_id in got:
+        by_error.setdefault(error, []).append(name)
+    named = sorted(n for n in by_error.pop(0, []))
+    print('found %s' % ','.join(named))
+    print('right ids %s' % all(t[2] == dict((k[0], k[2]) for k in known)[t[0]]
+                                for t in got if t[1] == 0))
+    print('asked %d distinct, answered %d' % (len(set(asked)), len(got)))
+    for error in sorted(by_error):
+        print('error=%d count=%d names=%s' % (error, len(by_error[error]), set(by_error[error])))
+
+
 def cmd_twice(host, port):
     s = connect(host, port)
     got = metadata_topics(s, 1, metadata_request(1, None))
@@ -381,6 +411,8 @@ def main():
         cmd_mutations(host, port, int(args[0]), int(args[1]))
     elif cmd == 'hold':
         cmd_hold(host, port)
+    elif cmd == 'byid':
+        cmd_byid(host, port)
     elif cmd == 'twice':
         cmd_twice(host, port)
     else:
