@@ -19,6 +19,8 @@
 #include "log.h"
 #include "server.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,39 @@ kpg_close(KConn *conn)
 		PQfinish(pg);
 }
 
+/*
+ * Whether an idle session is still there.  A session ended while idle
+ * (pg_terminate_backend, a server restart, idle_session_timeout) has sent
+ * its last message and closed its socket, but libpq only notices when it
+ * next reads: the request after it would fail and close its client's
+ * connection.  Reading what is pending first tells, without sending
+ * anything, so no query can run twice.
+ */
+static bool
+session_alive(PGconn *pg)
+{
+	/* Bounded: an idle session has little to say (a notice, a status). */
+	for (int i = 0; i < 16; i++)
+	{
+		struct pollfd pfd;
+		int			rc;
+
+		pfd.fd = PQsocket(pg);
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (pfd.fd < 0)
+			return false;
+		rc = poll(&pfd, 1, 0);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			break;
+		if (!PQconsumeInput(pg))
+			return false;
+	}
+	return PQstatus(pg) == CONNECTION_OK;
+}
+
 static bool
 connect_pg(KConn *conn)
 {
@@ -79,8 +114,10 @@ connect_pg(KConn *conn)
 
 	if (conn->pg != NULL)
 	{
-		if (PQstatus(conn->pg) == CONNECTION_OK)
+		if (session_alive(conn->pg))
 			return true;
+		klog(KLOG_DEBUG, "conn %llu (%s): the PostgreSQL session has ended: reconnecting",
+			 (unsigned long long) conn->id, conn->peer);
 		kpg_close(conn);
 	}
 	if (kshutting_down())

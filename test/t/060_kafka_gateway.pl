@@ -230,6 +230,30 @@ like($out, qr/^topic \.\. error=17 partitions= ops=-2147483648 id=zero\ntopic ba
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'metadata', 1, 'audit.log');
 like($out, qr/^topic audit\.log error=0 partitions=0:0 ops=None id=none\nrest=0$/m, 'Metadata v1 of one topic');
 
+# By topic id: each known id once, however often asked, among 20000 unknown
+# ids (UNKNOWN_TOPIC_ID) and the zero id (INVALID_REQUEST).
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'byid');
+is($out, 'found ' . join(',', sort keys %sql_topics) . "\nright ids True\nasked 20002 distinct, answered 20002\n"
+    . "error=42 count=1 names={None}\nerror=100 count=19998 names={None}\n",
+    'Metadata v12 by topic id') or diag($err);
+
+# A session that died between two requests (pg_terminate_backend, a server
+# restart) is noticed before the next one, which reconnects and is answered.
+my ($tin, $tout) = ('', '');
+my $twice = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'twice' ],
+    '<', \$tin, '>', \$tout, '2>', \my $terr);
+$twice->pump until $tout =~ /^first: .*\n/m;
+is($tout, "first: 3 topics\n", 'a client lists the topics');
+$node->safe_psql('postgres', q{
+    SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'});
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
+    'its gateway session is terminated');
+$tin .= "\n";
+$twice->finish;
+is($tout, "first: 3 topics\nsecond: 3 topics\n", 'its next request on the same connection is answered')
+    or diag($terr);
+
 # A role that may not read the catalog sees no topic.
 $node->safe_psql('postgres', q{
     CREATE ROLE blind LOGIN;

@@ -10,6 +10,9 @@ versions, and broken frames.  Usage:
   kafka_probe.py HOST PORT badframes
   kafka_probe.py HOST PORT mutations COUNT SEED
   kafka_probe.py HOST PORT hold         (connects, answers one request, waits)
+  kafka_probe.py HOST PORT byid         (Metadata v12 by topic id)
+  kafka_probe.py HOST PORT twice        (Metadata v1, then again on the same
+                                         connection after a line on stdin)
 
 It prints one line per finding; the TAP test compares them.
 """
@@ -315,6 +318,86 @@ def cmd_hold(host, port):
     print('hold then: %s' % outcome(s), flush=True)
 
 
+def metadata_topics(s, version, req):
+    """(name, error, topic id) of each topic of a Metadata response."""
+    flexible = version >= 9
+    s.sendall(req)
+    data = read_frame(s)
+    if data is None:
+        return None
+    r = Reader(data)
+    r.i32()
+    r.tags(flexible)
+    if version >= 3:
+        r.i32()
+    for _ in range(r.array_len(flexible)):
+        r.i32(), r.string(flexible), r.i32()
+        if version >= 1:
+            r.string(flexible)
+        r.tags(flexible)
+    if version >= 2:
+        r.string(flexible)
+    if version >= 1:
+        r.i32()
+    topics = []
+    for _ in range(r.array_len(flexible)):
+        error = r.i16()
+        name = r.string(flexible)
+        topic_id = r.take(16) if version >= 10 else None
+        if version >= 1:
+            r.i8()
+        for _ in range(r.array_len(flexible)):
+            r.i16(), r.i32(), r.i32()
+            if version >= 7:
+                r.i32()
+            for _ in range(2 if version < 5 else 3):
+                [r.i32() for _ in range(r.array_len(flexible))]
+            r.tags(flexible)
+        if version >= 8:
+            r.i32()
+        r.tags(flexible)
+        topics.append((name, error, topic_id))
+    return topics
+
+
+def cmd_byid(host, port):
+    """Every topic asked for by its id (twice each, among 20000 ids of
+    which the others are unknown), and the zero id."""
+    s = connect(host, port)
+    known = metadata_topics(s, 12, metadata_request(12, None))
+    ids = [t[2] for t in known]
+    # Each differs from its topic's id in its first bytes, and from every
+    # other topic's in its last four (the catalog's topic id).
+    unknown = [bytes([t[2][0] ^ (i >> 8 & 255), t[2][1] ^ (i & 255)]) + t[2][2:]
+               for i in range(1, 20000 // max(len(ids), 1) + 1) for t in known]
+    asked = ids + ids + unknown + [b'\x00' * 16]
+    random.Random(1).shuffle(asked)
+    body = uvarint(len(asked) + 1)
+    for u in asked:
+        body += u + b'\x00' + b'\x00'    # the id, a null name, no tags
+    body += b'\x00' + b'\x00' + b'\x00'
+    got = metadata_topics(s, 12, frame(header(3, 12, 1, True) + body))
+    by_error = {}
+    for name, error, topic_id in got:
+        by_error.setdefault(error, []).append(name)
+    named = sorted(n for n in by_error.pop(0, []))
+    print('found %s' % ','.join(named))
+    print('right ids %s' % all(t[2] == dict((k[0], k[2]) for k in known)[t[0]]
+                                for t in got if t[1] == 0))
+    print('asked %d distinct, answered %d' % (len(set(asked)), len(got)))
+    for error in sorted(by_error):
+        print('error=%d count=%d names=%s' % (error, len(by_error[error]), set(by_error[error])))
+
+
+def cmd_twice(host, port):
+    s = connect(host, port)
+    got = metadata_topics(s, 1, metadata_request(1, None))
+    print('first: %s' % ('closed' if got is None else '%d topics' % len(got)), flush=True)
+    sys.stdin.readline()
+    got = metadata_topics(s, 1, metadata_request(1, None))
+    print('second: %s' % ('closed' if got is None else '%d topics' % len(got)), flush=True)
+
+
 def main():
     host, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     args = sys.argv[4:]
@@ -328,6 +411,10 @@ def main():
         cmd_mutations(host, port, int(args[0]), int(args[1]))
     elif cmd == 'hold':
         cmd_hold(host, port)
+    elif cmd == 'byid':
+        cmd_byid(host, port)
+    elif cmd == 'twice':
+        cmd_twice(host, port)
     else:
         sys.exit('unknown command %s' % cmd)
 
