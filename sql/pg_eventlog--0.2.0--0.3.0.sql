@@ -5201,3 +5201,60 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- drop_topic: a drop that waited for a concurrent drop of the same topic
+-- reports that the topic does not exist instead of succeeding.
+CREATE OR REPLACE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old_id integer;
+    seg record;
+BEGIN
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT t.topic_id INTO old_id
+      FROM @extschema@.topic_catalog t WHERE t.name = _drop_topic.topic;
+    IF NOT FOUND THEN
+        IF coalesce(if_exists, false) THEN
+            RAISE NOTICE 'topic "%" does not exist, skipping', topic;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
+    -- A concurrent drop_topic that committed while this one waited for the
+    -- row leaves nothing to lock: the topic is gone, as if it had not been
+    -- found above.
+    IF NOT FOUND THEN
+        IF coalesce(if_exists, false) THEN
+            RAISE NOTICE 'topic "%" does not exist, skipping', topic;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    -- Wait for a maintenance round of the topic in progress, and keep the
+    -- next ones away (they skip a topic whose round lock is taken): a round
+    -- that rolled a partition commits a new segment, which the list below
+    -- must see, or its table would outlive the topic (its catalog row goes
+    -- with the partition's).
+    PERFORM @extschema@._lock_maintenance(old_id);
+    FOR seg IN SELECT s.table_name FROM @extschema@.segment_catalog s
+                WHERE s.topic_id = old_id ORDER BY s.partition, s.segment_no
+    LOOP
+        -- CASCADE: objects made to depend on a segment (a view by the
+        -- extension owner, a regclass constant by anyone) go with it.
+        EXECUTE format('DROP TABLE IF EXISTS eventlog_segments.%I CASCADE', seg.table_name);
+    END LOOP;
+    DELETE FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id;
+    PERFORM @extschema@._forget_topic(old_id);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._drop_topic(text, boolean) IS
+'internal: the body of eventlog.drop_topic, run as the extension owner on behalf of the caller eventlog.drop_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._drop_topic(text, boolean) FROM PUBLIC;

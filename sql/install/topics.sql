@@ -340,6 +340,17 @@ BEGIN
     END IF;
     PERFORM @extschema@._authorize(topic, 'owner');
     PERFORM FROM @extschema@.topic_catalog t WHERE t.topic_id = old_id FOR UPDATE;
+    -- A concurrent drop_topic that committed while this one waited for the
+    -- row leaves nothing to lock: the topic is gone, as if it had not been
+    -- found above.
+    IF NOT FOUND THEN
+        IF coalesce(if_exists, false) THEN
+            RAISE NOTICE 'topic "%" does not exist, skipping', topic;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
     -- Wait for a maintenance round of the topic in progress, and keep the
     -- next ones away (they skip a topic whose round lock is taken): a round
     -- that rolled a partition commits a new segment, which the list below
