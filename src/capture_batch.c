@@ -81,6 +81,7 @@ typedef struct ElChange
 								 * whose rollback would undo their records */
 	Oid			userid;			/* the role that captured it */
 	int32		partition;
+	int32		topic_id;		/* the topic's, when captured */
 	text	   *topic;
 	ElRecordIn	rec;
 	Size		size;			/* of the allocation */
@@ -218,6 +219,7 @@ el_capture_change(ElCapture *cap, char op, HeapTuple before, HeapTuple after,
 {
 	ElRecordIn	rec;
 	int32		partition;
+	int32		topic_id;
 	Size		head = MAXALIGN(sizeof(ElChange));
 	Size		topic_size = MAXALIGN(VARSIZE_ANY(cap->topic));
 	Size		key_size = MAXALIGN(VARSIZE_ANY(key));
@@ -228,7 +230,7 @@ el_capture_change(ElCapture *cap, char op, HeapTuple before, HeapTuple after,
 	memset(&rec, 0, sizeof(rec));
 	rec.key = key;
 	rec.value = (struct varlena *) el_capture_envelope(cap, op, before, after, snapshot);
-	partition = el_produce_route(cap->topic, &rec);
+	partition = el_produce_route(cap->topic, &rec, &topic_id);
 	value_size = MAXALIGN(VARSIZE(rec.value));
 
 	el_pending_context();
@@ -240,6 +242,7 @@ el_capture_change(ElCapture *cap, char op, HeapTuple before, HeapTuple after,
 	c->exec_level = el_exec_level;
 	c->userid = GetUserId();
 	c->partition = partition;
+	c->topic_id = topic_id;
 	c->topic = (text *) (p + head);
 	memcpy(c->topic, cap->topic, VARSIZE_ANY(cap->topic));
 	c->rec.key = (text *) (p + head + topic_size);
@@ -292,13 +295,15 @@ el_produce_run(ElChange **changes, int n)
 		int			j = i;
 
 		while (j < n && sorted[j]->partition == sorted[i]->partition &&
+			   sorted[j]->topic_id == sorted[i]->topic_id &&
 			   VARSIZE_ANY(sorted[j]->topic) == VARSIZE_ANY(sorted[i]->topic) &&
 			   memcmp(sorted[j]->topic, sorted[i]->topic, VARSIZE_ANY(sorted[i]->topic)) == 0)
 		{
 			recs[j - i] = sorted[j]->rec;
 			j++;
 		}
-		el_produce_to_partition(sorted[i]->topic, sorted[i]->partition, recs, j - i,
+		el_produce_to_partition(sorted[i]->topic, sorted[i]->topic_id,
+								sorted[i]->partition, recs, j - i,
 								sorted[i]->userid);
 		i = j;
 	}

@@ -251,11 +251,13 @@ el_produce(PG_FUNCTION_ARGS)
  * Change capture (capture_batch.c), when it captures a change: the checks
  * eventlog.produce makes of a record before it takes an offset, for the
  * current user, and the partition the record's key picks.  The record is
- * produced later, with others, by el_produce_to_partition.  Does not
- * produce the changes captured so far, as eventlog.produce does first.
+ * produced later, with others, by el_produce_to_partition, given the
+ * topic's id ("*topic_id") so that it can tell the topic from one created
+ * again under its name meanwhile.  Does not produce the changes captured
+ * so far, as eventlog.produce does first.
  */
 int32
-el_produce_route(text *name, const ElRecordIn *rec)
+el_produce_route(text *name, const ElRecordIn *rec, int32 *topic_id)
 {
 	ElTopic    *topic = el_topic_get(name);
 
@@ -264,6 +266,7 @@ el_produce_route(text *name, const ElRecordIn *rec)
 	el_check_writable();
 	el_check_json_record(rec);
 	el_require_topic_privilege(topic, GetUserId(), EL_PRIV_PRODUCE);
+	*topic_id = topic->topic_id;
 	return el_choose_partition(topic, rec, false, 0);
 }
 
@@ -272,13 +275,25 @@ el_produce_route(text *name, const ElRecordIn *rec)
  * by el_produce_route when they were captured, produced for the role that
  * captured them ("userid", who may not be the current user when a
  * statement run by another role produces them).
+ *
+ * Their partition was chosen from the key and the partition count of the
+ * topic "topic_id" when they were captured.  If another transaction has
+ * dropped that topic and created one under its name since, that choice
+ * means nothing for the new topic (its count may differ, a partition may
+ * not exist): the statement fails, as a produce call does in that case.
  */
 void
-el_produce_to_partition(text *name, int32 partition, const ElRecordIn *records,
-						int count, Oid userid)
+el_produce_to_partition(text *name, int32 topic_id, int32 partition,
+						const ElRecordIn *records, int count, Oid userid)
 {
 	ElTopic    *topic = el_topic_get(name);
 
+	if (topic->topic_id != topic_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("topic \"%s\" was dropped while records were produced to it",
+						topic->name),
+				 errdetail("Another transaction dropped it and created it again under the same name after this statement captured changes for it.")));
 	el_require_format(topic, false, EL_FORMAT_CAPTURE);
 	el_check_writable();
 	el_check_partition(topic, partition);

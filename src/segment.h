@@ -63,8 +63,9 @@ extern void el_check_json_record(const ElRecordIn *rec);
 extern int	el_max_record_bytes;
 
 /* produce.c: what change capture (capture_batch.c) produces through */
-extern int32 el_produce_route(text *name, const ElRecordIn *rec);
-extern void el_produce_to_partition(text *name, int32 partition,
+extern int32 el_produce_route(text *name, const ElRecordIn *rec,
+							   int32 *topic_id);
+extern void el_produce_to_partition(text *name, int32 topic_id, int32 partition,
 									const ElRecordIn *records, int count,
 									Oid userid);
 
