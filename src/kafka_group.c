@@ -97,7 +97,12 @@ el_kafka_group_init(void)
 							"Kafka's group.initial.rebalance.delay.ms; each new member in the wait extends it, up to the rebalance timeout.",
 							&el_kafka_initial_rebalance_delay,
 							3000, 0, 300000,
-							PGC_USERSET, GUC_UNIT_MS,
+							/*
+							 * Not USERSET: it is the group's, not the
+							 * session's, and a member could otherwise
+							 * rush a rebalance the others wait for.
+							 */
+							PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("eventlog.kafka_min_session_timeout",
 							"Shortest session timeout a Kafka group member may ask for.",
