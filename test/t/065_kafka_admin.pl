@@ -402,6 +402,14 @@ is(sql(q{SELECT string_agg(name, ',' ORDER BY name) FROM eventlog.topic_catalog 
 like(slurp_file($gwlog), qr/CreateTopics request names 10001 topics, more than 10000: closing/, 'the bound is logged');
 is(kcat_topics() =~ /ck-a:3/ ? 1 : 0, 1, 'kcat -L still works');
 
+# Mutated administrative requests of every version (bytes after the api
+# key and version changed, frames cut short): each answered or closed.
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'adminmutations', 1000, 65);
+like($out, qr/^(?:answered=\d+ )?closed=\d+\n\z/, '1000 mutated administrative requests: each answered or closed') or diag($err);
+note("mutated administrative requests: $out");
+is(consistent(), '0/0', 'no partial state after them');
+is(kcat_topics() =~ /ck-a:3/ ? 1 : 0, 1, 'kcat -L still works after them');
+
 # One topic of a request failing leaves the others.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'create', 4, 'create', 'one:2:1', 'huge:100000:1', 'two:1:1');
 like($out, qr/^topic one error=0\ntopic huge error=37 msg=too many partitions\ntopic two error=0\nrest=0$/,

@@ -19,6 +19,7 @@ versions, and broken frames.  Usage:
   kafka_probe.py HOST PORT configs VERSION TYPE:NAME[:KEY,KEY] ...
   kafka_probe.py HOST PORT cluster VERSION ops|noops ENDPOINT_TYPE
   kafka_probe.py HOST PORT adminhostile (thousands of topics, absurd values)
+  kafka_probe.py HOST PORT adminmutations COUNT SEED
   kafka_probe.py HOST PORT unsupported API_KEY
 
 It prints one line per finding; the TAP test compares them.
@@ -759,6 +760,36 @@ def cmd_adminhostile(host, port):
     print('create of 10001 topics: %s' % ('closed' if r is None else 'answered'))
 
 
+def cmd_adminmutations(host, port, count, seed):
+    """Mutated administrative requests of every version: each answered or
+    closed, never a crash."""
+    rnd = random.Random(seed)
+    topic = ('mut-t', 2, -1, [], {'retention.ms': '60000', 'segment.bytes': '1048576'})
+    valid = [frame(header(19, v, 1, v >= 5) + create_topics_body(v, [topic], True)) for v in range(8)]
+    valid += [frame(header(20, v, 1, v >= 4) + delete_topics_body(v, ['mut-none', 'sql-topic'] if v < 6 else
+                                                                     ['mut-none', (None, b'\x01' * 16)]))
+              for v in range(7)]
+    valid += [frame(header(37, v, 1, v >= 2) + create_partitions_body(v, [('mut-none', 3, None), ('x', 2, [[0]])], True))
+              for v in range(4)]
+    valid += [frame(header(32, v, 1, v >= 4) + describe_configs_body(v, [(2, 'sql-topic', None), (4, '0', ['num.partitions'])]))
+              for v in range(5)]
+    valid += [frame(header(60, v, 1, True) + b'\x01' + (b'\x01' if v else b'') + b'\x00') for v in range(2)]
+    outcomes = {}
+    for _ in range(count):
+        f = bytearray(rnd.choice(valid))
+        for _ in range(rnd.randint(1, 4)):
+            i = rnd.randrange(8, len(f))
+            f[i] = rnd.randrange(256)
+        if rnd.random() < 0.2:
+            f = f[:rnd.randrange(8, len(f))]
+            f[0:4] = struct.pack('>i', len(f) - 4)
+        s = connect(host, port)
+        o = outcome(s).split(' ')[0] if send(s, bytes(f)) else 'closed'
+        outcomes[o] = outcomes.get(o, 0) + 1
+        s.close()
+    print(' '.join('%s=%d' % kv for kv in sorted(outcomes.items())))
+
+
 def cmd_unsupported(host, port, api_key):
     s = connect(host, port)
     # InitProducerId v0: a null transactional id and a timeout.
@@ -795,6 +826,8 @@ def main():
         cmd_cluster(host, port, int(args[0]), args[1] == 'ops', int(args[2]))
     elif cmd == 'adminhostile':
         cmd_adminhostile(host, port)
+    elif cmd == 'adminmutations':
+        cmd_adminmutations(host, port, int(args[0]), int(args[1]))
     elif cmd == 'unsupported':
         cmd_unsupported(host, port, int(args[0]))
     else:
