@@ -151,8 +151,10 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 	api = kapi_find(req.api_key);
 	if (api == NULL)
 	{
-		klog(KLOG_WARNING, "conn %llu (%s): unknown or unsupported API key %d (correlation id %d): closing",
-			 id, conn->peer, req.api_key, req.correlation_id);
+		const char *why = kapi_unsupported_reason(req.api_key);
+
+		klog(KLOG_WARNING, "conn %llu (%s): unknown or unsupported API key %d (correlation id %d)%s%s: closing",
+			 id, conn->peer, req.api_key, req.correlation_id, why ? ": " : "", why ? why : "");
 		return false;
 	}
 	supported = req.api_version >= api->min_version && req.api_version <= api->max_version;

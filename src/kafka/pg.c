@@ -154,10 +154,19 @@ PGresult *
 kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
 		 char sqlstate[6])
 {
+	return kpg_exec_msg(conn, sql, nparams, params, sqlstate, NULL, 0);
+}
+
+PGresult *
+kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
+			 char sqlstate[6], char *msg, size_t msgsize)
+{
 	PGresult   *res;
 	ExecStatusType st;
 
 	sqlstate[0] = '\0';
+	if (msg != NULL && msgsize > 0)
+		msg[0] = '\0';
 	if (!connect_pg(conn))
 		return NULL;
 
@@ -189,6 +198,9 @@ kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
 			sqlstate[i] = code[i];
 		sqlstate[i] = '\0';
 	}
+	if (msg != NULL && msgsize > 0 && res != NULL &&
+		PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) != NULL)
+		snprintf(msg, msgsize, "%s", PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
 	klog(KLOG_WARNING, "conn %llu (%s): query failed: %s",
 		 (unsigned long long) conn->id, conn->peer,
 		 kpg_trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn->pg)));

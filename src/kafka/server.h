@@ -31,13 +31,25 @@
 #define KERR_LEADER_NOT_AVAILABLE		5
 #define KERR_INVALID_TOPIC_EXCEPTION	17
 #define KERR_TOPIC_AUTHORIZATION_FAILED 29
+#define KERR_CLUSTER_AUTHORIZATION_FAILED 31
 #define KERR_UNSUPPORTED_VERSION		35
+#define KERR_TOPIC_ALREADY_EXISTS		36
+#define KERR_INVALID_PARTITIONS			37
+#define KERR_INVALID_REPLICATION_FACTOR 38
+#define KERR_INVALID_REPLICA_ASSIGNMENT 39
+#define KERR_INVALID_CONFIG				40
 #define KERR_INVALID_REQUEST			42
 #define KERR_UNKNOWN_TOPIC_ID			100
+#define KERR_UNSUPPORTED_ENDPOINT_TYPE	115
 
 /* API keys of the implemented APIs. */
 #define KAPI_METADATA		3
 #define KAPI_API_VERSIONS	18
+#define KAPI_CREATE_TOPICS	19
+#define KAPI_DELETE_TOPICS	20
+#define KAPI_DESCRIBE_CONFIGS	32
+#define KAPI_CREATE_PARTITIONS	37
+#define KAPI_DESCRIBE_CLUSTER	60
 
 /* One client connection; its thread owns every field but those marked. */
 typedef struct KConn
@@ -93,12 +105,20 @@ extern const int knapis;
 
 extern const KApi *kapi_find(int16_t api_key);
 
+/* Why a known Kafka API is not implemented, or NULL (api_unsupported.c). */
+extern const char *kapi_unsupported_reason(int16_t api_key);
+
 /* True if the body decoded without error and to its last byte. */
 extern bool khandler_body_done(KRequest *req);
 
 /* Handlers, one file each (api_*.c). */
 extern KHandlerResult khandle_api_versions(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_metadata(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_create_topics(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_delete_topics(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_describe_configs(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_create_partitions(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *resp);
 
 /* The connection thread (conn.c). */
 extern void *kconn_main(void *arg);
@@ -122,6 +142,14 @@ extern bool kshutting_down(void);
  */
 extern PGresult *kpg_exec(KConn *conn, const char *sql, int nparams,
 						  const char *const *params, char sqlstate[6]);
+/*
+ * kpg_exec, and on failure the error's primary message in msg (truncated
+ * to msgsize; "" if there is none), for the error messages of Kafka's
+ * administrative responses.
+ */
+extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
+							  const char *const *params, char sqlstate[6],
+							  char *msg, size_t msgsize);
 extern void kpg_close(KConn *conn);
 
 /* A libpq message without its trailing newline, for the log (in place). */

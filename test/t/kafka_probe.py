@@ -13,6 +13,14 @@ versions, and broken frames.  Usage:
   kafka_probe.py HOST PORT byid         (Metadata v12 by topic id)
   kafka_probe.py HOST PORT twice        (Metadata v1, then again on the same
                                          connection after a line on stdin)
+  kafka_probe.py HOST PORT create VERSION validate|create NAME:PARTS:RF[:k=v;k=v][:assign] ...
+  kafka_probe.py HOST PORT delete VERSION [byid] NAME ...
+  kafka_probe.py HOST PORT partitions VERSION validate|create NAME:COUNT[:assign] ...
+  kafka_probe.py HOST PORT configs VERSION TYPE:NAME[:KEY,KEY] ...
+  kafka_probe.py HOST PORT cluster VERSION ops|noops ENDPOINT_TYPE
+  kafka_probe.py HOST PORT adminhostile (thousands of topics, absurd values)
+  kafka_probe.py HOST PORT adminmutations COUNT SEED
+  kafka_probe.py HOST PORT unsupported API_KEY
 
 It prints one line per finding; the TAP test compares them.
 """
@@ -397,6 +405,397 @@ def cmd_twice(host, port):
     got = metadata_topics(s, 1, metadata_request(1, None))
     print('second: %s' % ('closed' if got is None else '%d topics' % len(got)), flush=True)
 
+# Administrative APIs (test/t/065_kafka_admin.pl).
+
+def enc_str(v, flexible):
+    if v is None:
+        return b'\x00' if flexible else struct.pack('>h', -1)
+    if isinstance(v, str):
+        v = v.encode()
+    return (uvarint(len(v) + 1) if flexible else struct.pack('>h', len(v))) + v
+
+
+def enc_len(n, flexible):
+    """An array count; None is a null array."""
+    if n is None:
+        return b'\x00' if flexible else struct.pack('>i', -1)
+    return uvarint(n + 1) if flexible else struct.pack('>i', n)
+
+
+def enc_tags(flexible):
+    return b'\x00' if flexible else b''
+
+
+def admin_call(host, port, api_key, version, flexible, body, s=None):
+    """Sends one request; returns a Reader after the response header, or
+    None if the gateway closed the connection."""
+    s = s or connect(host, port)
+    s.sendall(frame(header(api_key, version, 3, flexible) + body))
+    try:
+        data = read_frame(s)
+    except ConnectionResetError:
+        data = None
+    if data is None:
+        return None
+    r = Reader(data)
+    assert r.i32() == 3
+    r.tags(flexible)
+    return r
+
+
+def create_topics_body(version, topics, validate):
+    """topics: (name, partitions, rf, assignments, {config: value})."""
+    f = version >= 5
+    b = enc_len(len(topics), f)
+    for name, parts, rf, assign, configs in topics:
+        b += enc_str(name, f) + struct.pack('>ih', parts, rf)
+        b += enc_len(len(assign), f)
+        for idx, brokers in assign:
+            b += struct.pack('>i', idx) + enc_len(len(brokers), f)
+            b += b''.join(struct.pack('>i', x) for x in brokers) + enc_tags(f)
+        b += enc_len(len(configs), f)
+        for k, v in configs.items():
+            b += enc_str(k, f) + enc_str(v, f) + enc_tags(f)
+        b += enc_tags(f)
+    b += struct.pack('>i', 30000)
+    if version >= 1:
+        b += b'\x01' if validate else b'\x00'
+    return b + enc_tags(f)
+
+
+def read_create_topics(r, version):
+    f = version >= 5
+    if version >= 2:
+        r.i32()
+    out = []
+    for _ in range(r.array_len(f)):
+        name = r.string(f)
+        tid = r.take(16).hex() if version >= 7 else None
+        err = r.i16()
+        msg = r.string(f) if version >= 1 else None
+        line = 'topic %s error=%d' % (name, err)
+        if version >= 5:
+            parts, rf = r.i32(), r.i16()
+            cfgs = []
+            n = r.array_len(f)
+            for _ in range(max(n, 0)):
+                k, v = r.string(f), r.string(f)
+                ro, src, sens = r.i8(), r.i8(), r.i8()
+                r.tags(f)
+                cfgs.append('%s=%s/%d%s' % (k, v, src, '/ro' if ro else ''))
+            line += ' partitions=%d rf=%d configs=%s' % (parts, rf, ','.join(cfgs))
+        if tid is not None:
+            line += ' id=%s' % ('zero' if tid == '0' * 32 else 'set')
+        r.tags(f)
+        if msg is not None:
+            line += ' msg=%s' % msg
+        out.append(line)
+    r.tags(f)
+    out.append('rest=%d' % r.rest())
+    return out
+
+
+def parse_topic_spec(spec):
+    """NAME:PARTITIONS:RF[:k=v;k=v][:assign]"""
+    parts = spec.split(':')
+    configs = {}
+    assign = []
+    if len(parts) > 3 and parts[3]:
+        for kv in parts[3].split(';'):
+            k, _, v = kv.partition('=')
+            configs[k] = None if v == 'NULL' else v
+    if len(parts) > 4 and parts[4] == 'assign':
+        assign = [(0, [0])]
+    return (parts[0], int(parts[1]), int(parts[2]), assign, configs)
+
+
+def cmd_create(host, port, version, validate, specs):
+    topics = [parse_topic_spec(x) for x in specs]
+    r = admin_call(host, port, 19, version, version >= 5,
+                   create_topics_body(version, topics, validate))
+    print('\n'.join(read_create_topics(r, version)) if r else 'closed')
+
+
+def topic_ids(host, port, names):
+    s = connect(host, port)
+    s.sendall(metadata_request(12, names))
+    r = Reader(read_frame(s))
+    r.i32()
+    r.tags(True)
+    r.i32()
+    for _ in range(r.array_len(True)):
+        r.i32(), r.string(True), r.i32(), r.string(True)
+        r.tags(True)
+    r.string(True)
+    r.i32()
+    ids = {}
+    for _ in range(r.array_len(True)):
+        r.i16()
+        name = r.string(True)
+        ids[name] = r.take(16)
+        r.i8()
+        for _ in range(r.array_len(True)):
+            r.take(14)
+            for _ in range(3):
+                [r.i32() for _ in range(r.array_len(True))]
+            r.tags(True)
+        r.i32()
+        r.tags(True)
+    return ids
+
+
+def delete_topics_body(version, entries):
+    """entries: names, or (name or None, 16-byte id) from v6."""
+    f = version >= 4
+    b = enc_len(len(entries), f)
+    for e in entries:
+        if version >= 6:
+            name, tid = e if isinstance(e, tuple) else (e, b'\x00' * 16)
+            b += enc_str(name, f) + tid + enc_tags(f)
+        else:
+            b += enc_str(e, f)
+    return b + struct.pack('>i', 30000) + enc_tags(f)
+
+
+def read_delete_topics(r, version):
+    f = version >= 4
+    if version >= 1:
+        r.i32()
+    out = []
+    for _ in range(r.array_len(f)):
+        name = r.string(f)
+        tid = r.take(16).hex() if version >= 6 else None
+        err = r.i16()
+        msg = r.string(f) if version >= 5 else None
+        r.tags(f)
+        line = 'topic %s error=%d' % (name, err)
+        if tid is not None:
+            line += ' id=%s' % ('zero' if tid == '0' * 32 else 'set')
+        if msg is not None:
+            line += ' msg=%s' % msg
+        out.append(line)
+    r.tags(f)
+    out.append('rest=%d' % r.rest())
+    return out
+
+
+def cmd_delete(host, port, version, names):
+    entries = names
+    if names and names[0] == 'byid':
+        ids = topic_ids(host, port, names[1:])
+        # A topic without an id gets one of a topic that exists (catalog
+        # id 1) but with the wrong creation hash: an id of no topic.
+        fake = b'\x00' * 15 + b'\x01'
+        entries = [(None, ids.get(n) if ids.get(n, bytes(16)) != bytes(16) else fake)
+                   for n in names[1:]]
+    r = admin_call(host, port, 20, version, version >= 4, delete_topics_body(version, entries))
+    print('\n'.join(read_delete_topics(r, version)) if r else 'closed')
+
+
+def create_partitions_body(version, topics, validate):
+    f = version >= 2
+    b = enc_len(len(topics), f)
+    for name, count, assign in topics:
+        b += enc_str(name, f) + struct.pack('>i', count)
+        if assign is None:
+            b += enc_len(None, f)
+        else:
+            b += enc_len(len(assign), f)
+            for brokers in assign:
+                b += enc_len(len(brokers), f) + b''.join(struct.pack('>i', x) for x in brokers)
+                b += enc_tags(f)
+        b += enc_tags(f)
+    b += struct.pack('>i', 30000) + (b'\x01' if validate else b'\x00')
+    return b + enc_tags(f)
+
+
+def read_create_partitions(r, version):
+    f = version >= 2
+    r.i32()
+    out = []
+    for _ in range(r.array_len(f)):
+        name, err, msg = r.string(f), r.i16(), r.string(f)
+        r.tags(f)
+        out.append('topic %s error=%d%s' % (name, err, '' if msg is None else ' msg=' + msg))
+    r.tags(f)
+    out.append('rest=%d' % r.rest())
+    return out
+
+
+def cmd_partitions(host, port, version, validate, specs):
+    topics = []
+    for spec in specs:
+        name, count, *rest = spec.split(':')
+        topics.append((name, int(count), [[0]] if rest == ['assign'] else None))
+    r = admin_call(host, port, 37, version, version >= 2,
+                   create_partitions_body(version, topics, validate))
+    print('\n'.join(read_create_partitions(r, version)) if r else 'closed')
+
+
+def describe_configs_body(version, resources, synonyms=True, docs=True):
+    f = version >= 4
+    b = enc_len(len(resources), f)
+    for rtype, name, keys in resources:
+        b += struct.pack('>b', rtype) + enc_str(name, f)
+        if keys is None:
+            b += enc_len(None, f)
+        else:
+            b += enc_len(len(keys), f) + b''.join(enc_str(k, f) for k in keys)
+        b += enc_tags(f)
+    if version >= 1:
+        b += b'\x01' if synonyms else b'\x00'
+    if version >= 3:
+        b += b'\x01' if docs else b'\x00'
+    return b + enc_tags(f)
+
+
+def read_describe_configs(r, version):
+    f = version >= 4
+    r.i32()
+    out = []
+    for _ in range(r.array_len(f)):
+        err, msg, rtype, name = r.i16(), r.string(f), r.i8(), r.string(f)
+        cfgs = []
+        for _ in range(r.array_len(f)):
+            k, v, ro = r.string(f), r.string(f), r.i8()
+            src = r.i8()                # v0: is_default
+            r.i8()                      # is_sensitive
+            syn = ''
+            if version >= 1:
+                for _ in range(r.array_len(f)):
+                    sn, sv, ss = r.string(f), r.string(f), r.i8()
+                    r.tags(f)
+                    syn += '~%s' % ss
+            typ = doc = None
+            if version >= 3:
+                typ, doc = r.i8(), r.string(f)
+            r.tags(f)
+            cfgs.append('%s=%s/%d%s%s%s%s' % (k, v, src, '/ro' if ro else '', syn,
+                                          '' if typ is None else '/t%d' % typ,
+                                          '/doc' if doc else ''))
+        r.tags(f)
+        out.append('resource %d:%s error=%d%s configs=%s'
+                   % (rtype, name, err, '' if msg is None else ' msg=' + msg, ','.join(cfgs)))
+    r.tags(f)
+    out.append('rest=%d' % r.rest())
+    return out
+
+
+def cmd_configs(host, port, version, specs):
+    resources = []
+    for spec in specs:
+        rtype, name, *keys = spec.split(':')
+        resources.append((int(rtype), name, keys[0].split(',') if keys else None))
+    r = admin_call(host, port, 32, version, version >= 4, describe_configs_body(version, resources))
+    print('\n'.join(read_describe_configs(r, version)) if r else 'closed')
+
+
+def cmd_cluster(host, port, version, ops, endpoint):
+    body = (b'\x01' if ops else b'\x00')
+    if version >= 1:
+        body += struct.pack('>b', endpoint)
+    r = admin_call(host, port, 60, version, True, body + b'\x00')
+    if r is None:
+        print('closed')
+        return
+    r.i32()
+    err, msg = r.i16(), r.string(True)
+    ep = r.i8() if version >= 1 else None
+    cluster, controller = r.string(True), r.i32()
+    brokers = []
+    for _ in range(r.array_len(True)):
+        bid, h, p, rack = r.i32(), r.string(True), r.i32(), r.string(True)
+        r.tags(True)
+        brokers.append('%d=%s:%d' % (bid, h, p))
+    ops_ = r.i32()
+    r.tags(True)
+    print('error=%d msg=%s endpoint=%s cluster=%s controller=%d brokers=%s ops=%d rest=%d'
+          % (err, msg, ep, cluster, controller, ','.join(brokers), ops_, r.rest()))
+
+
+def count_errors(lines):
+    counts = {}
+    for line in lines:
+        if line.startswith('topic ') or line.startswith('resource '):
+            e = line.split(' error=')[1].split(' ')[0]
+            counts[e] = counts.get(e, 0) + 1
+    return ' '.join('%s:%d' % kv for kv in sorted(counts.items()))
+
+
+def cmd_adminhostile(host, port):
+    """Thousands of topics, empty and illegal names, absurd counts; each
+    line says how many entries got each error code."""
+    s = connect(host, port)
+    topics = [('', 1, 1, [], {}) for _ in range(1000)]
+    topics += [('bad name %d' % i, 1, 1, [], {}) for i in range(1000)]
+    topics += [('h-%d' % i, 0, 1, [], {}) for i in range(995)]
+    topics += [('h-huge', 2147483647, 1, [], {}), ('h-neg', -5, -1, [], {}),
+               ('h-rf', 1, 3, [], {}), ('h-dup', 1, 1, [], {}), ('h-dup', 1, 1, [], {})]
+    topics += [('x' * 249, 1, 1, [], {}), ('x' * 250, 1, 1, [], {}), ('.', 1, 1, [], {}),
+               ('..', 1, 1, [], {}), ('h-ok', -1, -1, [], {})]
+    for v in (0, 4, 7):
+        r = admin_call(host, port, 19, v, v >= 5, create_topics_body(v, topics, True), s)
+        lines = read_create_topics(r, v) if r else ['closed']
+        print('create v%d %d answers: %s %s' % (v, len(lines) - 1, count_errors(lines), lines[-1]))
+    r = admin_call(host, port, 20, 6, True,
+                   delete_topics_body(6, ['', 'nosuch'] + ['gone-%d' % i for i in range(3000)]
+                                      + [(None, b'\x00' * 16), (None, b'\xff' * 16)]), s)
+    lines = read_delete_topics(r, 6) if r else ['closed']
+    print('delete v6 %d answers: %s %s' % (len(lines) - 1, count_errors(lines), lines[-1]))
+    r = admin_call(host, port, 37, 3, True,
+                   create_partitions_body(3, [('', 2, None), ('nosuch', 2, None)]
+                                          + [('p-%d' % i, 0, None) for i in range(3000)]
+                                          + [('h', 2147483647, None)], True), s)
+    lines = read_create_partitions(r, 3) if r else ['closed']
+    print('partitions v3 %d answers: %s %s' % (len(lines) - 1, count_errors(lines), lines[-1]))
+    r = admin_call(host, port, 32, 4, True,
+                   describe_configs_body(4, [(2, '', None), (2, 'nosuch', ['a'] * 5000), (4, '7', None),
+                                             (4, 'x', None), (8, '0', None), (99, 'q', None)]
+                                         + [(2, 'n-%d' % i, None) for i in range(3000)]), s)
+    lines = read_describe_configs(r, 4) if r else ['closed']
+    print('configs v4 %d answers: %s %s' % (len(lines) - 1, count_errors(lines), lines[-1]))
+    # Past the bound of one request: the connection closes.
+    many = [('m-%d' % i, 1, 1, [], {}) for i in range(10001)]
+    r = admin_call(host, port, 19, 5, True, create_topics_body(5, many, True), s)
+    print('create of 10001 topics: %s' % ('closed' if r is None else 'answered'))
+
+
+def cmd_adminmutations(host, port, count, seed):
+    """Mutated administrative requests of every version: each answered or
+    closed, never a crash."""
+    rnd = random.Random(seed)
+    topic = ('mut-t', 2, -1, [], {'retention.ms': '60000', 'segment.bytes': '1048576'})
+    valid = [frame(header(19, v, 1, v >= 5) + create_topics_body(v, [topic], True)) for v in range(8)]
+    valid += [frame(header(20, v, 1, v >= 4) + delete_topics_body(v, ['mut-none', 'sql-topic'] if v < 6 else
+                                                                     ['mut-none', (None, b'\x01' * 16)]))
+              for v in range(7)]
+    valid += [frame(header(37, v, 1, v >= 2) + create_partitions_body(v, [('mut-none', 3, None), ('x', 2, [[0]])], True))
+              for v in range(4)]
+    valid += [frame(header(32, v, 1, v >= 4) + describe_configs_body(v, [(2, 'sql-topic', None), (4, '0', ['num.partitions'])]))
+              for v in range(5)]
+    valid += [frame(header(60, v, 1, True) + b'\x01' + (b'\x01' if v else b'') + b'\x00') for v in range(2)]
+    outcomes = {}
+    for _ in range(count):
+        f = bytearray(rnd.choice(valid))
+        for _ in range(rnd.randint(1, 4)):
+            i = rnd.randrange(8, len(f))
+            f[i] = rnd.randrange(256)
+        if rnd.random() < 0.2:
+            f = f[:rnd.randrange(8, len(f))]
+            f[0:4] = struct.pack('>i', len(f) - 4)
+        s = connect(host, port)
+        o = outcome(s).split(' ')[0] if send(s, bytes(f)) else 'closed'
+        outcomes[o] = outcomes.get(o, 0) + 1
+        s.close()
+    print(' '.join('%s=%d' % kv for kv in sorted(outcomes.items())))
+
+
+def cmd_unsupported(host, port, api_key):
+    s = connect(host, port)
+    # InitProducerId v0: a null transactional id and a timeout.
+    s.sendall(frame(header(api_key, 0, 3, False) + struct.pack('>hi', -1, 60000)))
+    print('api key %d: %s' % (api_key, outcome(s)))
+
 
 def main():
     host, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -415,6 +814,22 @@ def main():
         cmd_byid(host, port)
     elif cmd == 'twice':
         cmd_twice(host, port)
+    elif cmd == 'create':
+        cmd_create(host, port, int(args[0]), args[1] == 'validate', args[2:])
+    elif cmd == 'delete':
+        cmd_delete(host, port, int(args[0]), args[1:])
+    elif cmd == 'partitions':
+        cmd_partitions(host, port, int(args[0]), args[1] == 'validate', args[2:])
+    elif cmd == 'configs':
+        cmd_configs(host, port, int(args[0]), args[1:])
+    elif cmd == 'cluster':
+        cmd_cluster(host, port, int(args[0]), args[1] == 'ops', int(args[2]))
+    elif cmd == 'adminhostile':
+        cmd_adminhostile(host, port)
+    elif cmd == 'adminmutations':
+        cmd_adminmutations(host, port, int(args[0]), int(args[1]))
+    elif cmd == 'unsupported':
+        cmd_unsupported(host, port, int(args[0]))
     else:
         sys.exit('unknown command %s' % cmd)
 
