@@ -48,6 +48,28 @@ el_ensure_packages() {
     fi
 }
 
+# el_ensure_kafkajs: kafkajs (a Kafka client in JavaScript, from npm) for
+# the gateway's client tests, in $EL_NPM_DIR (a cache outside the tree that
+# the postgres user running the TAP tests can read); Debian's nodejs and
+# npm first if node or npm is missing.  Prints the directory whose
+# node_modules holds it.
+EL_KAFKAJS_VERSION=2.2.4
+el_ensure_kafkajs() {
+    local dir=${EL_NPM_DIR:-/var/tmp/pg_eventlog-npm}
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        el_ensure_packages nodejs npm >&2
+    fi
+    if [ "$(node -e "try { console.log(require('$dir/node_modules/kafkajs/package.json').version) } catch (e) {}" 2>/dev/null)" \
+            != "$EL_KAFKAJS_VERSION" ]; then
+        mkdir -p "$dir" || el_die "cannot create $dir"
+        el_log "installing kafkajs $EL_KAFKAJS_VERSION from npm into $dir" >&2
+        npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
+                "kafkajs@$EL_KAFKAJS_VERSION" >&2 \
+            || el_die "npm install kafkajs@$EL_KAFKAJS_VERSION failed (it needs the npm registry)"
+    fi
+    echo "$dir"
+}
+
 # el_build_install: compile (warnings are errors) and install the extension.
 # With EL_TEST_HOOKS=1 in the environment (test/run sets it) the build has
 # the test-only settings (eventlog.debug_*); without it, a release build.
