@@ -95,6 +95,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	kafka_groups.sql \
 	views.sql \
 	capture.sql \
+	kafka_auth.sql \
 	grants.sql)
 
 # A file of sql/install/ that is not in the list would silently not be

@@ -15,10 +15,12 @@
 
 const KApi	kapis[] = {
 	{KAPI_METADATA, "Metadata", 0, 12, 9, khandle_metadata},
+	{KAPI_SASL_HANDSHAKE, "SaslHandshake", 0, 1, INT16_MAX, khandle_sasl_handshake},
 	{KAPI_API_VERSIONS, "ApiVersions", 0, 3, 3, khandle_api_versions},
 	{KAPI_CREATE_TOPICS, "CreateTopics", 0, 7, 5, khandle_create_topics},
 	{KAPI_DELETE_TOPICS, "DeleteTopics", 0, 6, 4, khandle_delete_topics},
 	{KAPI_DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 4, khandle_describe_configs},
+	{KAPI_SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2, 2, khandle_sasl_authenticate},
 	{KAPI_CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2, khandle_create_partitions},
 	{KAPI_DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0, khandle_describe_cluster},
 };

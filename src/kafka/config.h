@@ -35,7 +35,16 @@ typedef struct KConfig
 	KHostPort  *brokers;		/* --brokers, else just advertise */
 	int			nbrokers;
 	int32_t		node_id;		/* this gateway's index in brokers */
+	/* --sasl: the mechanisms clients must authenticate with (none: off) */
+	bool		sasl_plain;
+	bool		sasl_scram;
+	/* --tls-cert, --tls-key, --tls-ca: NULL without TLS */
+	char	   *tls_cert;
+	char	   *tls_key;
+	char	   *tls_ca;
 } KConfig;
+
+#define ksasl_enabled()	(kconf.sasl_plain || kconf.sasl_scram)
 
 extern KConfig kconf;
 

@@ -16,10 +16,17 @@
  * not decode, an unknown API, a dead client, a PostgreSQL error) ends that
  * connection at most; other connections never wait on it.
  *
+ * Every byte goes through io.c (plain TCP or TLS).  With --sasl, a client
+ * that has not authenticated may send only ApiVersions and the SASL
+ * requests (sasl.c), of at most K_MAX_UNAUTHENTICATED_BYTES each, and is
+ * closed if it sends nothing for K_AUTH_TIMEOUT_S seconds.
+ *
  *-------------------------------------------------------------------------
  */
 #include "config.h"
+#include "io.h"
 #include "log.h"
+#include "sasl.h"
 #include "server.h"
 
 #include <errno.h>
@@ -32,43 +39,33 @@
 #define K_KEEP_BUFFER_BYTES		(1024 * 1024)
 /* The largest response; a handler that would write more fails instead. */
 #define K_MAX_RESPONSE_BYTES	((size_t) 256 * 1024 * 1024)
+/* The largest request before authentication (Kafka's default, 512 KiB). */
+#define K_MAX_UNAUTHENTICATED_BYTES	(512 * 1024)
+
+/*
+ * With --sasl, a client that has not authenticated yet and sends nothing
+ * for this long is closed (io.c does the same in the TLS handshake).
+ */
+#define K_AUTH_TIMEOUT_S	30
 
 /* Reads exactly n bytes: 1, or 0 on end of stream, -1 on error. */
 static int
-read_full(int fd, uint8_t *buf, size_t n)
+read_full(KConn *conn, uint8_t *buf, size_t n)
 {
 	size_t		got = 0;
 
 	while (got < n)
 	{
-		ssize_t		r = recv(fd, buf + got, n - got, 0);
+		ssize_t		r = kio_recv(conn, buf + got, n - got);
 
 		if (r > 0)
 			got += (size_t) r;
 		else if (r == 0)
 			return got == 0 ? 0 : -1;
-		else if (errno != EINTR)
+		else
 			return -1;
 	}
 	return 1;
-}
-
-static bool
-write_full(int fd, const uint8_t *buf, size_t n)
-{
-	while (n > 0)
-	{
-		ssize_t		r = send(fd, buf, n, MSG_NOSIGNAL);
-
-		if (r > 0)
-		{
-			buf += r;
-			n -= (size_t) r;
-		}
-		else if (r < 0 && errno != EINTR)
-			return false;
-	}
-	return true;
 }
 
 /*
@@ -102,10 +99,10 @@ read_frame(KConn *conn, int32_t size, uint8_t **buf, size_t *cap)
 			*buf = nbuf;
 			*cap = ncap;
 		}
-		r = recv(conn->fd, *buf + got, (want < *cap ? want : *cap) - got, 0);
+		r = kio_recv(conn, *buf + got, (want < *cap ? want : *cap) - got);
 		if (r > 0)
 			got += (size_t) r;
-		else if (r == 0 || errno != EINTR)
+		else
 		{
 			if (!kshutting_down())
 				klog(KLOG_WARNING, "conn %llu (%s): connection ended within a request (%zu of %d bytes): closing",
@@ -170,6 +167,13 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 			 req.correlation_id);
 		return false;
 	}
+	/* Before authentication: ApiVersions and SASL only (sasl.c). */
+	if (!ksasl_allows(conn, req.api_key))
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): %s request before SASL authentication completed (correlation id %d): closing",
+			 id, conn->peer, api->name, req.correlation_id);
+		return false;
+	}
 	req.flexible = req.api_version >= api->first_flexible_version;
 	/* Header v1 and v2 both have a classic nullable string client id. */
 	req.client_id = kr_nullable_string(&r);
@@ -210,12 +214,12 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 		return false;
 	}
 	kw_patch_int32(w, size_at, (int32_t) (w->len - 4));
-	if (!write_full(conn->fd, w->buf, w->len))
+	if (!kio_send(conn, w->buf, w->len))
 	{
 		klog(KLOG_DEBUG, "conn %llu (%s): cannot send a response: %s", id, conn->peer, strerror(errno));
 		return false;
 	}
-	return true;
+	return !conn->close_after_response;
 }
 
 void *
@@ -229,15 +233,27 @@ kconn_main(void *arg)
 
 	kw_init(&w, K_MAX_RESPONSE_BYTES);
 	klog(KLOG_DEBUG, "conn %llu (%s): connected", id, conn->peer);
+	conn->authenticated = !ksasl_enabled();
+	if (!kio_start(conn))
+		goto end;
+	if (!conn->authenticated)
+		kio_set_timeout(conn, K_AUTH_TIMEOUT_S);
 	while (!kshutting_down())
 	{
 		uint8_t		sizebuf[4];
 		int32_t		size;
-		int			rc = read_full(conn->fd, sizebuf, 4);
+		int64_t		max_size;
+		int			rc = read_full(conn, sizebuf, 4);
 
 		if (rc == 0)
 		{
 			klog(KLOG_DEBUG, "conn %llu (%s): closed by the client", id, conn->peer);
+			break;
+		}
+		if (rc < 0 && !conn->authenticated && (errno == EAGAIN || errno == EWOULDBLOCK))
+		{
+			klog(KLOG_WARNING, "conn %llu (%s): did not authenticate within %d seconds: closing",
+				 id, conn->peer, K_AUTH_TIMEOUT_S);
 			break;
 		}
 		if (rc < 0)
@@ -249,15 +265,27 @@ kconn_main(void *arg)
 		}
 		size = (int32_t) (((uint32_t) sizebuf[0] << 24) | ((uint32_t) sizebuf[1] << 16) |
 						  ((uint32_t) sizebuf[2] << 8) | sizebuf[3]);
-		if (size < 0 || size > kconf.max_request_bytes)
+		/* Before authentication, requests are small (Kafka's 512 KiB). */
+		max_size = kconf.max_request_bytes;
+		if (!conn->authenticated && max_size > K_MAX_UNAUTHENTICATED_BYTES)
+			max_size = K_MAX_UNAUTHENTICATED_BYTES;
+		if (size < 0 || size > max_size)
 		{
-			klog(KLOG_WARNING, "conn %llu (%s): request size %d is out of range (0 to %lld, --max-request-bytes): closing",
-				 id, conn->peer, size, (long long) kconf.max_request_bytes);
+			klog(KLOG_WARNING, "conn %llu (%s): request size %d is out of range (0 to %lld, %s): closing",
+				 id, conn->peer, size, (long long) max_size,
+				 conn->authenticated ? "--max-request-bytes" : "before authentication");
 			break;
 		}
 		if (!read_frame(conn, size, &buf, &cap))
 			break;
-		if (!handle_request(conn, buf ? buf : (const uint8_t *) "", size, &w))
+		if (ksasl_raw_pending(conn))
+		{
+			/* A bare SASL token after SaslHandshake v0, and its bare answer. */
+			if (!ksasl_raw_token(conn, buf ? buf : (const uint8_t *) "", size, &w) ||
+				!kio_send(conn, w.buf, w.len))
+				break;
+		}
+		else if (!handle_request(conn, buf ? buf : (const uint8_t *) "", size, &w))
 			break;
 		if (cap > K_KEEP_BUFFER_BYTES)
 		{
@@ -268,9 +296,12 @@ kconn_main(void *arg)
 		if (w.cap > K_KEEP_BUFFER_BYTES)
 			kw_free(&w);
 	}
+end:
 	free(buf);
 	kw_free(&w);
 	kpg_close(conn);
+	ksasl_end(conn);
+	kio_end(conn);
 	kregistry_remove(conn);
 	klog(KLOG_DEBUG, "conn %llu: ended", id);
 	free(conn);

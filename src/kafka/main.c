@@ -19,12 +19,14 @@
  *-------------------------------------------------------------------------
  */
 #include "config.h"
+#include "io.h"
 #include "log.h"
 #include "server.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -125,9 +127,23 @@ setup_signals(void)
 	return 0;
 }
 
-/* Every address --listen names (both families of "localhost", say). */
+/* Whether an address is a loopback one (127.0.0.0/8, ::1). */
+static bool
+is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *) sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) sa)->sin6_addr);
+	return false;
+}
+
+/*
+ * Every address --listen names (both families of "localhost", say).
+ * *exposed is set if one of them is not a loopback address.
+ */
 static int
-open_listeners(int *fds)
+open_listeners(int *fds, bool *exposed)
 {
 	struct addrinfo hints;
 	struct addrinfo *res;
@@ -172,6 +188,8 @@ open_listeners(int *fds)
 			continue;
 		}
 		fcntl(fd, F_SETFL, O_NONBLOCK);
+		if (!is_loopback(ai->ai_addr))
+			*exposed = true;
 		fds[n++] = fd;
 	}
 	freeaddrinfo(res);
@@ -383,6 +401,7 @@ main(int argc, char **argv)
 	struct pollfd pfds[K_MAX_LISTEN_SOCKETS + 1];
 	pthread_attr_t attr;
 	int			status = 0;
+	bool		exposed = false;
 
 	rc = kconfig_parse(argc, argv);
 	if (rc >= 0)
@@ -397,8 +416,10 @@ main(int argc, char **argv)
 		klog(KLOG_ERROR, "cannot set up signal handling: %s", strerror(errno));
 		return 1;
 	}
+	if (!kio_setup())
+		return 1;
 	raise_fd_limit();
-	nlisten = open_listeners(lfds);
+	nlisten = open_listeners(lfds, &exposed);
 	if (nlisten == 0)
 		return 1;
 	klog(KLOG_INFO, "pg_eventlog_kafka %s listening on %s:%d, advertised as %s:%d, node %d of %d",
@@ -409,6 +430,14 @@ main(int argc, char **argv)
 #endif
 		 kconf.listen.host, kconf.listen.port, kconf.advertise.host, kconf.advertise.port,
 		 kconf.node_id, kconf.nbrokers);
+	klog(KLOG_INFO, "%s, %s",
+		 kconf.sasl_plain && kconf.sasl_scram ? "SASL PLAIN and SCRAM-SHA-256 required" :
+		 kconf.sasl_plain ? "SASL PLAIN required" :
+		 kconf.sasl_scram ? "SASL SCRAM-SHA-256 required" :
+		 "no authentication: every client works as the --dsn role",
+		 kconf.tls_cert ? "TLS" : "plain TCP");
+	if (exposed && !ksasl_enabled())
+		klog(KLOG_WARNING, "listening on a non-loopback address without --sasl: anyone who can reach it works as the --dsn role");
 	check_database();
 
 	pthread_attr_init(&attr);

@@ -62,6 +62,13 @@ help(void)
 		   "                             leadership is spread over them\n"
 		   "  --max-connections N        client connections served at once (default %d)\n"
 		   "  --max-request-bytes N      largest request accepted (default %d)\n"
+		   "  --sasl MECHANISMS          require SASL authentication with these mechanisms\n"
+		   "                             (plain, scram-sha-256, comma-separated); each\n"
+		   "                             client then works as the role it logged in as\n"
+		   "                             (default: none, every client is the --dsn role)\n"
+		   "  --tls-cert FILE            serve TLS with this certificate (PEM, with its chain)\n"
+		   "  --tls-key FILE             and this private key (PEM)\n"
+		   "  --tls-ca FILE              require client certificates signed by these CAs\n"
 		   "  --log-level LEVEL          error, warning, info (default) or debug\n"
 		   "  --help                     show this help and exit\n"
 		   "  --version                  show the version and exit\n\n"
@@ -189,13 +196,49 @@ parse_brokers(const char *list)
 	return true;
 }
 
+/* --sasl: "plain", "scram-sha-256" or both, comma-separated; or "none". */
+static bool
+parse_sasl(const char *list)
+{
+	char	   *copy = strdup(list);
+	char	   *save = NULL;
+	bool		none = false;
+
+	if (copy == NULL)
+		return false;
+	kconf.sasl_plain = kconf.sasl_scram = false;
+	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save))
+	{
+		if (strcasecmp(item, "plain") == 0)
+			kconf.sasl_plain = true;
+		else if (strcasecmp(item, "scram-sha-256") == 0)
+			kconf.sasl_scram = true;
+		else if (strcasecmp(item, "none") == 0)
+			none = true;
+		else
+		{
+			usage_error("invalid --sasl mechanism \"%s\": use plain, scram-sha-256 or both, comma-separated, or none", item);
+			free(copy);
+			return false;
+		}
+	}
+	free(copy);
+	if (none == ksasl_enabled())
+	{
+		usage_error("invalid --sasl \"%s\": use plain, scram-sha-256 or both, comma-separated, or none", list);
+		return false;
+	}
+	return true;
+}
+
 int
 kconfig_parse(int argc, char **argv)
 {
 	enum
 	{
 		OPT_LISTEN = 1000, OPT_DSN, OPT_ADVERTISE, OPT_BROKERS, OPT_MAX_CONN,
-		OPT_MAX_REQ, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
+		OPT_MAX_REQ, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION, OPT_SASL, OPT_TLS_CERT,
+		OPT_TLS_KEY, OPT_TLS_CA
 	};
 	static const struct option options[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
@@ -205,6 +248,10 @@ kconfig_parse(int argc, char **argv)
 		{"max-connections", required_argument, NULL, OPT_MAX_CONN},
 		{"max-request-bytes", required_argument, NULL, OPT_MAX_REQ},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"sasl", required_argument, NULL, OPT_SASL},
+		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
+		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0}
@@ -260,6 +307,19 @@ kconfig_parse(int argc, char **argv)
 					return 2;
 				}
 				break;
+			case OPT_SASL:
+				if (!parse_sasl(optarg))
+					return 2;
+				break;
+			case OPT_TLS_CERT:
+				kconf.tls_cert = optarg;
+				break;
+			case OPT_TLS_KEY:
+				kconf.tls_key = optarg;
+				break;
+			case OPT_TLS_CA:
+				kconf.tls_ca = optarg;
+				break;
 			case OPT_HELP:
 				help();
 				return 0;
@@ -287,6 +347,16 @@ kconfig_parse(int argc, char **argv)
 	if (kconf.dsn == NULL)
 	{
 		usage_error("--dsn is required");
+		return 2;
+	}
+	if ((kconf.tls_cert == NULL) != (kconf.tls_key == NULL))
+	{
+		usage_error("--tls-cert and --tls-key go together");
+		return 2;
+	}
+	if (kconf.tls_ca != NULL && kconf.tls_cert == NULL)
+	{
+		usage_error("--tls-ca needs --tls-cert and --tls-key");
 		return 2;
 	}
 	if (!kparse_host_port(listen_arg, &kconf.listen))

@@ -4,8 +4,9 @@
  *	  A client connection's PostgreSQL session: opened by the first request
  *	  that needs the database, kept for the connection's life, reopened
  *	  after it breaks.  One session per client connection, so one client's
- *	  slow query or error never holds another's, and (with SASL, later)
- *	  each runs as its client's role.
+ *	  slow query or error never holds another's, and with SASL each runs
+ *	  as its client's role (a login of its own with PLAIN, SET ROLE after
+ *	  SCRAM: docs/kafka.md).
  *
  * Each session starts with an empty search_path: every name the gateway's
  * SQL uses is schema-qualified, and operators resolve in pg_catalog.
@@ -103,11 +104,45 @@ session_alive(PGconn *pg)
 	return PQstatus(pg) == CONNECTION_OK;
 }
 
+/*
+ * Makes a new session the role SCRAM authenticated (pg_role): SET ROLE, as
+ * the --dsn role, which must be a member of it.  Every session of an
+ * authenticated connection goes through here before its first query, the
+ * reconnected ones too, so none ever runs a client's request as --dsn's
+ * role; clients send no SQL, so nothing can RESET ROLE.
+ */
 static bool
-connect_pg(KConn *conn)
+set_session_role(KConn *conn, PGconn *pg)
 {
-	const char *const keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *const values[] = {kconf.dsn, "pg_eventlog_kafka", NULL};
+	const char *params[1] = {conn->pg_role};
+	PGresult   *res;
+	bool		ok;
+
+	res = PQexecParams(pg, "SELECT pg_catalog.set_config('role', $1, false)",
+					   1, NULL, params, NULL, NULL, 0);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	if (!ok)
+		klog(KLOG_WARNING, "conn %llu (%s): cannot SET ROLE to the authenticated role (the --dsn role must be a member of it): %s",
+			 (unsigned long long) conn->id, conn->peer, kpg_trimmed(PQerrorMessage(pg)));
+	PQclear(res);
+	if (!ok)
+		return false;
+	/* And check that it took: the session runs as that role or not at all. */
+	res = PQexec(pg, "SELECT current_user");
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), conn->pg_role) == 0;
+	if (!ok)
+		klog(KLOG_WARNING, "conn %llu (%s): the PostgreSQL session did not take the authenticated role",
+			 (unsigned long long) conn->id, conn->peer);
+	PQclear(res);
+	return ok;
+}
+
+bool
+kpg_connect(KConn *conn)
+{
+	const char *keys[5] = {"dbname", "fallback_application_name", NULL, NULL, NULL};
+	const char *values[5] = {kconf.dsn, "pg_eventlog_kafka", NULL, NULL, NULL};
 	PGconn	   *pg;
 	PGresult   *res;
 	PGcancel   *cancel;
@@ -122,11 +157,34 @@ connect_pg(KConn *conn)
 	}
 	if (kshutting_down())
 		return false;
+	/* SASL PLAIN: the client's login replaces --dsn's (later keys win). */
+	if (conn->pg_user != NULL)
+	{
+		keys[2] = "user";
+		values[2] = conn->pg_user;
+		keys[3] = "password";
+		values[3] = conn->pg_password;
+	}
 	pg = PQconnectdbParams(keys, values, 1);
 	if (PQstatus(pg) != CONNECTION_OK)
 	{
-		klog(KLOG_WARNING, "conn %llu (%s): cannot connect to PostgreSQL: %s",
-			 (unsigned long long) conn->id, conn->peer, kpg_trimmed(PQerrorMessage(pg)));
+		klog(KLOG_WARNING, "conn %llu (%s): cannot connect to PostgreSQL%s%s: %s",
+			 (unsigned long long) conn->id, conn->peer,
+			 conn->pg_user ? " as " : "", conn->pg_user ? conn->pg_user : "",
+			 kpg_trimmed(PQerrorMessage(pg)));
+		PQfinish(pg);
+		return false;
+	}
+
+	/*
+	 * A PLAIN password must be what let the client in: a pg_hba.conf line
+	 * that does not ask for one (trust, peer, or a certificate of the
+	 * gateway's) would let any password log in as any role it allows.
+	 */
+	if (conn->pg_user != NULL && !PQconnectionUsedPassword(pg))
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): PostgreSQL let role \"%s\" in without asking for its password (pg_hba.conf): refusing the SASL PLAIN login",
+			 (unsigned long long) conn->id, conn->peer, conn->pg_user);
 		PQfinish(pg);
 		return false;
 	}
@@ -140,6 +198,11 @@ connect_pg(KConn *conn)
 		return false;
 	}
 	PQclear(res);
+	if (conn->pg_role != NULL && !set_session_role(conn, pg))
+	{
+		PQfinish(pg);
+		return false;
+	}
 	cancel = PQgetCancel(pg);
 	kregistry_lock();
 	conn->pg = pg;
@@ -167,7 +230,7 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 	sqlstate[0] = '\0';
 	if (msg != NULL && msgsize > 0)
 		msg[0] = '\0';
-	if (!connect_pg(conn))
+	if (!kpg_connect(conn))
 		return NULL;
 
 	/* Shutdown cancels only what it sees in flight: look, then mark. */

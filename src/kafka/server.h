@@ -32,6 +32,8 @@
 #define KERR_INVALID_TOPIC_EXCEPTION	17
 #define KERR_TOPIC_AUTHORIZATION_FAILED 29
 #define KERR_CLUSTER_AUTHORIZATION_FAILED 31
+#define KERR_UNSUPPORTED_SASL_MECHANISM 33
+#define KERR_ILLEGAL_SASL_STATE			34
 #define KERR_UNSUPPORTED_VERSION		35
 #define KERR_TOPIC_ALREADY_EXISTS		36
 #define KERR_INVALID_PARTITIONS			37
@@ -39,15 +41,18 @@
 #define KERR_INVALID_REPLICA_ASSIGNMENT 39
 #define KERR_INVALID_CONFIG				40
 #define KERR_INVALID_REQUEST			42
+#define KERR_SASL_AUTHENTICATION_FAILED 58
 #define KERR_UNKNOWN_TOPIC_ID			100
 #define KERR_UNSUPPORTED_ENDPOINT_TYPE	115
 
 /* API keys of the implemented APIs. */
 #define KAPI_METADATA		3
+#define KAPI_SASL_HANDSHAKE	17
 #define KAPI_API_VERSIONS	18
 #define KAPI_CREATE_TOPICS	19
 #define KAPI_DELETE_TOPICS	20
 #define KAPI_DESCRIBE_CONFIGS	32
+#define KAPI_SASL_AUTHENTICATE	36
 #define KAPI_CREATE_PARTITIONS	37
 #define KAPI_DESCRIBE_CLUSTER	60
 
@@ -63,6 +68,19 @@ typedef struct KConn
 	bool		in_query;		/* under the registry's lock */
 	struct KConn *prev;			/* the registry's list, under its lock */
 	struct KConn *next;
+	struct ssl_st *ssl;			/* TLS (io.c); NULL on plain TCP */
+	/* SASL (sasl.c): authenticated is true from the start without --sasl */
+	bool		authenticated;
+	bool		close_after_response;	/* a handler's answer is the last */
+	struct KSasl *sasl;			/* the exchange in progress, or NULL */
+	/*
+	 * Who the PostgreSQL session is (pg.c), set by authentication and kept
+	 * for reconnecting: PLAIN logs in as pg_user with pg_password; SCRAM
+	 * logs in as --dsn's role and sets pg_role.  All NULL: --dsn's role.
+	 */
+	char	   *pg_user;
+	char	   *pg_password;
+	char	   *pg_role;
 } KConn;
 
 /* A request whose header is decoded; body is positioned after it. */
@@ -119,6 +137,20 @@ extern KHandlerResult khandle_delete_topics(KConn *conn, KRequest *req, KWriter 
 extern KHandlerResult khandle_describe_configs(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_create_partitions(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_sasl_handshake(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_sasl_authenticate(KConn *conn, KRequest *req, KWriter *resp);
+
+/*
+ * SASL's gate (sasl.c).  ksasl_allows: whether a request of this API may
+ * be served now (before authentication, only ApiVersions and the SASL
+ * APIs).  ksasl_raw_pending: whether the next frame is a bare SASL token
+ * (after a SaslHandshake v0), which ksasl_raw_token answers; false from
+ * it closes the connection.  ksasl_end frees what a connection holds.
+ */
+extern bool ksasl_allows(KConn *conn, int16_t api_key);
+extern bool ksasl_raw_pending(KConn *conn);
+extern bool ksasl_raw_token(KConn *conn, const uint8_t *token, int32_t len, KWriter *w);
+extern void ksasl_end(KConn *conn);
 
 /* The connection thread (conn.c). */
 extern void *kconn_main(void *arg);
@@ -151,6 +183,12 @@ extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
 							  const char *const *params, char sqlstate[6],
 							  char *msg, size_t msgsize);
 extern void kpg_close(KConn *conn);
+
+/*
+ * Opens the connection's session now, as who authentication said (see
+ * KConn), if it is not open; false (logged) if it cannot be.
+ */
+extern bool kpg_connect(KConn *conn);
 
 /* A libpq message without its trailing newline, for the log (in place). */
 extern const char *kpg_trimmed(char *msg);

@@ -2,7 +2,7 @@
 -- contract's functions, pinned search_path on every PL/pgSQL function, and
 -- the column lists of the types and views users code against.
 BEGIN;
-SELECT plan(37);
+SELECT plan(38);
 
 SELECT has_schema('eventlog');
 SELECT has_function('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone']);
@@ -48,12 +48,14 @@ SELECT is(
         AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)),
     ARRAY['kafka_join_group', 'kafka_sync_group'], 'every PL/pgSQL function but two procedures sets search_path = pg_catalog, pg_temp');
 -- SECURITY DEFINER only on the internal bodies behind el_gate: named "_" +
--- a public function's name, that PUBLIC cannot execute (src/acl.c); and on
--- the two argumentless functions behind the metadata views.
+-- a public function's name, that PUBLIC cannot execute (src/acl.c); on
+-- the two argumentless functions behind the metadata views; and on
+-- kafka_scram_verifier, which PUBLIC cannot execute (checked below).
 SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.prosecdef
         AND NOT (p.proname IN ('_partition_info', '_consumer_group_info') AND p.pronargs = 0)
+        AND NOT (p.proname = 'kafka_scram_verifier' AND NOT has_function_privilege('public', p.oid, 'EXECUTE'))
         AND (has_function_privilege('public', p.oid, 'EXECUTE')
              OR NOT EXISTS (SELECT FROM pg_proc g
                              WHERE g.pronamespace = p.pronamespace
@@ -78,7 +80,9 @@ SELECT is(
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    28, 'fourteen gated bodies, twelve of Kafka groups, and two metadata functions');
+    29, 'fourteen gated bodies, twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
+    'PUBLIC may not read SCRAM verifiers');
 
 -- Types and views users code against.
 SELECT has_composite('eventlog', 'record', 'eventlog.record exists');

@@ -1,0 +1,38 @@
+/* ------------------------------------------------------------------------
+ * SASL SCRAM-SHA-256 for the Kafka gateway (src/kafka/scram.c,
+ * docs/kafka.md): the gateway checks a Kafka client's proof against the
+ * role's SCRAM verifier without learning its password, then runs the
+ * client's session as that role (SET ROLE).  Only a role granted EXECUTE
+ * (the gateway's --dsn role) may ask, and only for roles its login role
+ * could SET ROLE to anyway.
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION @extschema@.kafka_scram_verifier(role_name text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    verifier text;
+BEGIN
+    -- NULL for every role a client must not become, whatever the reason
+    -- (no such role, NOLOGIN, expired, no SCRAM verifier, not one the
+    -- caller may SET ROLE to): the gateway answers them all alike, as a
+    -- wrong password.  session_user: the caller's login role, as this
+    -- function runs as its owner.
+    SELECT a.rolpassword INTO verifier
+      FROM pg_catalog.pg_authid a
+     WHERE a.rolname = role_name
+       AND a.rolcanlogin
+       AND (a.rolvaliduntil IS NULL OR a.rolvaliduntil >= pg_catalog.clock_timestamp())
+       AND a.rolpassword LIKE 'SCRAM-SHA-256$%'
+       AND CASE WHEN pg_catalog.current_setting('server_version_num')::integer >= 160000
+                THEN pg_catalog.pg_has_role(session_user, a.oid, 'SET')
+                ELSE pg_catalog.pg_has_role(session_user, a.oid, 'MEMBER') END;
+    RETURN verifier;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.kafka_scram_verifier(text) IS
+'the SCRAM-SHA-256 verifier of a role the caller''s login role may SET ROLE to and that may log in, for pg_eventlog_kafka''s SCRAM authentication; NULL otherwise. Grant EXECUTE to the gateway''s role only';
+REVOKE ALL ON FUNCTION @extschema@.kafka_scram_verifier(text) FROM PUBLIC;

@@ -1,0 +1,273 @@
+/*-------------------------------------------------------------------------
+ *
+ * io.c
+ *	  The client connection's byte stream: plain TCP, or TLS with OpenSSL
+ *	  (--tls-cert, --tls-key, and --tls-ca to require client
+ *	  certificates).  conn.c reads and writes only through here, so every
+ *	  byte of every API, SASL's included, is encrypted when TLS is on.
+ *
+ * TLS 1.2 is the oldest version accepted.  Each connection does its
+ * handshake in its own thread, with a receive timeout: a client that
+ * stalls or sends garbage (a plaintext Kafka request, random bytes) ends
+ * its own connection and never holds another's.  Sockets stay blocking;
+ * shutdown (main.c) shuts a socket down, which ends an SSL_read or
+ * SSL_write in progress as it ends a recv or send.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "config.h"
+#include "io.h"
+#include "log.h"
+#include "server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+/* A TLS handshake that takes longer is abandoned. */
+#define K_HANDSHAKE_TIMEOUT_S	10
+
+static SSL_CTX *tls_ctx;
+
+/* OpenSSL's error queue of this thread, as one string, emptied. */
+static const char *
+tls_error(char *buf, size_t size)
+{
+	unsigned long e = ERR_get_error();
+
+	if (e == 0)
+		snprintf(buf, size, "%s", errno ? strerror(errno) : "connection closed");
+	else
+		ERR_error_string_n(e, buf, size);
+	ERR_clear_error();
+	return buf;
+}
+
+bool
+kio_setup(void)
+{
+	char		err[256];
+
+	if (kconf.tls_cert == NULL)
+		return true;
+	tls_ctx = SSL_CTX_new(TLS_server_method());
+	if (tls_ctx == NULL ||
+		!SSL_CTX_set_min_proto_version(tls_ctx, TLS1_2_VERSION))
+	{
+		klog(KLOG_ERROR, "cannot set up TLS: %s", tls_error(err, sizeof(err)));
+		return false;
+	}
+	SSL_CTX_set_options(tls_ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+#ifdef SSL_OP_NO_RENEGOTIATION
+	SSL_CTX_set_options(tls_ctx, SSL_OP_NO_RENEGOTIATION);
+#endif
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+	/* Most Kafka clients close without a close_notify: that is an end. */
+	SSL_CTX_set_options(tls_ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+	SSL_CTX_set_mode(tls_ctx, SSL_MODE_AUTO_RETRY);
+	if (SSL_CTX_use_certificate_chain_file(tls_ctx, kconf.tls_cert) != 1)
+	{
+		klog(KLOG_ERROR, "cannot load the TLS certificate \"%s\" (--tls-cert): %s",
+			 kconf.tls_cert, tls_error(err, sizeof(err)));
+		return false;
+	}
+	if (SSL_CTX_use_PrivateKey_file(tls_ctx, kconf.tls_key, SSL_FILETYPE_PEM) != 1)
+	{
+		klog(KLOG_ERROR, "cannot load the TLS key \"%s\" (--tls-key): %s",
+			 kconf.tls_key, tls_error(err, sizeof(err)));
+		return false;
+	}
+	if (SSL_CTX_check_private_key(tls_ctx) != 1)
+	{
+		klog(KLOG_ERROR, "the TLS key \"%s\" does not match the certificate \"%s\": %s",
+			 kconf.tls_key, kconf.tls_cert, tls_error(err, sizeof(err)));
+		return false;
+	}
+	if (kconf.tls_ca != NULL)
+	{
+		STACK_OF(X509_NAME) *names;
+
+		if (SSL_CTX_load_verify_locations(tls_ctx, kconf.tls_ca, NULL) != 1)
+		{
+			klog(KLOG_ERROR, "cannot load the CA certificates \"%s\" (--tls-ca): %s",
+				 kconf.tls_ca, tls_error(err, sizeof(err)));
+			return false;
+		}
+		names = SSL_load_client_CA_file(kconf.tls_ca);
+		if (names != NULL)
+			SSL_CTX_set_client_CA_list(tls_ctx, names);
+		SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	}
+	return true;
+}
+
+void
+kio_set_timeout(KConn *conn, int seconds)
+{
+	struct timeval tv;
+
+	tv.tv_sec = seconds;
+	tv.tv_usec = 0;
+	setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+bool
+kio_start(KConn *conn)
+{
+	char		err[256];
+	int			rc;
+
+	if (tls_ctx == NULL)
+		return true;
+	conn->ssl = SSL_new(tls_ctx);
+	if (conn->ssl == NULL || SSL_set_fd(conn->ssl, conn->fd) != 1)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): cannot start TLS: %s: closing",
+			 (unsigned long long) conn->id, conn->peer, tls_error(err, sizeof(err)));
+		return false;
+	}
+	kio_set_timeout(conn, K_HANDSHAKE_TIMEOUT_S);
+	ERR_clear_error();
+	errno = 0;
+	rc = SSL_accept(conn->ssl);
+	if (rc != 1)
+	{
+		int			e = SSL_get_error(conn->ssl, rc);
+
+		/* A receive timeout shows as "would block" on a blocking socket. */
+		if (!kshutting_down())
+			klog(KLOG_WARNING, "conn %llu (%s): TLS handshake failed: %s: closing",
+				 (unsigned long long) conn->id, conn->peer,
+				 e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ||
+				 errno == EAGAIN || errno == EWOULDBLOCK ?
+				 "timed out" : tls_error(err, sizeof(err)));
+		ERR_clear_error();
+		return false;
+	}
+	kio_set_timeout(conn, 0);
+	if (klog_enabled(KLOG_DEBUG))
+	{
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+		X509	   *peer = SSL_get1_peer_certificate(conn->ssl);
+#else
+		X509	   *peer = SSL_get_peer_certificate(conn->ssl);
+#endif
+		char		subject[256] = "none";
+
+		if (peer != NULL)
+		{
+			X509_NAME_oneline(X509_get_subject_name(peer), subject, sizeof(subject));
+			X509_free(peer);
+		}
+		klog(KLOG_DEBUG, "conn %llu (%s): TLS %s, cipher %s, client certificate %s",
+			 (unsigned long long) conn->id, conn->peer, SSL_get_version(conn->ssl),
+			 SSL_get_cipher_name(conn->ssl), subject);
+	}
+	return true;
+}
+
+ssize_t
+kio_recv(KConn *conn, void *buf, size_t n)
+{
+	int			rc;
+	int			e;
+
+	if (conn->ssl == NULL)
+	{
+		for (;;)
+		{
+			ssize_t		r = recv(conn->fd, buf, n, 0);
+
+			if (r >= 0 || errno != EINTR)
+				return r;
+		}
+	}
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	ERR_clear_error();
+	errno = 0;
+	rc = SSL_read(conn->ssl, buf, (int) n);
+	if (rc > 0)
+		return rc;
+	e = SSL_get_error(conn->ssl, rc);
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		errno = EAGAIN;			/* the receive timeout */
+	else if (e == SSL_ERROR_SSL)
+	{
+		char		err[256];
+
+		if (!kshutting_down())
+			klog(KLOG_DEBUG, "conn %llu (%s): TLS error: %s", (unsigned long long) conn->id,
+				 conn->peer, tls_error(err, sizeof(err)));
+		errno = EPROTO;
+	}
+	else if (errno == 0)
+		errno = ECONNRESET;
+	ERR_clear_error();
+	return -1;
+}
+
+bool
+kio_send(KConn *conn, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+
+	while (n > 0)
+	{
+		if (conn->ssl == NULL)
+		{
+			ssize_t		r = send(conn->fd, p, n, MSG_NOSIGNAL);
+
+			if (r > 0)
+			{
+				p += r;
+				n -= (size_t) r;
+			}
+			else if (r < 0 && errno != EINTR)
+				return false;
+		}
+		else
+		{
+			/* SSL_write writes it all on a blocking socket (no partial mode). */
+			int			chunk = n > (1 << 30) ? (1 << 30) : (int) n;
+			int			rc;
+
+			ERR_clear_error();
+			rc = SSL_write(conn->ssl, p, chunk);
+			if (rc <= 0)
+			{
+				if (errno == 0)
+					errno = ECONNRESET;
+				ERR_clear_error();
+				return false;
+			}
+			p += rc;
+			n -= (size_t) rc;
+		}
+	}
+	return true;
+}
+
+void
+kio_end(KConn *conn)
+{
+	if (conn->ssl == NULL)
+		return;
+	/* Tell the client, without waiting for its answer. */
+	ERR_clear_error();
+	if (SSL_is_init_finished(conn->ssl) && !kshutting_down())
+		(void) SSL_shutdown(conn->ssl);
+	ERR_clear_error();
+	SSL_free(conn->ssl);
+	conn->ssl = NULL;
+}

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * io.h
+ *	  The one layer every byte to and from a client goes through: plain TCP,
+ *	  or TLS (OpenSSL) when the gateway has --tls-cert and --tls-key.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_IO_H
+#define KAFKA_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct KConn;
+
+/*
+ * Loads the certificate, key and (optionally) CA of --tls-*, once, before
+ * any connection; false (logged) if they cannot be used.  Nothing to do
+ * without --tls-cert.
+ */
+extern bool kio_setup(void);
+
+/*
+ * Starts a connection: the TLS handshake if TLS is on, within
+ * K_HANDSHAKE_TIMEOUT_S seconds.  False (logged) if it failed: close.
+ */
+extern bool kio_start(struct KConn *conn);
+
+/* Up to n bytes: >0 bytes read, 0 at the end of the stream, -1 on error. */
+extern ssize_t kio_recv(struct KConn *conn, void *buf, size_t n);
+
+/* All n bytes, or false. */
+extern bool kio_send(struct KConn *conn, const void *buf, size_t n);
+
+/* Ends TLS on a connection (its socket is closed by the registry). */
+extern void kio_end(struct KConn *conn);
+
+/*
+ * A receive timeout on the client's socket (0: none), for the phases
+ * before a client authenticated: a client that says nothing is not kept.
+ */
+extern void kio_set_timeout(struct KConn *conn, int seconds);
+
+#endif							/* KAFKA_IO_H */
