@@ -29,8 +29,11 @@
 #define KERR_NONE						0
 #define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
 #define KERR_LEADER_NOT_AVAILABLE		5
+#define KERR_COORDINATOR_NOT_AVAILABLE	15
 #define KERR_INVALID_TOPIC_EXCEPTION	17
+#define KERR_INVALID_GROUP_ID			24
 #define KERR_TOPIC_AUTHORIZATION_FAILED 29
+#define KERR_GROUP_AUTHORIZATION_FAILED 30
 #define KERR_CLUSTER_AUTHORIZATION_FAILED 31
 #define KERR_UNSUPPORTED_VERSION		35
 #define KERR_TOPIC_ALREADY_EXISTS		36
@@ -44,11 +47,22 @@
 
 /* API keys of the implemented APIs. */
 #define KAPI_METADATA		3
+#define KAPI_OFFSET_COMMIT	8
+#define KAPI_OFFSET_FETCH	9
+#define KAPI_FIND_COORDINATOR 10
+#define KAPI_JOIN_GROUP		11
+#define KAPI_HEARTBEAT		12
+#define KAPI_LEAVE_GROUP	13
+#define KAPI_SYNC_GROUP		14
+#define KAPI_DESCRIBE_GROUPS 15
+#define KAPI_LIST_GROUPS	16
 #define KAPI_API_VERSIONS	18
 #define KAPI_CREATE_TOPICS	19
 #define KAPI_DELETE_TOPICS	20
 #define KAPI_DESCRIBE_CONFIGS	32
 #define KAPI_CREATE_PARTITIONS	37
+#define KAPI_DELETE_GROUPS	42
+#define KAPI_OFFSET_DELETE	47
 #define KAPI_DESCRIBE_CLUSTER	60
 
 /* One client connection; its thread owns every field but those marked. */
@@ -119,6 +133,18 @@ extern KHandlerResult khandle_delete_topics(KConn *conn, KRequest *req, KWriter 
 extern KHandlerResult khandle_describe_configs(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_create_partitions(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *resp);
+/* The consumer-group APIs (group.h). */
+extern KHandlerResult khandle_offset_commit(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_offset_fetch(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_find_coordinator(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_join_group(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_heartbeat(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_leave_group(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_sync_group(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_describe_groups(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_list_groups(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_delete_groups(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_offset_delete(KConn *conn, KRequest *req, KWriter *resp);
 
 /* The connection thread (conn.c). */
 extern void *kconn_main(void *arg);
@@ -150,6 +176,9 @@ extern PGresult *kpg_exec(KConn *conn, const char *sql, int nparams,
 extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
 							  const char *const *params, char sqlstate[6],
 							  char *msg, size_t msgsize);
+/* The same with every result column in binary format. */
+extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
+								 const char *const *params, char sqlstate[6]);
 extern void kpg_close(KConn *conn);
 
 /* A libpq message without its trailing newline, for the log (in place). */
