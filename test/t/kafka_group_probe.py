@@ -14,7 +14,7 @@ this sends every version of the group APIs, and what clients never send
                                     its member id and generation, then
                                     heartbeats until stdin closes)
   kafka_group_probe.py HOST PORT join GROUP TOPIC    (one JoinGroup, prints it)
-  kafka_group_probe.py HOST PORT bench-heartbeat N TOPIC
+  kafka_group_probe.py HOST PORT bench-heartbeat N TOPIC [DSN]
   kafka_group_probe.py HOST PORT bench-rebalance N TOPIC
 
 It prints one line per finding; the TAP test compares them.
@@ -652,19 +652,37 @@ def cmd_join(host, port, group, topic):
         print('join: %s' % type(e).__name__, flush=True)
 
 
-def cmd_bench_heartbeat(host, port, n, topic):
+def cmd_bench_heartbeat(host, port, n, topic, dsn=None):
+    """Heartbeat round trips through the gateway; with a DSN, alternating
+    with the same eventlog.kafka_heartbeat call over libpq (psycopg), the
+    baseline of what the gateway adds."""
     c = Conn(host, port)
     j = join_until_member(c, 5, 'bench-hb', topic)
     sync(c, 5, 'bench-hb', j['generation'], j['member'], [(j['member'], b'')])
-    times = []
+    pg = None
+    if dsn:
+        import psycopg
+        pg = psycopg.connect(dsn, autocommit=True)
+        pg.execute("SELECT pg_catalog.set_config('search_path', '', false)")
+    times, base = [], []
+    q = 'SELECT eventlog.kafka_heartbeat(%s, %s, %s)'
     for _ in range(n):
         t0 = time.perf_counter()
         e = heartbeat(c, 4, 'bench-hb', j['generation'], j['member'])
         times.append(time.perf_counter() - t0)
         assert e == 0, e
+        if pg:
+            t0 = time.perf_counter()
+            e = pg.execute(q, ('bench-hb', j['generation'], j['member']), prepare=True).fetchone()[0]
+            base.append(time.perf_counter() - t0)
+            assert e == 0, e
     leave(c, 4, 'bench-hb', [(j['member'], None)])
-    print('heartbeat round trip: median %.3f ms, p90 %.3f ms over %d'
+    print('heartbeat round trip through the gateway: median %.3f ms, p90 %.3f ms over %d'
           % (statistics.median(times) * 1e3, sorted(times)[int(n * 0.9)] * 1e3, n))
+    if pg:
+        print('kafka_heartbeat over libpq: median %.3f ms, p90 %.3f ms; ratio of medians %.2f'
+              % (statistics.median(base) * 1e3, sorted(base)[int(n * 0.9)] * 1e3,
+                 statistics.median(times) / statistics.median(base)))
 
 
 def cmd_bench_rebalance(host, port, n, topic):
@@ -732,7 +750,7 @@ def main():
     elif cmd == 'join':
         cmd_join(host, port, a[0], a[1])
     elif cmd == 'bench-heartbeat':
-        cmd_bench_heartbeat(host, port, int(a[0]), a[1])
+        cmd_bench_heartbeat(host, port, int(a[0]), a[1], a[2] if len(a) > 2 else None)
     elif cmd == 'bench-rebalance':
         cmd_bench_rebalance(host, port, int(a[0]), a[1])
     else:
