@@ -594,8 +594,8 @@ def cmd_hostile(host, port, topic):
     print('offset delete unknown: %s' % (offset_delete(c, 'never-seen', {topic: [0]}),))
     # Huge metadata: 4 MB of subscription userdata, back to the leader whole.
     big = subscription([topic], b'u' * (4 << 20))
-    j = join(c, 5, 'huge', protocols=[('range', big)])
-    j = join(c, 5, 'huge', member=j['member'], protocols=[('range', big)])
+    j = join(c, 5, 'huge', protocols=[('range', big)], session=60000, rebalance=60000)
+    j = join(c, 5, 'huge', member=j['member'], protocols=[('range', big)], session=60000, rebalance=60000)
     print('huge metadata: error %d, back whole %s' % (j['error'], bool(j['members']) and j['members'][0][2] == big))
     lg = leave(c, 4, 'huge', [(j['member'], None)])
     print('huge member leaves: %s' % (lg['members'],))
