@@ -307,6 +307,29 @@ like($out, qr/^delete: \[\('held', 68\), \('kpg', 0\), \('nosuch', 69\)\]$/m,
     'delete_consumer_groups: NON_EMPTY_GROUP, deleted, GROUP_ID_NOT_FOUND');
 is(sql(q{SELECT count(*) FROM eventlog.consumer_groups WHERE group_name = 'kpg'}), 0,
     'the deleted group\'s positions are gone from SQL');
+# Raw: ListGroups' states filter, DescribeGroups' authorized operations,
+# OffsetDelete.
+($rc, $out, $err) = run_cmd($python, '-c', qq{
+import sys; sys.path.insert(0, '$dir')
+from kafka_group_probe import *
+c = Conn('127.0.0.1', $port)
+print('list v4 Stable', list_groups(c, 4, ['Stable']))
+print('list v4 stable, dead', list_groups(c, 4, ['stable', 'Dead']))
+print('list v3', len(list_groups(c, 3)[1]) == len(list_groups(c, 4, [])[1]))
+d = describe(c, 5, ['held'], ops=True)[0]
+print('describe held ops', d[1], d[2], len(d[5]), d[5][0][2], d[5][0][3], d[6])
+print('offset delete simple-3', offset_delete(c, 'simple-3', {'walk': [0, 7]}))
+print('offset delete held', offset_delete(c, 'held', {'gt': [0]}))});
+is($out, <<'EOT', 'ListGroups states, DescribeGroups operations, OffsetDelete') or diag($err);
+list v4 Stable (0, [('held', 'consumer', 'Stable')])
+list v4 stable, dead (0, [('held', 'consumer', 'Stable')])
+list v3 True
+describe held ops 0 Stable 1 probe /127.0.0.1 328
+offset delete simple-3 (0, [('walk', 0, 0), ('walk', 7, 3)])
+offset delete held (0, [('gt', 0, 86)])
+EOT
+is(sql(q{SELECT string_agg(partition::text, ',') FROM eventlog.consumer_groups WHERE group_name = 'simple-3'}), '1',
+    'OffsetDelete removed the position SQL had');
 ${ $held->{in} } .= "\n";
 ok(pump_out($held, qr/^heartbeat 0\n/m), 'the held member is still alive');
 
