@@ -150,16 +150,10 @@ connect_pg(KConn *conn)
 	return true;
 }
 
+/* A query, with results in text (0) or binary (1) format. */
 static PGresult *
 exec_params(KConn *conn, const char *sql, int nparams, const char *const *params,
-			int result_format, char sqlstate[6])
-{
-	return kpg_exec_msg(conn, sql, nparams, params, sqlstate, NULL, 0);
-}
-
-PGresult *
-kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
-			 char sqlstate[6], char *msg, size_t msgsize)
+			int result_format, char sqlstate[6], char *msg, size_t msgsize)
 {
 	PGresult   *res;
 	ExecStatusType st;
@@ -211,17 +205,24 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 }
 
 PGresult *
+kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
+			 char sqlstate[6], char *msg, size_t msgsize)
+{
+	return exec_params(conn, sql, nparams, params, 0, sqlstate, msg, msgsize);
+}
+
+PGresult *
 kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
 		 char sqlstate[6])
 {
-	return exec_params(conn, sql, nparams, params, 0, sqlstate);
+	return exec_params(conn, sql, nparams, params, 0, sqlstate, NULL, 0);
 }
 
 PGresult *
 kpg_exec_binary(KConn *conn, const char *sql, int nparams, const char *const *params,
 				char sqlstate[6])
 {
-	return exec_params(conn, sql, nparams, params, 1, sqlstate);
+	return exec_params(conn, sql, nparams, params, 1, sqlstate, NULL, 0);
 }
 
 /* FNV-1a, 64 bits, from a given start: stable everywhere. */
