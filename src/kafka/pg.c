@@ -213,16 +213,10 @@ kpg_connect(KConn *conn)
 	return true;
 }
 
-PGresult *
-kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
-		 char sqlstate[6])
-{
-	return kpg_exec_msg(conn, sql, nparams, params, sqlstate, NULL, 0);
-}
-
-PGresult *
-kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
-			 char sqlstate[6], char *msg, size_t msgsize)
+/* A query, with results in text (0) or binary (1) format. */
+static PGresult *
+exec_params(KConn *conn, const char *sql, int nparams, const char *const *params,
+			int result_format, char sqlstate[6], char *msg, size_t msgsize)
 {
 	PGresult   *res;
 	ExecStatusType st;
@@ -243,7 +237,7 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 	conn->in_query = true;
 	kregistry_unlock();
 
-	res = PQexecParams(conn->pg, sql, nparams, NULL, params, NULL, NULL, 0);
+	res = PQexecParams(conn->pg, sql, nparams, NULL, params, NULL, NULL, result_format);
 
 	kregistry_lock();
 	conn->in_query = false;
@@ -271,6 +265,27 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 	if (PQstatus(conn->pg) != CONNECTION_OK)
 		kpg_close(conn);
 	return NULL;
+}
+
+PGresult *
+kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
+			 char sqlstate[6], char *msg, size_t msgsize)
+{
+	return exec_params(conn, sql, nparams, params, 0, sqlstate, msg, msgsize);
+}
+
+PGresult *
+kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
+		 char sqlstate[6])
+{
+	return exec_params(conn, sql, nparams, params, 0, sqlstate, NULL, 0);
+}
+
+PGresult *
+kpg_exec_binary(KConn *conn, const char *sql, int nparams, const char *const *params,
+				char sqlstate[6])
+{
+	return exec_params(conn, sql, nparams, params, 1, sqlstate, NULL, 0);
 }
 
 /* FNV-1a, 64 bits, from a given start: stable everywhere. */

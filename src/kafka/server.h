@@ -29,8 +29,11 @@
 #define KERR_NONE						0
 #define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
 #define KERR_LEADER_NOT_AVAILABLE		5
+#define KERR_COORDINATOR_NOT_AVAILABLE	15
 #define KERR_INVALID_TOPIC_EXCEPTION	17
+#define KERR_INVALID_GROUP_ID			24
 #define KERR_TOPIC_AUTHORIZATION_FAILED 29
+#define KERR_GROUP_AUTHORIZATION_FAILED 30
 #define KERR_CLUSTER_AUTHORIZATION_FAILED 31
 #define KERR_UNSUPPORTED_SASL_MECHANISM 33
 #define KERR_ILLEGAL_SASL_STATE			34
@@ -47,6 +50,15 @@
 
 /* API keys of the implemented APIs. */
 #define KAPI_METADATA		3
+#define KAPI_OFFSET_COMMIT	8
+#define KAPI_OFFSET_FETCH	9
+#define KAPI_FIND_COORDINATOR 10
+#define KAPI_JOIN_GROUP		11
+#define KAPI_HEARTBEAT		12
+#define KAPI_LEAVE_GROUP	13
+#define KAPI_SYNC_GROUP		14
+#define KAPI_DESCRIBE_GROUPS 15
+#define KAPI_LIST_GROUPS	16
 #define KAPI_SASL_HANDSHAKE	17
 #define KAPI_API_VERSIONS	18
 #define KAPI_CREATE_TOPICS	19
@@ -54,6 +66,8 @@
 #define KAPI_DESCRIBE_CONFIGS	32
 #define KAPI_SASL_AUTHENTICATE	36
 #define KAPI_CREATE_PARTITIONS	37
+#define KAPI_DELETE_GROUPS	42
+#define KAPI_OFFSET_DELETE	47
 #define KAPI_DESCRIBE_CLUSTER	60
 
 /* One client connection; its thread owns every field but those marked. */
@@ -151,6 +165,18 @@ extern bool ksasl_allows(KConn *conn, int16_t api_key);
 extern bool ksasl_raw_pending(KConn *conn);
 extern bool ksasl_raw_token(KConn *conn, const uint8_t *token, int32_t len, KWriter *w);
 extern void ksasl_end(KConn *conn);
+/* The consumer-group APIs (group.h). */
+extern KHandlerResult khandle_offset_commit(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_offset_fetch(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_find_coordinator(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_join_group(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_heartbeat(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_leave_group(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_sync_group(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_describe_groups(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_list_groups(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_delete_groups(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_offset_delete(KConn *conn, KRequest *req, KWriter *resp);
 
 /* The connection thread (conn.c). */
 extern void *kconn_main(void *arg);
@@ -182,6 +208,9 @@ extern PGresult *kpg_exec(KConn *conn, const char *sql, int nparams,
 extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
 							  const char *const *params, char sqlstate[6],
 							  char *msg, size_t msgsize);
+/* The same with every result column in binary format. */
+extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
+								 const char *const *params, char sqlstate[6]);
 extern void kpg_close(KConn *conn);
 
 /*

@@ -421,7 +421,7 @@ is(consistent(), '0/0', 'no partial state');
 # 6. InitProducerId and the transaction APIs are not advertised.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'apiversions', 3);
 unlike($out, qr/\b(22|24|25|26|28):/, 'ApiVersions advertises none of InitProducerId and the transaction APIs');
-like($out, qr/\b19:0-7,20:0-6,32:0-4,(?:36:0-2,)?37:0-3,60:0-1\b/, 'and advertises the administrative APIs');
+like($out, qr/19:0-7,20:0-6,32:0-4,(?:\d+:\d+-\d+,)*37:0-3,(?:\d+:\d+-\d+,)*60:0-1/, 'and advertises the administrative APIs');
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'unsupported', 22);
 is($out, "api key 22: closed\n", 'an InitProducerId request anyway closes the connection');
 like(slurp_file($gwlog), qr/unknown or unsupported API key 22 \(correlation id 3\): InitProducerId is not supported yet: idempotent and transactional producers need it \(set enable\.idempotence=false\): closing/,
