@@ -14,6 +14,7 @@
 #include "server.h"
 
 const KApi	kapis[] = {
+	{KAPI_PRODUCE, "Produce", 0, 9, 9, khandle_produce},
 	{KAPI_METADATA, "Metadata", 0, 12, 9, khandle_metadata},
 	{KAPI_API_VERSIONS, "ApiVersions", 0, 3, 3, khandle_api_versions},
 	{KAPI_CREATE_TOPICS, "CreateTopics", 0, 7, 5, khandle_create_topics},

@@ -106,8 +106,13 @@ session_alive(PGconn *pg)
 static bool
 connect_pg(KConn *conn)
 {
-	const char *const keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *const values[] = {kconf.dsn, "pg_eventlog_kafka", NULL};
+	/*
+	 * Kafka's strings are UTF-8, and so are the keys, values and headers the
+	 * gateway passes as text to JSON topics: PostgreSQL converts them to the
+	 * database's encoding (after the DSN, so that it cannot be overridden).
+	 */
+	const char *const keys[] = {"dbname", "fallback_application_name", "client_encoding", NULL};
+	const char *const values[] = {kconf.dsn, "pg_eventlog_kafka", "UTF8", NULL};
 	PGconn	   *pg;
 	PGresult   *res;
 	PGcancel   *cancel;
@@ -157,9 +162,11 @@ kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
 	return kpg_exec_msg(conn, sql, nparams, params, sqlstate, NULL, 0);
 }
 
-PGresult *
-kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
-			 char sqlstate[6], char *msg, size_t msgsize)
+/* kpg_exec_msg with per-parameter lengths and formats (kpg_exec_binary). */
+static PGresult *
+exec_params(KConn *conn, const char *sql, int nparams, const char *const *params,
+			const int *lengths, const int *formats, char sqlstate[6],
+			char *msg, size_t msgsize)
 {
 	PGresult   *res;
 	ExecStatusType st;
@@ -180,7 +187,7 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 	conn->in_query = true;
 	kregistry_unlock();
 
-	res = PQexecParams(conn->pg, sql, nparams, NULL, params, NULL, NULL, 0);
+	res = PQexecParams(conn->pg, sql, nparams, NULL, params, lengths, formats, 0);
 
 	kregistry_lock();
 	conn->in_query = false;
@@ -208,6 +215,22 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 	if (PQstatus(conn->pg) != CONNECTION_OK)
 		kpg_close(conn);
 	return NULL;
+}
+
+PGresult *
+kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
+			 char sqlstate[6], char *msg, size_t msgsize)
+{
+	return exec_params(conn, sql, nparams, params, NULL, NULL, sqlstate, msg, msgsize);
+}
+
+PGresult *
+kpg_exec_binary(KConn *conn, const char *sql, int nparams,
+				const char *const *params, const int *lengths,
+				const int *formats, char sqlstate[6], char *errmsg, size_t errlen)
+{
+	return exec_params(conn, sql, nparams, params, lengths, formats, sqlstate,
+					   errmsg, errlen);
 }
 
 /* FNV-1a, 64 bits, from a given start: stable everywhere. */

@@ -202,7 +202,7 @@ ok($kp && $seen{$kp}{'ApiVersions v0'} && $seen{$kp}{'Metadata v1'},
 for my $v (0 .. 3)
 {
     ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'apiversions', $v);
-    is($out, "corr=7 error=0 keys=3:0-12,18:0-3,19:0-7,20:0-6,32:0-4,37:0-3,60:0-1 throttle=" . ($v >= 1 ? 0 : 'None') . " rest=0\n",
+    is($out, "corr=7 error=0 keys=0:0-9,3:0-12,18:0-3,19:0-7,20:0-6,32:0-4,37:0-3,60:0-1 throttle=" . ($v >= 1 ? 0 : 'None') . " rest=0\n",
         "ApiVersions v$v: Metadata 0-12, ApiVersions 0-3, the administrative APIs (response header v0)");
 }
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'apiversions', 4);
