@@ -275,7 +275,7 @@ is($? >> 8, 0, 'that gateway ends with status 0 on SIGTERM');
 # 8. Broken frames close their own connection only.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'badframes');
 is($out, <<'EOT', 'every broken frame closes its connection; a held connection keeps working');
-held connection: answered 52 bytes
+held connection: answered 58 bytes
 negative size: closed
 huge size: closed
 too short for a header: closed
@@ -322,7 +322,7 @@ $ch->signal('TERM');
 $ch->finish;
 is($? >> 8, 0, 'SIGTERM with a client connected: exit status 0');
 $holder->finish;
-is($hold_out, "hold: answered 52 bytes\nhold then: closed\n", 'the client saw its connection closed');
+is($hold_out, "hold: answered 58 bytes\nhold then: closed\n", 'the client saw its connection closed');
 
 # 10. --brokers: every gateway gives the same leaders, spread over them.
 my @bports = map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 2;
