@@ -205,6 +205,8 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 			 id, conn->peer, api->name, req.api_version, req.correlation_id, size);
 		return false;
 	}
+	if (hr == KH_NO_RESPONSE)
+		return true;
 	if (hr != KH_OK)
 		return false;
 	if (w->error)

@@ -141,8 +141,13 @@ set_session_role(KConn *conn, PGconn *pg)
 bool
 kpg_connect(KConn *conn)
 {
-	const char *keys[5] = {"dbname", "fallback_application_name", NULL, NULL, NULL};
-	const char *values[5] = {kconf.dsn, "pg_eventlog_kafka", NULL, NULL, NULL};
+	/*
+	 * Kafka's strings are UTF-8, and so are the keys, values and headers the
+	 * gateway passes as text to JSON topics: PostgreSQL converts them to the
+	 * database's encoding (after the DSN, so that it cannot be overridden).
+	 */
+	const char *keys[6] = {"dbname", "fallback_application_name", "client_encoding", NULL, NULL, NULL};
+	const char *values[6] = {kconf.dsn, "pg_eventlog_kafka", "UTF8", NULL, NULL, NULL};
 	PGconn	   *pg;
 	PGresult   *res;
 	PGcancel   *cancel;
@@ -160,10 +165,10 @@ kpg_connect(KConn *conn)
 	/* SASL PLAIN: the client's login replaces --dsn's (later keys win). */
 	if (conn->pg_user != NULL)
 	{
-		keys[2] = "user";
-		values[2] = conn->pg_user;
-		keys[3] = "password";
-		values[3] = conn->pg_password;
+		keys[3] = "user";
+		values[3] = conn->pg_user;
+		keys[4] = "password";
+		values[4] = conn->pg_password;
 	}
 	pg = PQconnectdbParams(keys, values, 1);
 	if (PQstatus(pg) != CONNECTION_OK)
@@ -213,10 +218,15 @@ kpg_connect(KConn *conn)
 	return true;
 }
 
-/* A query, with results in text (0) or binary (1) format. */
+/*
+ * A query: parameters in text, or with per-parameter lengths and formats
+ * (1: PostgreSQL's binary format; NULL: all text), and results in text (0)
+ * or binary (1) format.
+ */
 static PGresult *
 exec_params(KConn *conn, const char *sql, int nparams, const char *const *params,
-			int result_format, char sqlstate[6], char *msg, size_t msgsize)
+			const int *lengths, const int *formats, int result_format,
+			char sqlstate[6], char *msg, size_t msgsize)
 {
 	PGresult   *res;
 	ExecStatusType st;
@@ -237,7 +247,7 @@ exec_params(KConn *conn, const char *sql, int nparams, const char *const *params
 	conn->in_query = true;
 	kregistry_unlock();
 
-	res = PQexecParams(conn->pg, sql, nparams, NULL, params, NULL, NULL, result_format);
+	res = PQexecParams(conn->pg, sql, nparams, NULL, params, lengths, formats, result_format);
 
 	kregistry_lock();
 	conn->in_query = false;
@@ -271,21 +281,30 @@ PGresult *
 kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
 			 char sqlstate[6], char *msg, size_t msgsize)
 {
-	return exec_params(conn, sql, nparams, params, 0, sqlstate, msg, msgsize);
+	return exec_params(conn, sql, nparams, params, NULL, NULL, 0, sqlstate, msg, msgsize);
 }
 
 PGresult *
 kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
 		 char sqlstate[6])
 {
-	return exec_params(conn, sql, nparams, params, 0, sqlstate, NULL, 0);
+	return exec_params(conn, sql, nparams, params, NULL, NULL, 0, sqlstate, NULL, 0);
 }
 
 PGresult *
 kpg_exec_binary(KConn *conn, const char *sql, int nparams, const char *const *params,
 				char sqlstate[6])
 {
-	return exec_params(conn, sql, nparams, params, 1, sqlstate, NULL, 0);
+	return exec_params(conn, sql, nparams, params, NULL, NULL, 1, sqlstate, NULL, 0);
+}
+
+PGresult *
+kpg_exec_params(KConn *conn, const char *sql, int nparams,
+				const char *const *params, const int *lengths,
+				const int *formats, char sqlstate[6], char *errmsg, size_t errlen)
+{
+	return exec_params(conn, sql, nparams, params, lengths, formats, 0, sqlstate,
+					   errmsg, errlen);
 }
 
 /* FNV-1a, 64 bits, from a given start: stable everywhere. */

@@ -27,10 +27,15 @@
 /* Kafka's error codes that the gateway uses. */
 #define KERR_UNKNOWN_SERVER_ERROR		(-1)
 #define KERR_NONE						0
+#define KERR_CORRUPT_MESSAGE			2
 #define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
 #define KERR_LEADER_NOT_AVAILABLE		5
+#define KERR_NOT_LEADER_OR_FOLLOWER		6
+#define KERR_REQUEST_TIMED_OUT			7
+#define KERR_MESSAGE_TOO_LARGE			10
 #define KERR_COORDINATOR_NOT_AVAILABLE	15
 #define KERR_INVALID_TOPIC_EXCEPTION	17
+#define KERR_INVALID_REQUIRED_ACKS		21
 #define KERR_INVALID_GROUP_ID			24
 #define KERR_TOPIC_AUTHORIZATION_FAILED 29
 #define KERR_GROUP_AUTHORIZATION_FAILED 30
@@ -44,11 +49,14 @@
 #define KERR_INVALID_REPLICA_ASSIGNMENT 39
 #define KERR_INVALID_CONFIG				40
 #define KERR_INVALID_REQUEST			42
+#define KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT 43
 #define KERR_SASL_AUTHENTICATION_FAILED 58
+#define KERR_INVALID_RECORD				87
 #define KERR_UNKNOWN_TOPIC_ID			100
 #define KERR_UNSUPPORTED_ENDPOINT_TYPE	115
 
 /* API keys of the implemented APIs. */
+#define KAPI_PRODUCE		0
 #define KAPI_METADATA		3
 #define KAPI_OFFSET_COMMIT	8
 #define KAPI_OFFSET_FETCH	9
@@ -112,7 +120,8 @@ typedef enum KHandlerResult
 {
 	KH_OK,						/* the response body is in the writer */
 	KH_MALFORMED,				/* the body did not decode: close */
-	KH_CLOSE					/* the handler logged why: close */
+	KH_CLOSE,					/* the handler logged why: close */
+	KH_NO_RESPONSE				/* done, and no response is sent (acks=0) */
 } KHandlerResult;
 
 /*
@@ -151,6 +160,7 @@ extern KHandlerResult khandle_delete_topics(KConn *conn, KRequest *req, KWriter 
 extern KHandlerResult khandle_describe_configs(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_create_partitions(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_produce(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_sasl_handshake(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_sasl_authenticate(KConn *conn, KRequest *req, KWriter *resp);
 
@@ -211,6 +221,14 @@ extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
 /* The same with every result column in binary format. */
 extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
 								 const char *const *params, char sqlstate[6]);
+/*
+ * kpg_exec_msg with per-parameter lengths and formats (1: PostgreSQL's binary
+ * format), for Produce's records.
+ */
+extern PGresult *kpg_exec_params(KConn *conn, const char *sql, int nparams,
+								 const char *const *params, const int *lengths,
+								 const int *formats, char sqlstate[6],
+								 char *errmsg, size_t errlen);
 extern void kpg_close(KConn *conn);
 
 /*

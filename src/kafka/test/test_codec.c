@@ -129,6 +129,7 @@ main(void)
 	test_crc32c();
 	test_compress();
 	test_records();
+	test_json();
 	printf("1..%d\n", t_count);
 	if (t_failed)
 		printf("# %d of %d tests failed\n", t_failed, t_count);

@@ -37,5 +37,6 @@ extern void test_wire(void);
 extern void test_crc32c(void);
 extern void test_compress(void);
 extern void test_records(void);
+extern void test_json(void);
 
 #endif							/* KAFKA_TEST_UTIL_H */
