@@ -14,6 +14,8 @@
 #include "server.h"
 
 const KApi	kapis[] = {
+	{KAPI_FETCH, "Fetch", 4, 12, 12, khandle_fetch},
+	{KAPI_LIST_OFFSETS, "ListOffsets", 0, 6, 6, khandle_list_offsets},
 	{KAPI_METADATA, "Metadata", 0, 12, 9, khandle_metadata},
 	{KAPI_API_VERSIONS, "ApiVersions", 0, 3, 3, khandle_api_versions},
 	{KAPI_CREATE_TOPICS, "CreateTopics", 0, 7, 5, khandle_create_topics},

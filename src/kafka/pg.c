@@ -150,16 +150,10 @@ connect_pg(KConn *conn)
 	return true;
 }
 
-PGresult *
-kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
-		 char sqlstate[6])
-{
-	return kpg_exec_msg(conn, sql, nparams, params, sqlstate, NULL, 0);
-}
-
-PGresult *
-kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
-			 char sqlstate[6], char *msg, size_t msgsize)
+/* A query; results in text (0) or binary (1) format; the error's message in msg. */
+static PGresult *
+exec_format(KConn *conn, const char *sql, int nparams, const char *const *params,
+			char sqlstate[6], char *msg, size_t msgsize, int result_format)
 {
 	PGresult   *res;
 	ExecStatusType st;
@@ -180,7 +174,7 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 	conn->in_query = true;
 	kregistry_unlock();
 
-	res = PQexecParams(conn->pg, sql, nparams, NULL, params, NULL, NULL, 0);
+	res = PQexecParams(conn->pg, sql, nparams, NULL, params, NULL, NULL, result_format);
 
 	kregistry_lock();
 	conn->in_query = false;
@@ -208,6 +202,27 @@ kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *param
 	if (PQstatus(conn->pg) != CONNECTION_OK)
 		kpg_close(conn);
 	return NULL;
+}
+
+PGresult *
+kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
+			 char sqlstate[6], char *msg, size_t msgsize)
+{
+	return exec_format(conn, sql, nparams, params, sqlstate, msg, msgsize, 0);
+}
+
+PGresult *
+kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
+		 char sqlstate[6])
+{
+	return exec_format(conn, sql, nparams, params, sqlstate, NULL, 0, 0);
+}
+
+PGresult *
+kpg_exec_binary(KConn *conn, const char *sql, int nparams, const char *const *params,
+				char sqlstate[6])
+{
+	return exec_format(conn, sql, nparams, params, sqlstate, NULL, 0, 1);
 }
 
 /* FNV-1a, 64 bits, from a given start: stable everywhere. */

@@ -27,6 +27,7 @@
 /* Kafka's error codes that the gateway uses. */
 #define KERR_UNKNOWN_SERVER_ERROR		(-1)
 #define KERR_NONE						0
+#define KERR_OFFSET_OUT_OF_RANGE		1
 #define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
 #define KERR_LEADER_NOT_AVAILABLE		5
 #define KERR_INVALID_TOPIC_EXCEPTION	17
@@ -39,10 +40,14 @@
 #define KERR_INVALID_REPLICA_ASSIGNMENT 39
 #define KERR_INVALID_CONFIG				40
 #define KERR_INVALID_REQUEST			42
+#define KERR_FETCH_SESSION_ID_NOT_FOUND 70
+#define KERR_INVALID_FETCH_SESSION_EPOCH 71
 #define KERR_UNKNOWN_TOPIC_ID			100
 #define KERR_UNSUPPORTED_ENDPOINT_TYPE	115
 
 /* API keys of the implemented APIs. */
+#define KAPI_FETCH			1
+#define KAPI_LIST_OFFSETS	2
 #define KAPI_METADATA		3
 #define KAPI_API_VERSIONS	18
 #define KAPI_CREATE_TOPICS	19
@@ -113,12 +118,21 @@ extern bool khandler_body_done(KRequest *req);
 
 /* Handlers, one file each (api_*.c). */
 extern KHandlerResult khandle_api_versions(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_fetch(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_list_offsets(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_metadata(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_create_topics(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_delete_topics(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_describe_configs(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_create_partitions(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *resp);
+
+/*
+ * Kafka's rule for a legal topic name (Topic.validate): [A-Za-z0-9._-], 1
+ * to 249 bytes, not "." or "..".  Such a name is safe to quote in an array
+ * literal (topic_name.c).
+ */
+extern bool kvalid_topic_name(KSlice name);
 
 /* The connection thread (conn.c). */
 extern void *kconn_main(void *arg);
@@ -150,6 +164,9 @@ extern PGresult *kpg_exec(KConn *conn, const char *sql, int nparams,
 extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
 							  const char *const *params, char sqlstate[6],
 							  char *msg, size_t msgsize);
+/* The same with results in binary format (Fetch: bytea without hex). */
+extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
+								 const char *const *params, char sqlstate[6]);
 extern void kpg_close(KConn *conn);
 
 /* A libpq message without its trailing newline, for the log (in place). */
