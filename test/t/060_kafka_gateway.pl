@@ -202,8 +202,8 @@ ok($kp && $seen{$kp}{'ApiVersions v0'} && $seen{$kp}{'Metadata v1'},
 for my $v (0 .. 3)
 {
     ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'apiversions', $v);
-    is($out, "corr=7 error=0 keys=3:0-12,18:0-3,19:0-7,20:0-6,32:0-4,37:0-3,60:0-1 throttle=" . ($v >= 1 ? 0 : 'None') . " rest=0\n",
-        "ApiVersions v$v: Metadata 0-12, ApiVersions 0-3, the administrative APIs (response header v0)");
+    is($out, "corr=7 error=0 keys=1:4-12,2:0-6,3:0-12,18:0-3,19:0-7,20:0-6,32:0-4,37:0-3,60:0-1 throttle=" . ($v >= 1 ? 0 : 'None') . " rest=0\n",
+        "ApiVersions v$v: Fetch 4-12, ListOffsets 0-6, Metadata 0-12, ApiVersions 0-3, the administrative APIs (response header v0)");
 }
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'apiversions', 4);
 is($out, "corr=7 error=35 keys=18:0-3 throttle=None rest=0\n",
@@ -275,7 +275,7 @@ is($? >> 8, 0, 'that gateway ends with status 0 on SIGTERM');
 # 8. Broken frames close their own connection only.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'badframes');
 is($out, <<'EOT', 'every broken frame closes its connection; a held connection keeps working');
-held connection: answered 52 bytes
+held connection: answered 64 bytes
 negative size: closed
 huge size: closed
 too short for a header: closed
@@ -322,7 +322,7 @@ $ch->signal('TERM');
 $ch->finish;
 is($? >> 8, 0, 'SIGTERM with a client connected: exit status 0');
 $holder->finish;
-is($hold_out, "hold: answered 52 bytes\nhold then: closed\n", 'the client saw its connection closed');
+is($hold_out, "hold: answered 64 bytes\nhold then: closed\n", 'the client saw its connection closed');
 
 # 10. --brokers: every gateway gives the same leaders, spread over them.
 my @bports = map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 2;
