@@ -93,6 +93,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	groups.sql \
 	group_members.sql \
 	kafka_groups.sql \
+	kafka_fetch.sql \
 	views.sql \
 	capture.sql \
 	kafka_auth.sql \

@@ -236,6 +236,7 @@ el_release_inflight(bool committed)
 	bool		announce = false;
 	bool		notify = el_notify_enabled;
 	int32		last_topic_id = 0;
+	uint64		topics = 0;		/* their wake-up indexes, as bits */
 
 	if (el_nheld == 0)
 		return;
@@ -281,10 +282,14 @@ el_release_inflight(bool committed)
 		 * are usually adjacent).
 		 */
 		if (i == 0 || topic_id != last_topic_id)
+		{
 			ConditionVariableBroadcast(el_topic_wakeup(topic_id));
+			topics |= UINT64CONST(1) << el_topic_wakeup_index(topic_id);
+		}
 		last_topic_id = topic_id;
 	}
 	el_nheld = 0;
+	el_wake_database_waiters(topics);
 	if (announce)
 		el_wake_notifier();
 }

@@ -243,7 +243,7 @@ el_first_record(ElReadPoint *point, Snapshot snapshot, int64 from, int64 to,
  * stable offset, as for any read).  A segment removed meanwhile counts as
  * "readable": the caller's read finds out what retention did.
  */
-static bool
+bool
 el_readable_from(ElReadPoint *point, int64 from)
 {
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());

@@ -36,6 +36,9 @@ extern int32 el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 						  Tuplestorestate *store, TupleDesc tupdesc,
 						  int64 *next);
 
+/* Whether a record is readable at or after "from" (or retention removed it). */
+extern bool el_readable_from(ElReadPoint *point, int64 from);
+
 /* eventlog._await_records, the long poll over several partitions. */
 extern Datum el_await_records(PG_FUNCTION_ARGS);
 

@@ -124,6 +124,13 @@ el_shmem_startup(void)
 			ConditionVariableInit(&el_shared->kafka_group_wakeup[i]);
 			pg_atomic_init_u64(&el_shared->kafka_group_epoch[i], 0);
 		}
+		for (int i = 0; i < EL_DB_WAKEUPS; i++)
+		{
+			ConditionVariableInit(&el_shared->db_wakeup[i].cv);
+			SpinLockInit(&el_shared->db_wakeup[i].mutex);
+			pg_atomic_init_u32(&el_shared->db_wakeup[i].waiters, 0);
+			pg_atomic_init_u64(&el_shared->db_wakeup[i].interest, 0);
+		}
 		/* From 1: a long poll's first look (0) always reads the catalog. */
 		pg_atomic_init_u64(&el_shared->topic_drops, 1);
 		memset(el_shared->inflight, 0,
@@ -242,12 +249,75 @@ el_require_shmem(void)
 				 errdetail("The event log keeps its offsets in shared memory, which is only set up when the library is loaded at server start."),
 				 errhint("Add pg_eventlog to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
-ConditionVariable *
-el_topic_wakeup(int32 topic_id)
+
+/* The index of a topic's wake-up condition variable (of this database's topic). */
+int
+el_topic_wakeup_index(int32 topic_id)
 {
 	uint32		h = hash_uint32((uint32) topic_id) ^ hash_uint32((uint32) MyDatabaseId);
 
-	return &el_shared->topic_wakeup[h % EL_TOPIC_WAKEUPS];
+	StaticAssertStmt(EL_TOPIC_WAKEUPS <= 64, "interest bits must fit in 64 bits");
+	return (int) (h % EL_TOPIC_WAKEUPS);
+}
+
+ConditionVariable *
+el_topic_wakeup(int32 topic_id)
+{
+	return &el_shared->topic_wakeup[el_topic_wakeup_index(topic_id)];
+}
+
+static ElDbWakeup *
+el_db_wakeup(void)
+{
+	return &el_shared->db_wakeup[hash_uint32((uint32) MyDatabaseId) % EL_DB_WAKEUPS];
+}
+
+/*
+ * Count this backend as a waiter of its database's wake-up, for the topics
+ * whose bits are in "interest", before it looks at their stable offsets:
+ * the barrier orders the registration before that look, and
+ * el_wake_database_waiters orders a producer's release of its partitions
+ * before its read of the registration, so either the waiter sees the
+ * producer's offsets or the producer sees the waiter and broadcasts.
+ */
+ElDbWakeup *
+el_db_wakeup_register(uint64 interest)
+{
+	ElDbWakeup *w = el_db_wakeup();
+
+	SpinLockAcquire(&w->mutex);
+	pg_atomic_fetch_add_u32(&w->waiters, 1);
+	pg_atomic_fetch_or_u64(&w->interest, interest);
+	SpinLockRelease(&w->mutex);
+	pg_memory_barrier();
+	return w;
+}
+
+/* The last waiter to leave clears the interest (under the mutex: none is lost). */
+void
+el_db_wakeup_unregister(ElDbWakeup *w)
+{
+	SpinLockAcquire(&w->mutex);
+	if (pg_atomic_fetch_sub_u32(&w->waiters, 1) == 1)
+		pg_atomic_write_u64(&w->interest, 0);
+	SpinLockRelease(&w->mutex);
+}
+
+/*
+ * Wake the database-wide long polls (kafka_await.c) of this backend's
+ * database that wait on one of "topics" (bits of el_topic_wakeup_index):
+ * called after a transaction's end released its partitions, whose stable
+ * offsets may have moved.
+ */
+void
+el_wake_database_waiters(uint64 topics)
+{
+	ElDbWakeup *w = el_db_wakeup();
+
+	pg_memory_barrier();
+	if (pg_atomic_read_u32(&w->waiters) > 0 &&
+		(pg_atomic_read_u64(&w->interest) & topics) != 0)
+		ConditionVariableBroadcast(&w->cv);
 }
 
 uint64
@@ -256,6 +326,7 @@ el_topic_drop_count(void)
 	el_require_shmem();
 	return pg_atomic_read_u64(&el_shared->topic_drops);
 }
+
 static void
 el_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					SubTransactionId parentSubid, void *arg)

@@ -115,6 +115,27 @@ typedef struct ElInflight
  */
 #define EL_TOPIC_WAKEUPS 64
 
+/*
+ * Database-wide wake-ups for long polls over partitions of several topics
+ * (the Kafka gateway's Fetch, kafka_await.c): a condition variable per hash
+ * of the database.  A producing transaction's end broadcasts its database's
+ * only while someone waits on it for one of the topics it produced to:
+ * "interest" holds the topics' wake-up indexes (el_topic_wakeup_index) as
+ * bits, OR-ed in by each waiter and cleared when the last one leaves (both
+ * under "mutex"), so producers pay a barrier and an atomic read when no one
+ * waits, and a producer to a topic nobody waits on (or to a topic hashing
+ * with one) wakes nobody.
+ */
+#define EL_DB_WAKEUPS 16
+
+typedef struct ElDbWakeup
+{
+	ConditionVariable cv;
+	slock_t		mutex;			/* registering and leaving waiters */
+	pg_atomic_uint32 waiters;	/* backends waiting on cv */
+	pg_atomic_uint64 interest;	/* bits of the topics they wait on */
+} ElDbWakeup;
+
 /* Kafka groups' wake-ups (kafka_group.c): condition variables and epochs per hash of (database, group). */
 #define EL_KAFKA_GROUP_WAKEUPS 64
 
@@ -158,6 +179,7 @@ typedef struct ElSharedState
 	ConditionVariable kafka_group_wakeup[EL_KAFKA_GROUP_WAKEUPS];
 	/* bumped by each commit that changed a group hashing there */
 	pg_atomic_uint64 kafka_group_epoch[EL_KAFKA_GROUP_WAKEUPS];
+	ElDbWakeup	db_wakeup[EL_DB_WAKEUPS];
 	ElInflight	inflight[FLEXIBLE_ARRAY_MEMBER];
 } ElSharedState;
 
@@ -167,6 +189,10 @@ extern int	el_max_partitions;
 extern int	el_max_transaction_partitions;
 extern ConditionVariable *el_topic_wakeup(int32 topic_id);
 extern uint64 el_topic_drop_count(void);
+extern int	el_topic_wakeup_index(int32 topic_id);
+extern ElDbWakeup *el_db_wakeup_register(uint64 interest);
+extern void el_db_wakeup_unregister(ElDbWakeup *wakeup);
+extern void el_wake_database_waiters(uint64 topics);
 
 /*
  * slots.c: a partition's slot.  Only partition.c (el_with_partition) holds

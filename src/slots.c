@@ -614,4 +614,7 @@ el_forget_partitions(void)
 		foreach(lc, el_forget_topics)
 			ConditionVariableBroadcast(el_topic_wakeup(lfirst_int(lc)));
 	}
+	/* And the database-wide ones: they look their topics up again. */
+	for (i = 0; i < EL_DB_WAKEUPS; i++)
+		ConditionVariableBroadcast(&el_shared->db_wakeup[i].cv);
 }

@@ -15,6 +15,8 @@
 
 const KApi	kapis[] = {
 	{KAPI_PRODUCE, "Produce", 0, 9, 9, khandle_produce},
+	{KAPI_FETCH, "Fetch", 4, 12, 12, khandle_fetch},
+	{KAPI_LIST_OFFSETS, "ListOffsets", 0, 6, 6, khandle_list_offsets},
 	{KAPI_METADATA, "Metadata", 0, 12, 9, khandle_metadata},
 	{KAPI_OFFSET_COMMIT, "OffsetCommit", 0, 8, 8, khandle_offset_commit},
 	{KAPI_OFFSET_FETCH, "OffsetFetch", 0, 8, 6, khandle_offset_fetch},

@@ -27,6 +27,7 @@
 /* Kafka's error codes that the gateway uses. */
 #define KERR_UNKNOWN_SERVER_ERROR		(-1)
 #define KERR_NONE						0
+#define KERR_OFFSET_OUT_OF_RANGE		1
 #define KERR_CORRUPT_MESSAGE			2
 #define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
 #define KERR_LEADER_NOT_AVAILABLE		5
@@ -51,12 +52,16 @@
 #define KERR_INVALID_REQUEST			42
 #define KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT 43
 #define KERR_SASL_AUTHENTICATION_FAILED 58
+#define KERR_FETCH_SESSION_ID_NOT_FOUND 70
+#define KERR_INVALID_FETCH_SESSION_EPOCH 71
 #define KERR_INVALID_RECORD				87
 #define KERR_UNKNOWN_TOPIC_ID			100
 #define KERR_UNSUPPORTED_ENDPOINT_TYPE	115
 
 /* API keys of the implemented APIs. */
 #define KAPI_PRODUCE		0
+#define KAPI_FETCH			1
+#define KAPI_LIST_OFFSETS	2
 #define KAPI_METADATA		3
 #define KAPI_OFFSET_COMMIT	8
 #define KAPI_OFFSET_FETCH	9
@@ -154,6 +159,8 @@ extern bool khandler_body_done(KRequest *req);
 
 /* Handlers, one file each (api_*.c). */
 extern KHandlerResult khandle_api_versions(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_fetch(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_list_offsets(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_metadata(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_create_topics(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_delete_topics(KConn *conn, KRequest *req, KWriter *resp);
@@ -187,6 +194,13 @@ extern KHandlerResult khandle_describe_groups(KConn *conn, KRequest *req, KWrite
 extern KHandlerResult khandle_list_groups(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_delete_groups(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_offset_delete(KConn *conn, KRequest *req, KWriter *resp);
+
+/*
+ * Kafka's rule for a legal topic name (Topic.validate): [A-Za-z0-9._-], 1
+ * to 249 bytes, not "." or "..".  Such a name is safe to quote in an array
+ * literal (topic_name.c).
+ */
+extern bool kvalid_topic_name(KSlice name);
 
 /* The connection thread (conn.c). */
 extern void *kconn_main(void *arg);
@@ -229,6 +243,9 @@ extern PGresult *kpg_exec_params(KConn *conn, const char *sql, int nparams,
 								 const char *const *params, const int *lengths,
 								 const int *formats, char sqlstate[6],
 								 char *errmsg, size_t errlen);
+/* The same with results in binary format (Fetch: bytea without hex). */
+extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
+								 const char *const *params, char sqlstate[6]);
 extern void kpg_close(KConn *conn);
 
 /*

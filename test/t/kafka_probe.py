@@ -21,6 +21,12 @@ versions, and broken frames.  Usage:
   kafka_probe.py HOST PORT adminhostile (thousands of topics, absurd values)
   kafka_probe.py HOST PORT adminmutations COUNT SEED
   kafka_probe.py HOST PORT unsupported API_KEY
+  kafka_probe.py HOST PORT fetch VERSION TOPIC PARTITION OFFSET [KEY=VALUE ...]
+                                        (Fetch; keys: wait, max_bytes, part_bytes,
+                                         isolation, session, epoch)
+  kafka_probe.py HOST PORT fetchmany VERSION WAIT TOPIC:PARTITION:OFFSET ...
+  kafka_probe.py HOST PORT listoffsets VERSION TOPIC PARTITION TIMESTAMP
+  kafka_probe.py HOST PORT fetchhostile TOPIC   (absurd Fetch/ListOffsets requests)
 
 It prints one line per finding; the TAP test compares them.
 """
@@ -797,6 +803,287 @@ def cmd_unsupported(host, port, api_key):
     print('api key %d: %s' % (api_key, outcome(s)))
 
 
+def varint_zz(r):
+    v = r.uvarint()
+    return (v >> 1) ^ -(v & 1)
+
+
+def i64(r):
+    return struct.unpack('>q', r.take(8))[0]
+
+
+def decode_batches(data):
+    """(offset, timestamp, key, value, headers) of each record of RecordBatch v2 batches."""
+    out = []
+    r = Reader(data)
+    while r.rest() >= 12:
+        base = i64(r)
+        length = r.i32()
+        b = Reader(r.take(length))
+        b.i32()                 # partition leader epoch
+        magic = b.i8()
+        if magic != 2:
+            raise ValueError('magic %d' % magic)
+        b.take(4)               # crc
+        attrs = b.i16()
+        if attrs & 7:
+            raise ValueError('compressed')
+        b.i32()                 # last offset delta
+        base_ts = i64(b)
+        i64(b)                  # max timestamp
+        i64(b)
+        b.i16()
+        b.i32()
+        count = b.i32()
+        for _ in range(count):
+            ln = varint_zz(b)
+            rec = Reader(b.take(ln))
+            rec.i8()
+            ts = base_ts + varint_zz(rec)
+            off = base + varint_zz(rec)
+            kl = varint_zz(rec)
+            key = None if kl < 0 else rec.take(kl)
+            vl = varint_zz(rec)
+            val = None if vl < 0 else rec.take(vl)
+            hs = []
+            for _ in range(varint_zz(rec)):
+                hk = rec.take(varint_zz(rec))
+                hl = varint_zz(rec)
+                hs.append((hk, None if hl < 0 else rec.take(hl)))
+            out.append((off, ts, key, val, hs))
+    return out
+
+
+def fetch_request(version, topics, wait=0, min_bytes=1, max_bytes=52428800, isolation=1,
+                  session=0, epoch=-1, corr=1):
+    """topics: [(name, [(partition, offset, partition_max_bytes)])]"""
+    flex = version >= 12
+    b = header(1, version, corr, flex)
+    b += struct.pack('>iiii', -1, wait, min_bytes, max_bytes)
+    b += struct.pack('>b', isolation)
+    if version >= 7:
+        b += struct.pack('>ii', session, epoch)
+    b += uvarint(len(topics) + 1) if flex else struct.pack('>i', len(topics))
+    chunks = [b]
+    for name, parts in topics:
+        nb = name.encode()
+        chunks.append((uvarint(len(nb) + 1) if flex else struct.pack('>h', len(nb))) + nb)
+        chunks.append(uvarint(len(parts) + 1) if flex else struct.pack('>i', len(parts)))
+        for p, off, pmax in parts:
+            c = struct.pack('>i', p)
+            if version >= 9:
+                c += struct.pack('>i', -1)
+            c += struct.pack('>q', off)
+            if version >= 12:
+                c += struct.pack('>i', -1)
+            if version >= 5:
+                c += struct.pack('>q', -1)
+            c += struct.pack('>i', pmax)
+            if flex:
+                c += b'\x00'
+            chunks.append(c)
+        if flex:
+            chunks.append(b'\x00')
+    b = b''.join(chunks)
+    if version >= 7:
+        b += uvarint(1) if flex else struct.pack('>i', 0)
+    if version >= 11:
+        b += uvarint(1) if flex else struct.pack('>h', 0)
+    if flex:
+        b += b'\x00'
+    return frame(b)
+
+
+def parse_fetch(version, data):
+    flex = version >= 12
+    r = Reader(data)
+    r.i32()                     # correlation id
+    if flex:
+        r.tags(True)
+    lines = []
+    r.i32()                     # throttle
+    if version >= 7:
+        lines.append('error=%d session=%d' % (r.i16(), r.i32()))
+    for _ in range(r.array_len(flex)):
+        topic = r.string(flex)
+        for _ in range(r.array_len(flex)):
+            p = r.i32()
+            err = r.i16()
+            hw = i64(r)
+            lso = i64(r)
+            start = i64(r) if version >= 5 else None
+            na = r.array_len(flex)
+            for _ in range(max(na, 0)):
+                i64(r)
+                i64(r)
+                r.tags(flex)
+            if version >= 11:
+                r.i32()
+            n = r.uvarint() - 1 if flex else r.i32()
+            recs = decode_batches(r.take(n)) if n > 0 else []
+            r.tags(flex)
+            lines.append('%s/%d error=%d hw=%d lso=%d start=%s records=%d offsets=%s' % (
+                topic, p, err, hw, lso, start, len(recs),
+                ','.join(str(x[0]) for x in recs[:5]) + (',...%d' % recs[-1][0] if len(recs) > 5 else '')))
+            for off, ts, key, val, hs in recs[:3]:
+                lines.append('  %d ts=%d key=%r value=%r headers=%r' % (off, ts, key, val, hs))
+        r.tags(flex)
+    r.tags(flex)
+    lines.append('rest=%d' % r.rest())
+    return lines
+
+
+def cmd_fetch(host, port, version, topic, partition, offset, opts):
+    o = dict(kv.split('=', 1) for kv in opts)
+    s = connect(host, port)
+    s.sendall(fetch_request(version, [(topic, [(partition, offset, int(o.get('part_bytes', 1048576)))])],
+                            wait=int(o.get('wait', 0)), max_bytes=int(o.get('max_bytes', 52428800)),
+                            isolation=int(o.get('isolation', 1)), session=int(o.get('session', 0)),
+                            epoch=int(o.get('epoch', -1))))
+    data = read_frame(s)
+    if data is None:
+        print('closed')
+        return
+    for line in parse_fetch(version, data):
+        print(line)
+
+
+def cmd_fetchmany(host, port, version, wait, specs):
+    """Fetch of several topic:partition:offset at once, long-polling wait ms."""
+    topics = []
+    for spec in specs:
+        t, p, o = spec.rsplit(':', 2)
+        if not topics or topics[-1][0] != t:
+            topics.append((t, []))
+        topics[-1][1].append((int(p), int(o), 1048576))
+    s = connect(host, port)
+    print('sent', flush=True)
+    s.sendall(fetch_request(version, topics, wait=wait))
+    data = read_frame(s)
+    if data is None:
+        print('closed')
+        return
+    for line in parse_fetch(version, data):
+        print(line)
+
+
+def list_offsets_request(version, topic, partition, ts, corr=1):
+    flex = version >= 6
+    b = header(2, version, corr, flex)
+    b += struct.pack('>i', -1)
+    if version >= 2:
+        b += struct.pack('>b', 0)
+    b += uvarint(2) if flex else struct.pack('>i', 1)
+    nb = topic.encode()
+    b += (uvarint(len(nb) + 1) if flex else struct.pack('>h', len(nb))) + nb
+    b += uvarint(2) if flex else struct.pack('>i', 1)
+    b += struct.pack('>i', partition)
+    if version >= 4:
+        b += struct.pack('>i', -1)
+    b += struct.pack('>q', ts)
+    if version == 0:
+        b += struct.pack('>i', 1)
+    if flex:
+        b += b'\x00\x00'
+    if flex:
+        b += b'\x00'
+    return frame(b)
+
+
+def cmd_listoffsets(host, port, version, topic, partition, ts):
+    flex = version >= 6
+    s = connect(host, port)
+    s.sendall(list_offsets_request(version, topic, partition, ts))
+    data = read_frame(s)
+    if data is None:
+        print('closed')
+        return
+    r = Reader(data)
+    r.i32()
+    if flex:
+        r.tags(True)
+    if version >= 2:
+        r.i32()
+    for _ in range(r.array_len(flex)):
+        name = r.string(flex)
+        for _ in range(r.array_len(flex)):
+            p = r.i32()
+            err = r.i16()
+            if version == 0:
+                offs = [i64(r) for _ in range(r.array_len(flex))]
+                print('%s/%d error=%d offsets=%s' % (name, p, err, offs))
+            else:
+                t = i64(r)
+                off = i64(r)
+                if version >= 4:
+                    r.i32()
+                print('%s/%d error=%d timestamp=%d offset=%d' % (name, p, err, t, off))
+            r.tags(flex)
+        r.tags(flex)
+    r.tags(flex)
+    print('rest=%d' % r.rest())
+
+
+def cmd_fetchhostile(host, port, topic):
+    cases = [
+        ('max_bytes 2^31-1, partition bytes 2^31-1',
+         fetch_request(11, [(topic, [(0, 0, 2**31 - 1)])], max_bytes=2**31 - 1)),
+        ('negative max_bytes and partition bytes',
+         fetch_request(11, [(topic, [(0, 0, -5)])], max_bytes=-1)),
+        ('5000 partitions, most unknown',
+         fetch_request(11, [(topic, [(p, 0, 1048576) for p in range(5000)])])),
+        ('negative offsets',
+         fetch_request(4, [(topic, [(0, -1, 1048576), (0, -2**63, 1048576)])])),
+        ('offset 2^63-1', fetch_request(12, [(topic, [(0, 2**63 - 1, 1048576)])])),
+        ('unknown and illegal topic names',
+         fetch_request(12, [('no-such-topic', [(0, 0, 100)]), ('bad name!', [(0, 0, 100)]),
+                            ('', [(0, 0, 100)])])),
+        ('a session that does not exist', fetch_request(7, [(topic, [(0, 0, 100)])], session=12345, epoch=3)),
+        ('an incremental epoch without a session', fetch_request(7, [(topic, [(0, 0, 100)])], epoch=5)),
+        ('isolation level 7', fetch_request(4, [(topic, [(0, 0, 100)])], isolation=7)),
+        ('a partition count past the bytes', None),
+        ('200000 partitions', None),
+        ('list offsets: timestamp -7 and 2^63-1', None),
+    ]
+    for name, req in cases:
+        s = connect(host, port)
+        if name == 'a partition count past the bytes':
+            b = header(1, 4, 1, False) + struct.pack('>iiiib', -1, 0, 1, 100, 0)
+            b += struct.pack('>i', 1) + struct.pack('>h', len(topic)) + topic.encode()
+            b += struct.pack('>i', 2**31 - 1)
+            req = frame(b)
+        elif name == '200000 partitions':
+            req = fetch_request(4, [(topic, [(0, 0, 100)] * 200000)])
+        elif name.startswith('list offsets'):
+            for ts in (-7, 2**63 - 1, -3):
+                s2 = connect(host, port)
+                s2.sendall(list_offsets_request(5, topic, 0, ts))
+                d = read_frame(s2)
+                r = Reader(d)
+                r.i32()
+                r.i32()
+                r.array_len(False)
+                r.string(False)
+                r.array_len(False)
+                r.i32()
+                print('list offsets timestamp %d: error=%d' % (ts, r.i16()))
+            continue
+        send(s, req)
+        try:
+            data = read_frame(s)
+        except OSError:
+            data = None
+        if data is None:
+            print('%s: closed' % name)
+            continue
+        v = struct.unpack('>h', req[6:8])[0]
+        lines = parse_fetch(v, data)
+        # Each partition's error, or the top-level one if there are none.
+        errs = sorted(set(l.split('error=')[1].split()[0] for l in lines if 'error=' in l and '/' in l)
+                      or set(l.split('error=')[1].split()[0] for l in lines if 'error=' in l))
+        print('%s: answered, errors %s, %s' % (name, ','.join(errs), lines[-1]))
+
+
 def main():
     host, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     args = sys.argv[4:]
@@ -830,6 +1117,14 @@ def main():
         cmd_adminmutations(host, port, int(args[0]), int(args[1]))
     elif cmd == 'unsupported':
         cmd_unsupported(host, port, int(args[0]))
+    elif cmd == 'fetch':
+        cmd_fetch(host, port, int(args[0]), args[1], int(args[2]), int(args[3]), args[4:])
+    elif cmd == 'fetchmany':
+        cmd_fetchmany(host, port, int(args[0]), int(args[1]), args[2:])
+    elif cmd == 'listoffsets':
+        cmd_listoffsets(host, port, int(args[0]), args[1], int(args[2]), int(args[3]))
+    elif cmd == 'fetchhostile':
+        cmd_fetchhostile(host, port, args[0])
     else:
         sys.exit('unknown command %s' % cmd)
 

@@ -1,0 +1,552 @@
+/*-------------------------------------------------------------------------
+ *
+ * api_fetch.c
+ *	  Fetch (key 1), versions 4 to 12: the records of the requested
+ *	  partitions as RecordBatch v2, after a long poll in the server when
+ *	  none is readable.
+ *
+ * One query per request: eventlog._kafka_fetch (sql/install/
+ * kafka_fetch.sql) reads every partition with eventlog.read_binary (or
+ * read, for a JSON topic) as the connection's role, and when nothing is
+ * readable waits in eventlog._kafka_await, in the server, until a commit
+ * makes records readable in any requested partition or max_wait_ms passes:
+ * no loop here, no CPU while waiting.  Both isolation levels stop at the
+ * last stable offset (PostgreSQL never shows uncommitted rows): the high
+ * watermark and the last stable offset of a response are the same number,
+ * taken after the partition's records were read, so every record returned
+ * lies below it.  min_bytes is met by any record: a response returns as
+ * soon as one is readable.
+ *
+ * The results come in PostgreSQL's binary format, so keys, values and
+ * headers arrive as their bytes (no hex) and go into the batches as they
+ * are: one uncompressed batch per partition, its offsets those of the
+ * records (offsets rolled back leave gaps, as compaction does in Kafka).
+ *
+ * Limits: partition_max_bytes per partition and max_bytes per response,
+ * except that each partition returns its first record even when larger
+ * than partition_max_bytes, and a response its first record even when
+ * larger than max_bytes (so a consumer always progresses, as Kafka's
+ * KIP-74).  How many rows to ask PostgreSQL for follows from the average
+ * size of the records the connection fetched before.
+ *
+ * Fetch sessions (KIP-227): none are created.  A request with session id
+ * 0 is answered in full with session id 0, which tells the client that no
+ * session exists, so it keeps sending full requests; forgotten topics only
+ * concern sessions and are decoded and ignored.  A request naming a
+ * session gets FETCH_SESSION_ID_NOT_FOUND, and an incremental epoch without
+ * a session INVALID_FETCH_SESSION_EPOCH.  rack_id is decoded and ignored
+ * (preferred_read_replica is always -1): every gateway serves every
+ * partition.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "config.h"
+#include "log.h"
+#include "records.h"
+#include "server.h"
+#include "sqlarray.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Partitions one request may name; more closes the connection. */
+#define K_MAX_FETCH_PARTITIONS	100000
+/* A response's bytes of records at most, whatever max_bytes says. */
+#define K_FETCH_MAX_BYTES		(64 * 1024 * 1024)
+/* Rows asked of PostgreSQL: per partition, and per request. */
+#define K_FETCH_MAX_ROWS_PART	100000
+#define K_FETCH_MAX_ROWS		1000000
+/* A record's bytes in a batch beyond its key, value and headers, at most. */
+#define K_RECORD_FRAMING		32
+
+typedef struct FetchPart
+{
+	int32_t		partition;
+	int64_t		offset;
+	int32_t		max_bytes;
+	int16_t		error;
+	int64_t		log_start;		/* -1 if unknown */
+	int64_t		stable;			/* -1 if unknown */
+	int			first_row;		/* the records' rows in the result */
+	int			nrows;
+} FetchPart;
+
+typedef struct FetchTopic
+{
+	KSlice		name;
+	int32_t		first;			/* its partitions: parts[first..] */
+	int32_t		nparts;
+} FetchTopic;
+
+/*
+ * Bytes per record in this connection's earlier fetches (each connection
+ * has its own thread), to size the next fetch's row counts.
+ */
+static _Thread_local double avg_record_bytes = 0;
+
+static const char *const fetch_sql =
+"SELECT k_item, k_error, k_log_start, k_stable, k_offset, k_time, k_key, k_value, k_headers"
+"  FROM eventlog._kafka_fetch($1::pg_catalog.text[], $2::pg_catalog.int4[],"
+"                             $3::pg_catalog.int8[], $4::pg_catalog.int4[], $5::pg_catalog.int4)";
+
+/*
+ * The headers of a record: an eventlog.header[] in binary format (ndim,
+ * flags, element type, dimensions, then each element: a composite of two
+ * columns, each an oid, a length and the bytes).  Slices point into the
+ * result.  False if it does not parse.
+ */
+static bool
+parse_headers(const char *data, int len, KRecordHeader **buf, int32_t *cap, int32_t *n)
+{
+	KReader		r;
+	int32_t		ndim;
+	int32_t		count;
+
+	*n = 0;
+	kr_init(&r, data, (size_t) len);
+	ndim = kr_int32(&r);
+	(void) kr_int32(&r);		/* has nulls */
+	(void) kr_uint32(&r);		/* element type */
+	if (ndim == 0)
+		return !r.error;
+	if (ndim != 1)
+		return false;
+	count = kr_int32(&r);
+	(void) kr_int32(&r);		/* lower bound */
+	if (r.error || count < 0 || (size_t) count > kr_remaining(&r) / 4)
+		return false;
+	if (count > *cap)
+	{
+		KRecordHeader *nb = realloc(*buf, sizeof(KRecordHeader) * (size_t) count);
+
+		if (nb == NULL)
+			return false;
+		*buf = nb;
+		*cap = count;
+	}
+	for (int32_t i = 0; i < count; i++)
+	{
+		int32_t		elen = kr_int32(&r);
+		const uint8_t *ep;
+		KReader		e;
+		int32_t		klen;
+		int32_t		vlen;
+		KRecordHeader *h = &(*buf)[i];
+
+		if (r.error || elen < 0)
+			return false;
+		ep = kr_take(&r, (size_t) elen);
+		if (ep == NULL)
+			return false;
+		kr_init(&e, ep, (size_t) elen);
+		if (kr_int32(&e) != 2)
+			return false;
+		(void) kr_uint32(&e);
+		klen = kr_int32(&e);
+		h->key.len = klen < 0 ? 0 : klen;	/* a header's name is never null */
+		h->key.ptr = klen > 0 ? kr_take(&e, (size_t) klen) : (const uint8_t *) "";
+		(void) kr_uint32(&e);
+		vlen = kr_int32(&e);
+		h->value.len = vlen < 0 ? -1 : vlen;
+		h->value.ptr = vlen > 0 ? kr_take(&e, (size_t) vlen) : (const uint8_t *) "";
+		if (e.error || kr_remaining(&e) != 0)
+			return false;
+	}
+	*n = count;
+	return !r.error;
+}
+
+/* A record's size in a batch, at most (Kafka's framing is smaller). */
+static int64_t
+record_size(PGresult *res, int row)
+{
+	int64_t		size = K_RECORD_FRAMING + PQgetlength(res, row, 6) + PQgetlength(res, row, 7);
+
+	if (!PQgetisnull(res, row, 8))
+		size += PQgetlength(res, row, 8);
+	return size;
+}
+
+/*
+ * The records of a partition into out (the records field's content), within
+ * its limit and the response's (*used of budget so far); false if a row
+ * does not parse.
+ */
+static bool
+build_records(KConn *conn, PGresult *res, FetchPart *p, KWriter *out,
+			  int64_t budget, int64_t *used, int64_t *nrecords,
+			  KRecordHeader **hbuf, int32_t *hcap)
+{
+	KBatchBuilder b;
+	int64_t		pbytes = K_BATCH_HEADER_LEN;
+	int			row = p->first_row;
+
+	k_batch_begin(&b, out, kpg_get_int64(PQgetvalue(res, row, 4)),
+				  PQgetisnull(res, row, 5) ? -1 : kpg_timestamp_ms(PQgetvalue(res, row, 5)),
+				  K_CODEC_NONE, 0);
+	for (; row < p->first_row + p->nrows; row++)
+	{
+		int64_t		size = record_size(res, row);
+		KSlice		key;
+		KSlice		value;
+		int32_t		nh = 0;
+
+		/*
+		 * A partition's first record goes in whatever its size, unless the
+		 * response is full; the response's first record always does.
+		 */
+		if (b.count > 0 && pbytes + size > p->max_bytes)
+			break;
+		if (*used + pbytes + size > budget && !(*used == 0 && b.count == 0))
+			break;
+		key.len = PQgetisnull(res, row, 6) ? -1 : PQgetlength(res, row, 6);
+		key.ptr = (const uint8_t *) PQgetvalue(res, row, 6);
+		value.len = PQgetisnull(res, row, 7) ? -1 : PQgetlength(res, row, 7);
+		value.ptr = (const uint8_t *) PQgetvalue(res, row, 7);
+		if (!PQgetisnull(res, row, 8) &&
+			!parse_headers(PQgetvalue(res, row, 8), PQgetlength(res, row, 8), hbuf, hcap, &nh))
+		{
+			klog(KLOG_WARNING, "conn %llu (%s): Fetch: a record's headers do not parse",
+				 (unsigned long long) conn->id, conn->peer);
+			k_batch_abort(&b);
+			return false;
+		}
+		if (!k_batch_add(&b, kpg_get_int64(PQgetvalue(res, row, 4)),
+						 PQgetisnull(res, row, 5) ? -1 : kpg_timestamp_ms(PQgetvalue(res, row, 5)),
+						 key, value, *hbuf, nh))
+			break;
+		pbytes += size;
+		(*nrecords)++;
+	}
+	if (!k_batch_end(&b))
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): Fetch: cannot build a batch: %s",
+			 (unsigned long long) conn->id, conn->peer, b.errmsg);
+		return false;
+	}
+	*used += (int64_t) out->len;
+	return true;
+}
+
+/* The Kafka error for a query that failed as a whole. */
+static int16_t
+query_error(const char *sqlstate)
+{
+	if (strcmp(sqlstate, "42501") == 0)
+		return KERR_TOPIC_AUTHORIZATION_FAILED;
+	if (strcmp(sqlstate, "3F000") == 0 || strcmp(sqlstate, "42P01") == 0 ||
+		strcmp(sqlstate, "42883") == 0)
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	/* Retriable: no session, a cancel, a server going down. */
+	return KERR_LEADER_NOT_AVAILABLE;
+}
+
+KHandlerResult
+khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
+{
+	KReader    *r = &req->body;
+	bool		flex = req->flexible;
+	int16_t		v = req->api_version;
+	int32_t		max_wait_ms;
+	int32_t		min_bytes;
+	int32_t		max_bytes;
+	int8_t		isolation;
+	int32_t		session_id;
+	int32_t		session_epoch;
+	int32_t		ntopics;
+	FetchTopic *topics = NULL;
+	FetchPart  *parts = NULL;
+	int32_t		nparts = 0;
+	int32_t		cap = 0;
+	int16_t		top_error = KERR_NONE;
+	int		   *items = NULL;	/* query item (0-based) -> part */
+	int			nitems = 0;
+	PGresult   *res = NULL;
+	KRecordHeader *hbuf = NULL;
+	int32_t		hcap = 0;
+	KWriter		scratch;
+	KHandlerResult result = KH_OK;
+	char	   *params[5] = {NULL, NULL, NULL, NULL, NULL};
+
+	kw_init(&scratch, (size_t) K_FETCH_MAX_BYTES * 2);
+
+	(void) kr_int32(r);			/* replica_id: served as a consumer's */
+	max_wait_ms = kr_int32(r);
+	min_bytes = kr_int32(r);
+	max_bytes = kr_int32(r);
+	isolation = kr_int8(r);
+	session_id = v >= 7 ? kr_int32(r) : 0;
+	session_epoch = v >= 7 ? kr_int32(r) : -1;
+	/* Each topic: at least a name's length and a partition count. */
+	ntopics = kr_array_len_v(r, flex, flex ? 3 : 6);
+	if (ntopics > 0)
+	{
+		topics = calloc((size_t) ntopics, sizeof(FetchTopic));
+		if (topics == NULL)
+			goto oom;
+	}
+	for (int32_t t = 0; t < ntopics && !r->error; t++)
+	{
+		int32_t		np;
+
+		topics[t].name = kr_string_v(r, flex);
+		np = kr_array_len_v(r, flex, 16);
+		topics[t].first = nparts;
+		topics[t].nparts = np < 0 ? 0 : np;
+		if (np > 0 && (int64_t) nparts + np > K_MAX_FETCH_PARTITIONS)
+		{
+			klog(KLOG_WARNING, "conn %llu (%s): Fetch request names more than %d partitions: closing",
+				 (unsigned long long) conn->id, conn->peer, K_MAX_FETCH_PARTITIONS);
+			result = KH_CLOSE;
+			goto done;
+		}
+		if (np > 0 && nparts + np > cap)
+		{
+			int32_t		ncap = cap ? cap : 16;
+			FetchPart  *np_parts;
+
+			while (ncap < nparts + np)
+				ncap *= 2;
+			np_parts = realloc(parts, sizeof(FetchPart) * (size_t) ncap);
+			if (np_parts == NULL)
+				goto oom;
+			parts = np_parts;
+			cap = ncap;
+		}
+		for (int32_t i = 0; i < np && !r->error; i++)
+		{
+			FetchPart  *p = &parts[nparts++];
+
+			memset(p, 0, sizeof(*p));
+			p->partition = kr_int32(r);
+			if (v >= 9)
+				(void) kr_int32(r); /* current_leader_epoch: leadership never moves */
+			p->offset = kr_int64(r);
+			if (v >= 12)
+				(void) kr_int32(r); /* last_fetched_epoch */
+			if (v >= 5)
+				(void) kr_int64(r); /* log_start_offset: a follower's */
+			p->max_bytes = kr_int32(r);
+			p->log_start = -1;
+			p->stable = -1;
+			kr_tags_v(r, flex);
+		}
+		kr_tags_v(r, flex);
+	}
+	if (v >= 7)
+	{
+		int32_t		nforgotten = kr_array_len_v(r, flex, flex ? 3 : 6);
+
+		for (int32_t t = 0; t < nforgotten && !r->error; t++)
+		{
+			int32_t		np;
+
+			(void) kr_string_v(r, flex);
+			np = kr_array_len_v(r, flex, 4);
+			for (int32_t i = 0; i < np && !r->error; i++)
+				(void) kr_int32(r);
+			kr_tags_v(r, flex);
+		}
+	}
+	if (v >= 11)
+		(void) kr_string_v(r, flex);	/* rack_id */
+	kr_tags_v(r, flex);
+	if (!khandler_body_done(req) || (isolation != 0 && isolation != 1))
+	{
+		result = KH_MALFORMED;
+		goto done;
+	}
+
+	if (session_id != 0)
+		top_error = KERR_FETCH_SESSION_ID_NOT_FOUND;
+	else if (session_epoch != 0 && session_epoch != -1)
+		top_error = KERR_INVALID_FETCH_SESSION_EPOCH;
+
+	/* What to ask PostgreSQL: every partition with a legal name and offset. */
+	if (top_error == KERR_NONE && nparts > 0)
+	{
+		KSqlArray	a_names, a_parts, a_offsets, a_max;
+		double		avg = avg_record_bytes > 16 ? avg_record_bytes : 64;
+		int64_t		budget = max_bytes < 1 ? 1 : (max_bytes > K_FETCH_MAX_BYTES ? K_FETCH_MAX_BYTES : max_bytes);
+		int64_t		rows_left = (int64_t) (budget / avg * 1.1) + nparts;
+		int32_t		wait_ms = (min_bytes > 0 && max_wait_ms > 0) ? max_wait_ms : 0;
+		char		wait_text[16];
+		char		sqlstate[6];
+
+		if (rows_left > K_FETCH_MAX_ROWS)
+			rows_left = K_FETCH_MAX_ROWS;
+		items = malloc(sizeof(int) * (size_t) nparts);
+		if (items == NULL)
+			goto oom;
+		ksa_init(&a_names);
+		ksa_init(&a_parts);
+		ksa_init(&a_offsets);
+		ksa_init(&a_max);
+		for (int32_t t = 0; t < ntopics; t++)
+		{
+			bool		valid = !KSLICE_IS_NULL(topics[t].name) && kvalid_topic_name(topics[t].name);
+
+			for (int32_t i = 0; i < topics[t].nparts; i++)
+			{
+				FetchPart  *p = &parts[topics[t].first + i];
+				int64_t		n;
+
+				if (!valid || p->partition < 0)
+				{
+					p->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+					continue;
+				}
+				if (p->offset < 0)
+				{
+					p->error = KERR_OFFSET_OUT_OF_RANGE;
+					continue;
+				}
+				n = (int64_t) ((p->max_bytes > 0 ? p->max_bytes : 0) / avg * 1.1) + 1;
+				if (n > K_FETCH_MAX_ROWS_PART)
+					n = K_FETCH_MAX_ROWS_PART;
+				if (n > rows_left)
+					n = rows_left > 1 ? rows_left : 1;
+				rows_left -= n;
+				ksa_add_name(&a_names, topics[t].name);
+				ksa_add_int(&a_parts, p->partition);
+				ksa_add_int(&a_offsets, p->offset);
+				ksa_add_int(&a_max, n);
+				items[nitems++] = topics[t].first + i;
+			}
+		}
+		params[0] = ksa_finish(&a_names);
+		params[1] = ksa_finish(&a_parts);
+		params[2] = ksa_finish(&a_offsets);
+		params[3] = ksa_finish(&a_max);
+		snprintf(wait_text, sizeof(wait_text), "%d", (int) wait_ms);
+		if (params[0] == NULL || params[1] == NULL || params[2] == NULL || params[3] == NULL)
+			goto oom;
+		if (nitems > 0)
+		{
+			const char *const p5[5] = {params[0], params[1], params[2], params[3], wait_text};
+
+			res = kpg_exec_binary(conn, fetch_sql, 5, p5, sqlstate);
+			if (res == NULL)
+			{
+				int16_t		e = query_error(sqlstate);
+
+				if (kshutting_down())
+				{
+					result = KH_CLOSE;
+					goto done;
+				}
+				for (int i = 0; i < nitems; i++)
+					parts[items[i]].error = e;
+			}
+			else if (PQnfields(res) != 9)
+			{
+				klog(KLOG_WARNING, "conn %llu (%s): Fetch: unexpected result shape: closing",
+					 (unsigned long long) conn->id, conn->peer);
+				result = KH_CLOSE;
+				goto done;
+			}
+			else
+			{
+				for (int row = 0; row < PQntuples(res); row++)
+				{
+					int32_t		item;
+					FetchPart  *p;
+
+					if (PQgetisnull(res, row, 0) || PQgetlength(res, row, 0) != 4)
+						continue;
+					item = kpg_get_int32(PQgetvalue(res, row, 0));
+					if (item < 1 || item > nitems)
+						continue;
+					p = &parts[items[item - 1]];
+					if (PQgetisnull(res, row, 4))
+					{
+						p->error = kpg_get_int16(PQgetvalue(res, row, 1));
+						if (!PQgetisnull(res, row, 2))
+							p->log_start = kpg_get_int64(PQgetvalue(res, row, 2));
+						if (!PQgetisnull(res, row, 3))
+							p->stable = kpg_get_int64(PQgetvalue(res, row, 3));
+					}
+					else if (p->nrows == 0)
+					{
+						p->first_row = row;
+						p->nrows = 1;
+					}
+					else if (row == p->first_row + p->nrows)
+						p->nrows++;
+				}
+			}
+		}
+	}
+
+	/* The response. */
+	{
+		int64_t		budget = max_bytes < 1 ? 1 : (max_bytes > K_FETCH_MAX_BYTES ? K_FETCH_MAX_BYTES : max_bytes);
+		int64_t		used = 0;
+		int64_t		nrecords = 0;
+
+		kw_int32(w, 0);			/* throttle_time_ms */
+		if (v >= 7)
+		{
+			kw_int16(w, top_error);
+			kw_int32(w, 0);		/* session_id: no session */
+		}
+		kw_array_len_v(w, flex, top_error == KERR_NONE ? ntopics : 0);
+		for (int32_t t = 0; t < ntopics && top_error == KERR_NONE && !w->error; t++)
+		{
+			kw_string_v(w, flex, (const char *) topics[t].name.ptr,
+						KSLICE_IS_NULL(topics[t].name) ? -1 : topics[t].name.len);
+			kw_array_len_v(w, flex, topics[t].nparts);
+			for (int32_t i = 0; i < topics[t].nparts && !w->error; i++)
+			{
+				FetchPart  *p = &parts[topics[t].first + i];
+
+				kw_reset(&scratch);
+				if (p->error == KERR_NONE && p->nrows > 0 && res != NULL &&
+					!build_records(conn, res, p, &scratch, budget, &used, &nrecords, &hbuf, &hcap))
+				{
+					kw_reset(&scratch);
+					p->error = KERR_UNKNOWN_SERVER_ERROR;
+				}
+				kw_int32(w, p->partition);
+				kw_int16(w, p->error);
+				kw_int64(w, p->stable); /* high_watermark: the last stable offset */
+				kw_int64(w, p->stable);
+				if (v >= 5)
+					kw_int64(w, p->log_start);
+				/* aborted_transactions: none (null for read_uncommitted, as Kafka) */
+				kw_array_len_v(w, flex, isolation == 1 ? 0 : -1);
+				if (v >= 11)
+					kw_int32(w, -1);	/* preferred_read_replica */
+				kw_bytes_v(w, flex, scratch.buf ? scratch.buf : (const uint8_t *) "",
+						   (int32_t) scratch.len);
+				kw_tags_v(w, flex);
+			}
+			kw_tags_v(w, flex);
+		}
+		kw_tags_v(w, flex);
+		if (nrecords > 0)
+		{
+			double		sample = (double) used / (double) nrecords;
+
+			avg_record_bytes = avg_record_bytes > 0 ?
+				avg_record_bytes * 0.5 + sample * 0.5 : sample;
+		}
+	}
+	goto done;
+
+oom:
+	klog(KLOG_WARNING, "conn %llu (%s): out of memory for a Fetch request: closing",
+		 (unsigned long long) conn->id, conn->peer);
+	result = KH_CLOSE;
+done:
+	for (int i = 0; i < 4; i++)
+		free(params[i]);
+	PQclear(res);
+	free(items);
+	free(hbuf);
+	free(parts);
+	free(topics);
+	kw_free(&scratch);
+	return result;
+}

@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * topic_name.c
+ *	  Kafka's rule for a legal topic name, shared by the handlers that
+ *	  take topic names (Fetch, ListOffsets) and pass them to PostgreSQL in
+ *	  array literals.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "server.h"
+
+bool
+kvalid_topic_name(KSlice s)
+{
+	if (s.len <= 0 || s.len > 249)
+		return false;
+	if ((s.len == 1 && s.ptr[0] == '.') || (s.len == 2 && s.ptr[0] == '.' && s.ptr[1] == '.'))
+		return false;
+	for (int i = 0; i < s.len; i++)
+	{
+		uint8_t		c = s.ptr[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""Kafka Fetch through the gateway (pg_eventlog_kafka) vs SQL reads.
+
+    kafka_fetch.py throughput --gateway PATH [--records 1000000] [--rounds 3]
+    kafka_fetch.py latency    --gateway PATH [--rate 1000] [--seconds 10]
+    kafka_fetch.py idle       --gateway PATH [--consumers 100] [--seconds 20] [--wait-ms 500]
+
+The server is libpq's environment (PGHOST, PGPORT, PGDATABASE...), with
+pg_eventlog preloaded and the extension created; test/bench/kafka_fetch.sh
+starts a throwaway one and runs all three.  Each command starts its own
+gateway on a free port.
+
+throughput  RECORDS records of ~100 B values in a binary topic of one
+            partition, read from offset 0 to the end by kcat (librdkafka:
+            kcat -C -o beginning -e, output discarded), alternated with the
+            same records read from SQL by psql (eventlog.read_binary in calls
+            of 10,000 records, every row shipped to psql, output discarded).
+            Prints each round's seconds and the median records/s of both,
+            and the ratio kafka / sql (goal >= 0.7).
+latency     one producer (psycopg, autocommit eventlog.produce_binary, one
+            record per transaction) paced at RATE a second; a confluent_kafka
+            consumer (fetch.wait.max.ms 500, so it long-polls in the server)
+            notes CLOCK_MONOTONIC when it has each record; latency = that
+            minus the producer's time when COMMIT returned.  The first 10%
+            are a warm-up.  Prints p50, p99, max in ms (goal: p50 <= 5,
+            p99 <= 20).
+idle        CONSUMERS confluent_kafka consumers (one process, each its own
+            librdkafka instance) assigned to an empty topic, long-polling
+            with fetch.wait.max.ms WAIT_MS; the CPU time of the gateway and of
+            every PostgreSQL process over SECONDS, as a percentage of one
+            core.
+"""
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import psycopg
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_gateway(path):
+    port = free_port()
+    dsn = ' '.join('%s=%s' % (k, v) for k, v in (
+        ('host', os.environ.get('PGHOST', '')), ('port', os.environ.get('PGPORT', '')),
+        ('dbname', os.environ.get('PGDATABASE', 'postgres')), ('user', os.environ.get('PGUSER', '')))
+        if v)
+    log = open('/tmp/kafka_fetch_gateway.%d.log' % port, 'w')
+    p = subprocess.Popen([path, '--listen', '127.0.0.1:%d' % port, '--dsn', dsn], stderr=log)
+    for _ in range(100):
+        try:
+            socket.create_connection(('127.0.0.1', port), timeout=1).close()
+            return p, '127.0.0.1:%d' % port
+        except OSError:
+            time.sleep(0.1)
+    sys.exit('the gateway did not start')
+
+
+def fill(conn, topic, n, parts=1):
+    conn.execute("SELECT eventlog.drop_topic(%s) FROM eventlog.topic_catalog WHERE name = %s", (topic, topic))
+    conn.execute("SELECT eventlog.create_topic(%s, %s, format => 'binary')", (topic, parts))
+    done = 0
+    while done < n:
+        k = min(10000, n - done)
+        conn.execute("""
+            SELECT count(*) FROM eventlog.produce_binary_batch(%s,
+              (SELECT array_agg(ROW(convert_to('key-' || i, 'UTF8'),
+                                    convert_to(rpad('value-' || i, 100, 'x'), 'UTF8'), NULL, NULL)::eventlog.message)
+                 FROM generate_series(%s::int, %s::int) i), 0)""", (topic, done, done + k - 1))
+        done += k
+
+
+def cmd_throughput(a):
+    conn = psycopg.connect(autocommit=True)
+    fill(conn, 'kbench', a.records)
+    conn.execute('CHECKPOINT')
+    gw, addr = start_gateway(a.gateway)
+    # SQL: pgbench (it ships every row and discards it, as the benchmark
+    # suite's read workload), calls of 10,000 records from random offsets.
+    script = '/tmp/kafka_fetch_read.%d.sql' % os.getpid()
+    with open(script, 'w') as f:
+        f.write("\\set off random(0, %d)\n" % max(a.records - 10000, 0))
+        f.write("SELECT * FROM eventlog.read_binary('kbench', 0, :off, 10000);\n")
+    kafka, sqlt = [], []
+    try:
+        for r in range(a.rounds + 1):
+            t = time.monotonic()
+            out = subprocess.run(['kcat', '-C', '-b', addr, '-t', 'kbench', '-p', '0', '-o', 'beginning',
+                                  '-e', '-q', '-f', '%o\n'], stdout=subprocess.PIPE, check=True).stdout
+            tk = time.monotonic() - t
+            got = out.count(b'\n')
+            if got != a.records:
+                sys.exit('kcat returned %d records, not %d' % (got, a.records))
+            pb = subprocess.run(['pgbench', '-n', '-M', 'prepared', '-c', '1', '-T', str(max(int(tk) + 1, 3)),
+                                 '-f', script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                check=True, text=True).stdout
+            tps = float(re.search(r'tps = ([0-9.]+)', pb).group(1))
+            ts = a.records / (tps * 10000)
+            if r > 0:           # round 0 warms caches
+                kafka.append(tk)
+                sqlt.append(ts)
+                print('round %d: kafka %.3f s, sql %.3f s (for %d records)' % (r, tk, ts, a.records), flush=True)
+    finally:
+        gw.terminate()
+        gw.wait()
+        os.unlink(script)
+    mk, ms = statistics.median(kafka), statistics.median(sqlt)
+    print('records=%d kafka_records_per_s=%.0f sql_records_per_s=%.0f ratio_kafka_over_sql=%.2f' % (
+        a.records, a.records / mk, a.records / ms, ms / mk))
+
+
+def producer(rate, seconds, q):
+    conn = psycopg.connect(autocommit=True)
+    times = []
+    n = int(rate * seconds)
+    start = time.monotonic()
+    for i in range(n):
+        due = start + i / rate
+        d = due - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+        conn.execute("SELECT eventlog.produce_binary('klat', NULL, %s, partition => 0)", (str(i).encode(),))
+        times.append(time.monotonic())
+    q.put(times)
+
+
+def cmd_latency(a):
+    import multiprocessing as mp
+    from confluent_kafka import Consumer, TopicPartition
+    conn = psycopg.connect(autocommit=True)
+    fill(conn, 'klat', 0)
+    gw, addr = start_gateway(a.gateway)
+    try:
+        c = Consumer({'bootstrap.servers': addr, 'group.id': 'klat', 'enable.auto.commit': False,
+                      'fetch.wait.max.ms': 500, 'fetch.min.bytes': 1})
+        c.assign([TopicPartition('klat', 0, 0)])
+        c.poll(1)
+        q = mp.Queue()
+        p = mp.Process(target=producer, args=(a.rate, a.seconds, q))
+        p.start()
+        n = int(a.rate * a.seconds)
+        got = {}
+        deadline = time.monotonic() + a.seconds + 30
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            got[int(m.value())] = time.monotonic()
+        sent = q.get()
+        p.join()
+        c.close()
+    finally:
+        gw.terminate()
+        gw.wait()
+    lat = sorted((got[i] - sent[i]) * 1000 for i in range(n // 10, n) if i in got)
+    missing = n - len(got)
+    print('rate=%d seconds=%d records=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f missing=%d' % (
+        a.rate, a.seconds, len(lat), lat[len(lat) // 2], lat[int(len(lat) * 0.99)], lat[-1], missing))
+
+
+def cpu_seconds(pids):
+    total = 0.0
+    tick = os.sysconf('SC_CLK_TCK')
+    for pid in pids:
+        try:
+            with open('/proc/%d/stat' % pid) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            pass
+    return total
+
+
+def postgres_pids(conn):
+    ppid = int(open(os.path.join(conn.execute('SHOW data_directory').fetchone()[0], 'postmaster.pid'))
+               .readline())
+    pids = [ppid]
+    for d in os.listdir('/proc'):
+        if d.isdigit():
+            try:
+                with open('/proc/%s/stat' % d) as f:
+                    if int(f.read().rsplit(')', 1)[1].split()[1]) == ppid:
+                        pids.append(int(d))
+            except OSError:
+                pass
+    return pids
+
+
+def cmd_idle(a):
+    from confluent_kafka import Consumer, TopicPartition
+    conn = psycopg.connect(autocommit=True)
+    fill(conn, 'kidle', 0)
+    gw, addr = start_gateway(a.gateway)
+    consumers = []
+    try:
+        for i in range(a.consumers):
+            c = Consumer({'bootstrap.servers': addr, 'group.id': 'kidle', 'enable.auto.commit': False,
+                          'fetch.wait.max.ms': a.wait_ms})
+            c.assign([TopicPartition('kidle', 0, 0)])
+            consumers.append(c)
+        for c in consumers:
+            c.poll(0)
+        time.sleep(5)           # every consumer connected and waiting
+        waiting = conn.execute("""SELECT count(*) FROM pg_stat_activity
+                                   WHERE application_name = 'pg_eventlog_kafka'""").fetchone()[0]
+        pids = postgres_pids(conn)
+        g0, p0, t0 = cpu_seconds([gw.pid]), cpu_seconds(pids), time.monotonic()
+        end = t0 + a.seconds
+        while time.monotonic() < end:
+            for c in consumers:
+                c.poll(0)
+            time.sleep(0.5)
+        g1, p1, t1 = cpu_seconds([gw.pid]), cpu_seconds(postgres_pids(conn)), time.monotonic()
+        for c in consumers:
+            c.close()
+    finally:
+        gw.terminate()
+        gw.wait()
+    wall = t1 - t0
+    print('consumers=%d sessions=%d wait_ms=%d seconds=%.0f gateway_cpu_pct=%.2f server_cpu_pct=%.2f' % (
+        a.consumers, waiting, a.wait_ms, wall, 100 * (g1 - g0) / wall, 100 * max(p1 - p0, 0) / wall))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('command', choices=['throughput', 'latency', 'idle'])
+    ap.add_argument('--gateway', required=True)
+    ap.add_argument('--records', type=int, default=1000000)
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--rate', type=int, default=1000)
+    ap.add_argument('--seconds', type=int, default=10)
+    ap.add_argument('--consumers', type=int, default=100)
+    ap.add_argument('--wait-ms', type=int, default=500)
+    a = ap.parse_args()
+    {'throughput': cmd_throughput, 'latency': cmd_latency, 'idle': cmd_idle}[a.command](a)
+
+
+if __name__ == '__main__':
+    main()
