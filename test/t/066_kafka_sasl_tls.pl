@@ -305,6 +305,29 @@ is($node->safe_psql('postgres', q{
            eventlog.kafka_scram_verifier('nosuch') IS NULL}, extra_params => [ '-U', 'gateway' ]),
     't|t|t|t|t', 'the gateway reads verifiers of roles it may SET ROLE to, that may log in and have not expired');
 
+# A role without CONNECT on the database: SET ROLE would not check it, a
+# login would; SCRAM refuses it as PLAIN does.
+$node->safe_psql('postgres', q{
+    CREATE ROLE outsider LOGIN PASSWORD 'outsider-secret' IN ROLE kafka_users;
+    GRANT outsider TO gateway;
+});
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'login', 'SCRAM-SHA-256', 'outsider', 'outsider-secret');
+is($out, "login: ok, server verified\nmetadata: audit=0/1280 orders=0/1280\n", 'SCRAM outsider with CONNECT: in') or diag($err);
+$node->safe_psql('postgres', q{
+    REVOKE CONNECT ON DATABASE postgres FROM PUBLIC;
+    GRANT CONNECT ON DATABASE postgres TO gateway, alice, bob, "we,ird=name", stranger, trusty;
+});
+for my $mech ('PLAIN', 'SCRAM-SHA-256')
+{
+    ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'login', $mech, 'outsider', 'outsider-secret');
+    is($out, $refused, "$mech outsider without CONNECT on the database: refused") or diag($err);
+}
+is($node->safe_psql('postgres', q{SELECT eventlog.kafka_scram_verifier('outsider') IS NULL},
+    extra_params => [ '-U', 'gateway' ]), 't', 'kafka_scram_verifier gives no verifier of a role without CONNECT');
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'login', 'SCRAM-SHA-256', 'alice', 'alice-secret');
+is($out, "login: ok, server verified\nmetadata: audit=0/1280 orders=0/1288\n", 'SCRAM alice, granted CONNECT, still in') or diag($err);
+$node->safe_psql('postgres', 'GRANT CONNECT ON DATABASE postgres TO PUBLIC');
+
 # 8. Hostile exchanges, each on its own connection.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'attacks', 'alice', 'alice-secret');
 is($out, <<'EOT', 'hostile SASL exchanges are refused and closed') or diag($err);
