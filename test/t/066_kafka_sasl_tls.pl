@@ -328,6 +328,27 @@ is($node->safe_psql('postgres', q{SELECT eventlog.kafka_scram_verifier('outsider
 is($out, "login: ok, server verified\nmetadata: audit=0/1280 orders=0/1288\n", 'SCRAM alice, granted CONNECT, still in') or diag($err);
 $node->safe_psql('postgres', 'GRANT CONNECT ON DATABASE postgres TO PUBLIC');
 
+# A SCRAM session reconnects only while the role may still log in: with
+# LOGIN taken away and its session ended, the connection ends too (a PLAIN
+# one would fail to log in again).
+($hin, $hout) = ('', '');
+$holder = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'login', 'SCRAM-SHA-256+hold', 'bob', 'bob-secret' ],
+    '<', \$hin, '>', \$hout, '2>', \$herr);
+$holder->pump until $hout =~ /^metadata: .*\n/m;
+$node->safe_psql('postgres', q{
+    ALTER ROLE bob NOLOGIN;
+    SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'});
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
+    'bob\'s session is terminated');
+$hin .= "\n";
+$holder->finish;
+is($hout, "login: ok, server verified\nmetadata: audit=0/1296 orders=0/1280\nagain: closed\n",
+    'SCRAM bob, NOLOGIN since: the gateway does not SET ROLE to him again') or diag($herr);
+like(slurp_file($gwlog), qr/the authenticated role may no longer log in \(kafka_scram_verifier gives it no verifier\)/,
+    'and the log says why');
+$node->safe_psql('postgres', 'ALTER ROLE bob LOGIN');
+
 # 8. Hostile exchanges, each on its own connection.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'attacks', 'alice', 'alice-secret');
 is($out, <<'EOT', 'hostile SASL exchanges are refused and closed') or diag($err);
