@@ -349,6 +349,26 @@ like(slurp_file($gwlog), qr/the authenticated role may no longer log in \(kafka_
     'and the log says why');
 $node->safe_psql('postgres', 'ALTER ROLE bob LOGIN');
 
+# An unauthenticated client holds no PostgreSQL session: the --dsn role's
+# session that looked the verifier up ends before the server-first message
+# goes out, and the exchange goes on without it (were the session kept
+# until the client answers, none would end before the gateway's 30 s
+# authentication timeout closed the client, and the login would fail).
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
+    'no gateway session before the exchange');
+($hin, $hout) = ('', '');
+$holder = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'scram-split', 'alice', 'alice-secret' ],
+    '<', \$hin, '>', \$hout, '2>', \$herr);
+$holder->pump until $hout =~ /^server-first: .*\n/m;
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
+    'none open while the client has not answered');
+$hin .= "\n";
+$holder->finish;
+is($hout, "server-first: error=0\nlogin: error=0, server verified\nmetadata: audit=0/1280 orders=0/1288\n",
+    'the exchange then completes') or diag($herr);
+
 # 8. Hostile exchanges, each on its own connection.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'attacks', 'alice', 'alice-secret');
 is($out, <<'EOT', 'hostile SASL exchanges are refused and closed') or diag($err);

@@ -229,6 +229,20 @@ def cmd_login(host, port, mech, user, password, version='1'):
         show_metadata(s, 'again')
 
 
+def cmd_scram_split(host, port, user, password):
+    """SCRAM with a pause (until a line on stdin) after server-first."""
+    s = connect(host, port)
+    handshake(s, 'SCRAM-SHA-256')
+    sc = Scram(user, password)
+    error, msg, first = authenticate(s, sc.first())
+    print('server-first: error=%s' % error, flush=True)
+    sys.stdin.readline()
+    error, msg, last = authenticate(s, sc.final(first.decode()), corr=3)
+    print('login: error=%s%s' % (error, ', server verified' if error == 0 and sc.verified(last) else ''))
+    if error == 0:
+        show_metadata(s)
+
+
 def scram_first(s, user, nonce=None):
     sc = Scram(user, 'unused', nonce)
     error, msg, first = authenticate(s, sc.first())
@@ -375,6 +389,8 @@ def main():
     host, port, cmd = args[0], int(args[1]), args[2]
     if cmd == 'login':
         cmd_login(host, port, *args[3:])
+    elif cmd == 'scram-split':
+        cmd_scram_split(host, port, *args[3:])
     elif cmd == 'attacks':
         cmd_attacks(host, port, *args[3:])
     elif cmd.startswith('tls-'):
