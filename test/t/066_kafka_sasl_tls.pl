@@ -369,6 +369,14 @@ $holder->finish;
 is($hout, "server-first: error=0\nlogin: error=0, server verified\nmetadata: audit=0/1280 orders=0/1288\n",
     'the exchange then completes') or diag($herr);
 
+# Clients that trickle a byte every 5 s, never silent long enough for the
+# 30 s receive timeout, into a frame on the SASL listener and into the
+# handshake on the TLS one: shut down 60 s after they connected, while the
+# rest of this test goes on (checked at its end).
+my ($tr1out, $tr2out) = ('', '');
+my $trickler1 = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'trickle', 150 ], '>', \$tr1out, '2>', \my $tr1err);
+my $trickler2 = IPC::Run::start([ $python, $probe, '127.0.0.1', $tport, 'trickle', 150, 'tls' ], '>', \$tr2out, '2>', \my $tr2err);
+
 # 8. Hostile exchanges, each on its own connection.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'attacks', 'alice', 'alice-secret');
 is($out, <<'EOT', 'hostile SASL exchanges are refused and closed') or diag($err);
@@ -480,6 +488,13 @@ like(slurp_file($clog), qr/client certificate \/CN=client/, 'the client certific
 ($rc, $out, $err) = kcat_list("127.0.0.1:$cport", 'SSL', undef, undef, undef, '-m', '3');
 isnt($rc, 0, 'kcat without a client certificate is refused');
 is(stop_gateway($ch), 0, 'the client-certificate gateway stops');
+
+$trickler1->finish;
+$trickler2->finish;
+is($tr1out, "closed\n", 'a client trickling a frame before authenticating is shut down') or diag($tr1err);
+is($tr2out, "closed\n", 'as is one trickling a TLS handshake');
+like(slurp_file($gwlog), qr/did not authenticate within 60 seconds of connecting: closing/, 'the log says why');
+like(slurp_file($tlslog), qr/did not authenticate within 60 seconds of connecting: closing/, 'on the TLS listener too');
 
 # kcat still works on both after everything.
 ($rc, $out, $err) = kcat_list($addr, 'SASL_PLAINTEXT', 'SCRAM-SHA-256', 'bob', 'bob-secret');
