@@ -5278,16 +5278,19 @@ DECLARE
     verifier text;
 BEGIN
     -- NULL for every role a client must not become, whatever the reason
-    -- (no such role, NOLOGIN, expired, no SCRAM verifier, not one the
-    -- caller may SET ROLE to): the gateway answers them all alike, as a
-    -- wrong password.  session_user: the caller's login role, as this
-    -- function runs as its owner.
+    -- (no such role, NOLOGIN, expired, no CONNECT on this database, no
+    -- SCRAM verifier, not one the caller may SET ROLE to): the gateway
+    -- answers them all alike, as a wrong password.  CONNECT because a
+    -- login of the role would need it, and SET ROLE does not check it.
+    -- session_user: the caller's login role, as this function runs as its
+    -- owner.
     SELECT a.rolpassword INTO verifier
       FROM pg_catalog.pg_authid a
      WHERE a.rolname = role_name
        AND a.rolcanlogin
        AND (a.rolvaliduntil IS NULL OR a.rolvaliduntil >= pg_catalog.clock_timestamp())
        AND a.rolpassword LIKE 'SCRAM-SHA-256$%'
+       AND pg_catalog.has_database_privilege(a.oid, pg_catalog.current_database(), 'CONNECT')
        AND CASE WHEN pg_catalog.current_setting('server_version_num')::integer >= 160000
                 THEN pg_catalog.pg_has_role(session_user, a.oid, 'SET')
                 ELSE pg_catalog.pg_has_role(session_user, a.oid, 'MEMBER') END;
@@ -5295,7 +5298,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.kafka_scram_verifier(text) IS
-'the SCRAM-SHA-256 verifier of a role the caller''s login role may SET ROLE to and that may log in, for pg_eventlog_kafka''s SCRAM authentication; NULL otherwise. Grant EXECUTE to the gateway''s role only';
+'the SCRAM-SHA-256 verifier of a role the caller''s login role may SET ROLE to and that may log in to this database, for pg_eventlog_kafka''s SCRAM authentication; NULL otherwise. Grant EXECUTE to the gateway''s role only';
 REVOKE ALL ON FUNCTION @extschema@.kafka_scram_verifier(text) FROM PUBLIC;
 -- Kafka gateway: Fetch and ListOffsets (sql/install/kafka_fetch.sql).
 /* ------------------------------------------------------------------------

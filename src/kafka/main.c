@@ -46,6 +46,12 @@
 /* Enough for libpq and the handlers, which keep big things on the heap. */
 #define K_THREAD_STACK_BYTES	(512 * 1024)
 
+/*
+ * With --sasl, a client must have authenticated this long after it
+ * connected, however slowly it sends (end_late_logins).
+ */
+#define K_AUTH_DEADLINE_S		60
+
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t registry_changed = PTHREAD_COND_INITIALIZER;
 static KConn *registry_head;
@@ -254,6 +260,15 @@ check_database(void)
 	PQfinish(pg);
 }
 
+static time_t
+monotonic_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
 static void
 accept_one(int lfd, const pthread_attr_t *attr)
 {
@@ -308,6 +323,8 @@ accept_one(int lfd, const pthread_attr_t *attr)
 	}
 	conn->id = ++next_conn_id;
 	conn->fd = fd;
+	if (ksasl_enabled())
+		conn->auth_deadline = monotonic_seconds() + K_AUTH_DEADLINE_S;
 	memcpy(conn->peer, peer, sizeof(peer));
 	conn->next = registry_head;
 	if (registry_head)
@@ -337,6 +354,33 @@ accept_one(int lfd, const pthread_attr_t *attr)
 		kregistry_remove(conn);
 		free(conn);
 	}
+}
+
+/*
+ * Shuts down the connections that have not authenticated by their
+ * deadline.  conn.c closes a client silent for 30 s before it
+ * authenticated, but one that trickles a byte at a time (in a TLS
+ * handshake, a frame, or one ApiVersions after another) would never be
+ * silent that long, and would keep its thread and its place under
+ * --max-connections for good.
+ */
+static void
+end_late_logins(void)
+{
+	time_t		now = monotonic_seconds();
+
+	kregistry_lock();
+	for (KConn *c = registry_head; c; c = c->next)
+	{
+		if (c->auth_deadline != 0 && now >= c->auth_deadline && c->fd >= 0)
+		{
+			c->auth_deadline = 0;
+			klog(KLOG_WARNING, "conn %llu (%s): did not authenticate within %d seconds of connecting: closing",
+				 (unsigned long long) c->id, c->peer, K_AUTH_DEADLINE_S);
+			shutdown(c->fd, SHUT_RDWR);
+		}
+	}
+	kregistry_unlock();
 }
 
 /* Shut every client socket down and cancel every query in flight. */
@@ -454,7 +498,11 @@ main(int argc, char **argv)
 
 	while (!kshutting_down())
 	{
-		if (poll(pfds, (nfds_t) nlisten + 1, -1) < 0)
+		/* With --sasl, a look at the login deadlines every second. */
+		rc = poll(pfds, (nfds_t) nlisten + 1, ksasl_enabled() ? 1000 : -1);
+		if (ksasl_enabled())
+			end_late_logins();
+		if (rc < 0)
 		{
 			if (errno == EINTR)
 				continue;

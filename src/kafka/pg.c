@@ -110,6 +110,12 @@ session_alive(PGconn *pg)
  * authenticated connection goes through here before its first query, the
  * reconnected ones too, so none ever runs a client's request as --dsn's
  * role; clients send no SQL, so nothing can RESET ROLE.
+ *
+ * Only while kafka_scram_verifier still gives the role a verifier: a
+ * PLAIN session that reconnects logs in again, and a role that lost LOGIN,
+ * expired or lost CONNECT since cannot; SET ROLE checks none of that, so
+ * without this an administrator who took a role's LOGIN away and ended
+ * its sessions (pg_terminate_backend) would see the gateway put it back.
  */
 static bool
 set_session_role(KConn *conn, PGconn *pg)
@@ -118,12 +124,20 @@ set_session_role(KConn *conn, PGconn *pg)
 	PGresult   *res;
 	bool		ok;
 
-	res = PQexecParams(pg, "SELECT pg_catalog.set_config('role', $1, false)",
+	res = PQexecParams(pg,
+					   "SELECT pg_catalog.set_config('role', $1, false)"
+					   " WHERE eventlog.kafka_scram_verifier($1) IS NOT NULL",
 					   1, NULL, params, NULL, NULL, 0);
 	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!ok)
 		klog(KLOG_WARNING, "conn %llu (%s): cannot SET ROLE to the authenticated role (the --dsn role must be a member of it): %s",
 			 (unsigned long long) conn->id, conn->peer, kpg_trimmed(PQerrorMessage(pg)));
+	else if (PQntuples(res) != 1)
+	{
+		klog(KLOG_WARNING, "conn %llu (%s): the authenticated role may no longer log in (kafka_scram_verifier gives it no verifier): closing its session",
+			 (unsigned long long) conn->id, conn->peer);
+		ok = false;
+	}
 	PQclear(res);
 	if (!ok)
 		return false;

@@ -131,6 +131,9 @@ succeeded(KConn *conn, const char *user)
 	char		u[80];
 
 	conn->authenticated = true;
+	kregistry_lock();
+	conn->auth_deadline = 0;
+	kregistry_unlock();
 	kio_set_timeout(conn, 0);
 	klog(KLOG_INFO, "conn %llu (%s): authenticated as \"%s\" with SASL %s",
 		 (unsigned long long) conn->id, conn->peer,

@@ -382,6 +382,13 @@ client_first(KConn *conn, KScram *s, const char *msg, size_t len, char **out,
 	}
 	load_verifier(conn, s);
 
+	/*
+	 * The lookup's session (the --dsn role's) is not kept while the client
+	 * takes its time to answer: unauthenticated clients must not hold
+	 * PostgreSQL connections.  Success opens a fresh one anyway.
+	 */
+	kpg_close(conn);
+
 	b64_encode(rnd, sizeof(rnd), rnd64);
 	b64_encode(s->salt, (size_t) s->salt_len, salt64);
 	s->gs2_header = strndup(msg, (size_t) (bare - msg));

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -108,6 +109,12 @@ typedef struct KConn
 	char	   *pg_user;
 	char	   *pg_password;
 	char	   *pg_role;
+	/*
+	 * With --sasl, the CLOCK_MONOTONIC second by which the client must have
+	 * authenticated (main.c shuts it down then); 0 once it did, or without
+	 * --sasl.  Under the registry's lock.
+	 */
+	time_t		auth_deadline;
 } KConn;
 
 /* A request whose header is decoded; body is positioned after it. */

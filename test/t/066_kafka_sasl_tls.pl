@@ -305,6 +305,78 @@ is($node->safe_psql('postgres', q{
            eventlog.kafka_scram_verifier('nosuch') IS NULL}, extra_params => [ '-U', 'gateway' ]),
     't|t|t|t|t', 'the gateway reads verifiers of roles it may SET ROLE to, that may log in and have not expired');
 
+# A role without CONNECT on the database: SET ROLE would not check it, a
+# login would; SCRAM refuses it as PLAIN does.
+$node->safe_psql('postgres', q{
+    CREATE ROLE outsider LOGIN PASSWORD 'outsider-secret' IN ROLE kafka_users;
+    GRANT outsider TO gateway;
+});
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'login', 'SCRAM-SHA-256', 'outsider', 'outsider-secret');
+is($out, "login: ok, server verified\nmetadata: audit=0/1280 orders=0/1280\n", 'SCRAM outsider with CONNECT: in') or diag($err);
+$node->safe_psql('postgres', q{
+    REVOKE CONNECT ON DATABASE postgres FROM PUBLIC;
+    GRANT CONNECT ON DATABASE postgres TO gateway, alice, bob, "we,ird=name", stranger, trusty;
+});
+for my $mech ('PLAIN', 'SCRAM-SHA-256')
+{
+    ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'login', $mech, 'outsider', 'outsider-secret');
+    is($out, $refused, "$mech outsider without CONNECT on the database: refused") or diag($err);
+}
+is($node->safe_psql('postgres', q{SELECT eventlog.kafka_scram_verifier('outsider') IS NULL},
+    extra_params => [ '-U', 'gateway' ]), 't', 'kafka_scram_verifier gives no verifier of a role without CONNECT');
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'login', 'SCRAM-SHA-256', 'alice', 'alice-secret');
+is($out, "login: ok, server verified\nmetadata: audit=0/1280 orders=0/1288\n", 'SCRAM alice, granted CONNECT, still in') or diag($err);
+$node->safe_psql('postgres', 'GRANT CONNECT ON DATABASE postgres TO PUBLIC');
+
+# A SCRAM session reconnects only while the role may still log in: with
+# LOGIN taken away and its session ended, the connection ends too (a PLAIN
+# one would fail to log in again).
+($hin, $hout) = ('', '');
+$holder = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'login', 'SCRAM-SHA-256+hold', 'bob', 'bob-secret' ],
+    '<', \$hin, '>', \$hout, '2>', \$herr);
+$holder->pump until $hout =~ /^metadata: .*\n/m;
+$node->safe_psql('postgres', q{
+    ALTER ROLE bob NOLOGIN;
+    SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'});
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
+    'bob\'s session is terminated');
+$hin .= "\n";
+$holder->finish;
+is($hout, "login: ok, server verified\nmetadata: audit=0/1296 orders=0/1280\nagain: closed\n",
+    'SCRAM bob, NOLOGIN since: the gateway does not SET ROLE to him again') or diag($herr);
+like(slurp_file($gwlog), qr/the authenticated role may no longer log in \(kafka_scram_verifier gives it no verifier\)/,
+    'and the log says why');
+$node->safe_psql('postgres', 'ALTER ROLE bob LOGIN');
+
+# An unauthenticated client holds no PostgreSQL session: the --dsn role's
+# session that looked the verifier up ends before the server-first message
+# goes out, and the exchange goes on without it (were the session kept
+# until the client answers, none would end before the gateway's 30 s
+# authentication timeout closed the client, and the login would fail).
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
+    'no gateway session before the exchange');
+($hin, $hout) = ('', '');
+$holder = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'scram-split', 'alice', 'alice-secret' ],
+    '<', \$hin, '>', \$hout, '2>', \$herr);
+$holder->pump until $hout =~ /^server-first: .*\n/m;
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
+    'none open while the client has not answered');
+$hin .= "\n";
+$holder->finish;
+is($hout, "server-first: error=0\nlogin: error=0, server verified\nmetadata: audit=0/1280 orders=0/1288\n",
+    'the exchange then completes') or diag($herr);
+
+# Clients that trickle a byte every 5 s, never silent long enough for the
+# 30 s receive timeout, into a frame on the SASL listener and into the
+# handshake on the TLS one: shut down 60 s after they connected, while the
+# rest of this test goes on (checked at its end).
+my ($tr1out, $tr2out) = ('', '');
+my $trickler1 = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'trickle', 150 ], '>', \$tr1out, '2>', \my $tr1err);
+my $trickler2 = IPC::Run::start([ $python, $probe, '127.0.0.1', $tport, 'trickle', 150, 'tls' ], '>', \$tr2out, '2>', \my $tr2err);
+
 # 8. Hostile exchanges, each on its own connection.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'attacks', 'alice', 'alice-secret');
 is($out, <<'EOT', 'hostile SASL exchanges are refused and closed') or diag($err);
@@ -416,6 +488,13 @@ like(slurp_file($clog), qr/client certificate \/CN=client/, 'the client certific
 ($rc, $out, $err) = kcat_list("127.0.0.1:$cport", 'SSL', undef, undef, undef, '-m', '3');
 isnt($rc, 0, 'kcat without a client certificate is refused');
 is(stop_gateway($ch), 0, 'the client-certificate gateway stops');
+
+$trickler1->finish;
+$trickler2->finish;
+is($tr1out, "closed\n", 'a client trickling a frame before authenticating is shut down') or diag($tr1err);
+is($tr2out, "closed\n", 'as is one trickling a TLS handshake');
+like(slurp_file($gwlog), qr/did not authenticate within 60 seconds of connecting: closing/, 'the log says why');
+like(slurp_file($tlslog), qr/did not authenticate within 60 seconds of connecting: closing/, 'on the TLS listener too');
 
 # kcat still works on both after everything.
 ($rc, $out, $err) = kcat_list($addr, 'SASL_PLAINTEXT', 'SCRAM-SHA-256', 'bob', 'bob-secret');

@@ -24,6 +24,7 @@ import socket
 import ssl
 import struct
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kafka_probe import (Reader, apiversions_request, frame, header,  # noqa: E402
@@ -229,6 +230,36 @@ def cmd_login(host, port, mech, user, password, version='1'):
         show_metadata(s, 'again')
 
 
+def cmd_scram_split(host, port, user, password):
+    """SCRAM with a pause (until a line on stdin) after server-first."""
+    s = connect(host, port)
+    handshake(s, 'SCRAM-SHA-256')
+    sc = Scram(user, password)
+    error, msg, first = authenticate(s, sc.first())
+    print('server-first: error=%s' % error, flush=True)
+    sys.stdin.readline()
+    error, msg, last = authenticate(s, sc.final(first.decode()), corr=3)
+    print('login: error=%s%s' % (error, ', server verified' if error == 0 and sc.verified(last) else ''))
+    if error == 0:
+        show_metadata(s)
+
+
+def cmd_trickle(host, port, seconds, what='frame'):
+    """A frame (or a TLS record) one byte every 5 s, never silent as long
+    as conn.c's 30 s receive timeout."""
+    s = socket.create_connection((host, port), timeout=TIMEOUT)
+    s.sendall(b'\x16\x03\x01\x01\x00' if what == 'tls' else struct.pack('>i', 1000))
+    for n in range(int(seconds) // 5):
+        time.sleep(5)
+        try:
+            s.sendall(b'x')
+        except (BrokenPipeError, ConnectionResetError):
+            print('closed')
+            return
+    s.settimeout(1)
+    print('closed' if closed(s) else 'still open')
+
+
 def scram_first(s, user, nonce=None):
     sc = Scram(user, 'unused', nonce)
     error, msg, first = authenticate(s, sc.first())
@@ -375,6 +406,10 @@ def main():
     host, port, cmd = args[0], int(args[1]), args[2]
     if cmd == 'login':
         cmd_login(host, port, *args[3:])
+    elif cmd == 'trickle':
+        cmd_trickle(host, port, *args[3:])
+    elif cmd == 'scram-split':
+        cmd_scram_split(host, port, *args[3:])
     elif cmd == 'attacks':
         cmd_attacks(host, port, *args[3:])
     elif cmd.startswith('tls-'):
