@@ -1,10 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * admin.c
- *	  What the administrative APIs share (admin.h): Kafka's topic name
- *	  rule, a topic's settings read from eventlog.topic_catalog in Kafka's
- *	  units and written as Kafka's topic configs, and validate_only's
- *	  rolled-back transaction.
+ *	  What the administrative APIs share (admin.h): a topic's settings
+ *	  read from eventlog.topic_catalog in Kafka's units and written as
+ *	  Kafka's topic configs, and validate_only's rolled-back transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,25 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-bool
-ktopic_name_valid(KSlice s)
-{
-	if (s.len <= 0 || s.len > 249)
-		return false;
-	if ((s.len == 1 && s.ptr[0] == '.') ||
-		(s.len == 2 && s.ptr[0] == '.' && s.ptr[1] == '.'))
-		return false;
-	for (int i = 0; i < s.len; i++)
-	{
-		uint8_t		c = s.ptr[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
 
 char *
 kslice_dup(KSlice s)

@@ -77,9 +77,6 @@ typedef struct KConfigEntry
 
 #define K_TOPIC_NCONFIGS	6
 
-/* Kafka's rule for a legal topic name ([A-Za-z0-9._-]{1,249}, not . or ..). */
-extern bool ktopic_name_valid(KSlice name);
-
 /* A NUL-terminated copy of a slice (malloc), NULL when out of memory. */
 extern char *kslice_dup(KSlice s);
 

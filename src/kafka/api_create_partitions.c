@@ -191,7 +191,7 @@ khandle_create_partitions(KConn *conn, KRequest *req, KWriter *w)
 	{
 		CpTopic    *t = &topics[i];
 
-		if (!ktopic_name_valid(t->name))
+		if (!kvalid_topic_name(t->name))
 		{
 			t->error = KERR_NONE;
 			cp_fail(t, KERR_INVALID_TOPIC_EXCEPTION, "invalid topic name");

@@ -383,7 +383,7 @@ khandle_create_topics(KConn *conn, KRequest *req, KWriter *w)
 	{
 		CtTopic    *t = &topics[i];
 
-		if (!ktopic_name_valid(t->name))
+		if (!kvalid_topic_name(t->name))
 		{
 			t->error = KERR_NONE;	/* the name's error comes first */
 			ct_fail(t, KERR_INVALID_TOPIC_EXCEPTION,

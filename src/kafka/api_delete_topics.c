@@ -204,7 +204,7 @@ khandle_delete_topics(KConn *conn, KRequest *req, KWriter *w)
 			continue;
 		if (KSLICE_IS_NULL(t->name) && memcmp(t->uuid, zero_uuid, 16) == 0)
 			dt_fail(t, KERR_INVALID_REQUEST, "neither a topic name nor a topic id");
-		else if (!KSLICE_IS_NULL(t->name) && !ktopic_name_valid(t->name))
+		else if (!KSLICE_IS_NULL(t->name) && !kvalid_topic_name(t->name))
 			dt_fail(t, KERR_INVALID_TOPIC_EXCEPTION, "invalid topic name");
 		else
 			delete_one(conn, t);

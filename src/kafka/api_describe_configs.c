@@ -167,7 +167,7 @@ describe_one(KConn *conn, DcResource *res)
 		char	   *name;
 		int			found;
 
-		if (!ktopic_name_valid(res->name))
+		if (!kvalid_topic_name(res->name))
 		{
 			dc_fail(res, KERR_INVALID_TOPIC_EXCEPTION, "invalid topic name");
 			return;

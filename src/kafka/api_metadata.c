@@ -47,25 +47,6 @@ typedef struct MdRequested
 
 static const uint8_t zero_uuid[16];
 
-/* Kafka's rule for a legal topic name (Topic.validate). */
-static bool
-valid_topic_name(KSlice s)
-{
-	if (s.len <= 0 || s.len > 249)
-		return false;
-	if ((s.len == 1 && s.ptr[0] == '.') || (s.len == 2 && s.ptr[0] == '.' && s.ptr[1] == '.'))
-		return false;
-	for (int i = 0; i < s.len; i++)
-	{
-		uint8_t		c = s.ptr[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 static int
 compare_name(const uint8_t *a, int alen, const uint8_t *b, int blen)
 {
@@ -380,7 +361,7 @@ khandle_metadata(KConn *conn, KRequest *req, KWriter *w)
 					KERR_INVALID_REQUEST : KERR_UNKNOWN_TOPIC_ID;
 				nids++;
 			}
-			else if (!valid_topic_name(topics[nuniq].name))
+			else if (!kvalid_topic_name(topics[nuniq].name))
 				topics[nuniq].error = KERR_INVALID_TOPIC_EXCEPTION;
 			nuniq++;
 		}

@@ -78,25 +78,6 @@ static const char *const lookup_sql =
 " WHERE t.name OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])"
 " ORDER BY t.name COLLATE \"C\"";
 
-/* Kafka's rule for a legal topic name (Topic.validate). */
-static bool
-legal_topic_name(KSlice s)
-{
-	if (s.len <= 0 || s.len > 249)
-		return false;
-	if ((s.len == 1 && s.ptr[0] == '.') || (s.len == 2 && s.ptr[0] == '.' && s.ptr[1] == '.'))
-		return false;
-	for (int i = 0; i < s.len; i++)
-	{
-		uint8_t		c = s.ptr[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 static void
 set_error(PrPartition *p, int16_t error, const char *msg)
 {
@@ -145,7 +126,7 @@ lookup_topics(KConn *conn, PrTopic *topics, int32_t ntopics)
 
 	for (int32_t t = 0; t < ntopics; t++)
 	{
-		if (!legal_topic_name(topics[t].name))
+		if (!kvalid_topic_name(topics[t].name))
 		{
 			topics[t].error = KERR_INVALID_TOPIC_EXCEPTION;
 			continue;

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * topic_name.c
- *	  Kafka's rule for a legal topic name, shared by the handlers that
- *	  take topic names (Fetch, ListOffsets) and pass them to PostgreSQL in
- *	  array literals.
+ *	  Kafka's rule for a legal topic name (Topic.validate), the one copy
+ *	  every handler that takes topic names checks them with (Produce,
+ *	  Fetch, ListOffsets, Metadata, the administrative APIs); such a name
+ *	  is also safe to quote in an array literal.
  *
  *-------------------------------------------------------------------------
  */
