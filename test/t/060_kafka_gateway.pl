@@ -16,6 +16,7 @@ use PostgreSQL::Test::Utils;
 use IPC::Run;
 use JSON::PP;
 use Test::More;
+use KafkaGatewayTest;
 
 my $python = '/usr/bin/python3';
 my $probe = "$ENV{TESTDIR}/test/t/kafka_probe.py";
@@ -33,15 +34,6 @@ $node->safe_psql('postgres', q{
 });
 my $gw = $node->config_data('--bindir') . '/pg_eventlog_kafka';
 ok(-x $gw, 'the gateway is installed beside pg_config');
-
-# Runs a command; returns (exit status, stdout, stderr).
-sub run_cmd
-{
-    my ($out, $err) = ('', '');
-    IPC::Run::run(\@_, '>', \$out, '2>', \$err,
-        IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-    return ($? >> 8, $out, $err);
-}
 
 # 1. The command line.
 my ($rc, $out, $err) = run_cmd($gw, '--help');
@@ -89,28 +81,7 @@ my $tmp = PostgreSQL::Test::Utils::tempdir();
 sub start_gateway
 {
     my ($name, @args) = @_;
-    my $log = "$tmp/$name.log";
-    # Its sessions' application_name is then its own (libpq's fallback).
-    local $ENV{PGAPPNAME};
-    delete $ENV{PGAPPNAME};
-    my $h = IPC::Run::start([ $gw, '--dsn', $node->connstr('postgres'), @args ],
-        '>', "$tmp/$name.out", '2>', $log);
-    # It logs this once it has listened and checked the database.
-    wait_for_log($log, qr/serving database/) or die "gateway $name did not start: " . slurp_file($log);
-    return ($h, $log);
-}
-
-# Waits (without a time limit of its own: the test's timeout applies) until
-# a log matches.
-sub wait_for_log
-{
-    my ($log, $re) = @_;
-    for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
-    {
-        return 1 if -f $log && slurp_file($log) =~ $re;
-        select(undef, undef, undef, 0.1);
-    }
-    return 0;
+    return spawn_gateway($gw, $tmp, $name, qr/serving database/, '--dsn', $node->connstr('postgres'), @args);
 }
 
 my $port = PostgreSQL::Test::Cluster::get_free_port();

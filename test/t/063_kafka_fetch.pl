@@ -16,6 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use IPC::Run;
 use Test::More;
+use KafkaGatewayTest;
 
 my $python = '/usr/bin/python3';
 my $probe = "$ENV{TESTDIR}/test/t/kafka_probe.py";
@@ -36,35 +37,12 @@ $node->safe_psql('postgres', q{
 my $gw = $node->config_data('--bindir') . '/pg_eventlog_kafka';
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 
-sub run_cmd
-{
-    my ($out, $err) = ('', '');
-    IPC::Run::run(\@_, '>', \$out, '2>', \$err,
-        IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-    return ($? >> 8, $out, $err);
-}
-
-sub wait_for_log
-{
-    my ($log, $re) = @_;
-    for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
-    {
-        return 1 if -f $log && slurp_file($log) =~ $re;
-        select(undef, undef, undef, 0.1);
-    }
-    return 0;
-}
-
 sub start_gateway
 {
     my ($name, $dsn, @args) = @_;
-    my $log = "$tmp/$name.log";
-    local $ENV{PGAPPNAME};
-    delete $ENV{PGAPPNAME};
     my $port = PostgreSQL::Test::Cluster::get_free_port();
-    my $h = IPC::Run::start([ $gw, '--dsn', $dsn, '--listen', "127.0.0.1:$port", @args ],
-        '>', "$tmp/$name.out", '2>', $log);
-    wait_for_log($log, qr/serving database/) or die "gateway $name did not start: " . slurp_file($log);
+    my ($h, $log) = spawn_gateway($gw, $tmp, $name, qr/serving database/,
+        '--dsn', $dsn, '--listen', "127.0.0.1:$port", @args);
     return ($h, $port, $log);
 }
 

@@ -21,6 +21,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use IPC::Run;
 use Test::More;
+use KafkaGatewayTest;
 
 my $python = '/usr/bin/python3';
 my $dir = -d "$ENV{TESTDIR}/test/t" ? "$ENV{TESTDIR}/test/t" : 'test/t';
@@ -48,35 +49,10 @@ $node->safe_psql('postgres', q{
 my $gw = $node->config_data('--bindir') . '/pg_eventlog_kafka';
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 
-sub run_cmd
-{
-    my ($out, $err) = ('', '');
-    IPC::Run::run(\@_, '>', \$out, '2>', \$err,
-        IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-    return ($? >> 8, $out, $err);
-}
-
-sub wait_for_log
-{
-    my ($log, $re) = @_;
-    for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
-    {
-        return 1 if -f $log && slurp_file($log) =~ $re;
-        select(undef, undef, undef, 0.1);
-    }
-    return 0;
-}
-
 sub start_gateway
 {
     my ($name, @args) = @_;
-    my $log = "$tmp/$name.log";
-    local $ENV{PGAPPNAME};
-    delete $ENV{PGAPPNAME};
-    my $h = IPC::Run::start([ $gw, '--dsn', $node->connstr('postgres'), @args ],
-        '>', "$tmp/$name.out", '2>', $log);
-    wait_for_log($log, qr/serving database/) or die "gateway $name did not start: " . slurp_file($log);
-    return ($h, $log);
+    return spawn_gateway($gw, $tmp, $name, qr/serving database/, '--dsn', $node->connstr('postgres'), @args);
 }
 
 # A client in the background whose stdout the test reads as it comes.

@@ -18,6 +18,7 @@ use PostgreSQL::Test::Utils;
 use IPC::Run;
 use JSON::PP;
 use Test::More;
+use KafkaGatewayTest;
 
 my $python = '/usr/bin/python3';
 my $probe = "$ENV{TESTDIR}/test/t/kafka_sasl_probe.py";
@@ -61,34 +62,10 @@ my $gw = $node->config_data('--bindir') . '/pg_eventlog_kafka';
 my $dsn = $node->connstr('postgres') . ' user=gateway';
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 
-sub run_cmd
-{
-    my ($out, $err) = ('', '');
-    IPC::Run::run(\@_, '>', \$out, '2>', \$err,
-        IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-    return ($? >> 8, $out, $err);
-}
-
-sub wait_for_log
-{
-    my ($log, $re) = @_;
-    for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
-    {
-        return 1 if -f $log && slurp_file($log) =~ $re;
-        select(undef, undef, undef, 0.1);
-    }
-    return 0;
-}
-
 sub start_gateway
 {
     my ($name, @args) = @_;
-    my $log = "$tmp/$name.log";
-    local $ENV{PGAPPNAME};
-    delete $ENV{PGAPPNAME};
-    my $h = IPC::Run::start([ $gw, '--dsn', $dsn, @args ], '>', "$tmp/$name.out", '2>', $log);
-    wait_for_log($log, qr/serving database|cannot/) or die "gateway $name did not start: " . slurp_file($log);
-    return ($h, $log);
+    return spawn_gateway($gw, $tmp, $name, qr/serving database|cannot/, '--dsn', $dsn, @args);
 }
 
 sub stop_gateway

@@ -17,6 +17,7 @@ use PostgreSQL::Test::Utils;
 use IPC::Run;
 use JSON::PP;
 use Test::More;
+use KafkaGatewayTest;
 
 my $kafkajs = $ENV{EL_KAFKAJS_DIR};
 die "EL_KAFKAJS_DIR is not set: run this test through test/run, which installs kafkajs"
@@ -33,15 +34,8 @@ my $gw = $node->config_data('--bindir') . '/pg_eventlog_kafka';
 
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $log = "$tmp/gateway.log";
-my $gwh = IPC::Run::start([ $gw, '--listen', "127.0.0.1:$port", '--dsn', $node->connstr('postgres') ],
-    '>', "$tmp/gateway.out", '2>', $log);
-for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
-{
-    last if -f $log && slurp_file($log) =~ /serving database/;
-    select(undef, undef, undef, 0.1);
-}
-like(slurp_file($log), qr/serving database/, 'the gateway started');
+my ($gwh, $log) = spawn_gateway($gw, $tmp, 'gateway', qr/serving database/,
+    '--listen', "127.0.0.1:$port", '--dsn', $node->connstr('postgres'));
 
 my $count = 40;
 my ($out, $err) = ('', '');
