@@ -369,6 +369,22 @@ $node->safe_psql('postgres', q{SELECT eventlog.drop_topic('doomed')});
 $ph->finish;
 like($pout, qr{^doomed/0 error=3 }m, 'drop_topic ends the wait: UNKNOWN_TOPIC_OR_PARTITION');
 
+# A client that hangs up during a wait: the gateway cancels the query, so
+# its backend (and the snapshot that holds back VACUUM) goes at once, not
+# after max_wait_ms (here 10 minutes; up to 24 days on the wire).
+($pout, $perr) = ('', '');
+$ph = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'fetchmany', 11, 600000, 'bin:1:12' ],
+    '>', \$pout, '2>', \$perr);
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+         WHERE application_name = 'pg_eventlog_kafka' AND wait_event_type = 'Extension'
+           AND query LIKE '%_kafka_fetch%'}), 'a Fetch waits, then its client hangs up');
+$ph->kill_kill;
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_activity
+         WHERE application_name = 'pg_eventlog_kafka' AND wait_event_type = 'Extension'
+           AND query LIKE '%_kafka_fetch%'}), 'the hang-up ends the wait in the server');
+ok(wait_for_log($gwlog, qr/the client hung up during a query: cancelling it/),
+   'and the gateway says why');
+
 # 5. Retention: offsets below the log start.  Size retention (the oldest
 # 64 kB segments go while the partition is above 100 kB) leaves the newest
 # records for good once producing stops.
