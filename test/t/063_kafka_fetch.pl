@@ -439,6 +439,30 @@ like($out, qr{^bin/0 error=0 hw=13 lso=13 start=0 records=13 }m, 'with the privi
 $gwh2->signal('TERM');
 $gwh2->finish;
 
+# Records far larger than the connection's average so far: the rows asked
+# for follow that average (64 bytes on a new connection), and each
+# partition's bytes stop PostgreSQL's rows, so a Fetch of one 512 kB record
+# of a 40 MB partition does not bring all 80 of them into the gateway.
+$node->safe_psql('postgres', q{
+    SELECT eventlog.create_topic('fat', 1, format => 'binary');
+    SELECT count(*) FROM eventlog.produce_binary_batch('fat',
+        (SELECT array_agg(ROW(NULL, convert_to(repeat(md5(i::text), 16384), 'UTF8'), NULL, NULL)::eventlog.message)
+           FROM generate_series(1, 80) i));
+});
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM eventlog._kafka_fetch(ARRAY['fat'], ARRAY[0], ARRAY[0::bigint], ARRAY[80], 0,
+                                               ARRAY[1048576::bigint]) WHERE k_offset IS NOT NULL}),
+   2, '_kafka_fetch stops a partition at its bytes: the records that start below them');
+my ($gwh3, $port3) = start_gateway('fat', $node->connstr('postgres'));
+my $gwpid3 = $gwh3->{KIDS}[0]{PID};
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port3, 'fetch', 12, 'fat', 0, 0,
+    'part_bytes=1048576', 'max_bytes=52428800');
+like($out, qr{^fat/0 error=0 hw=80 lso=80 start=0 records=1 offsets=0$}m, 'a Fetch of big records from a new connection');
+my ($hwm) = slurp_file("/proc/$gwpid3/status") =~ /^VmHWM:\s+(\d+) kB/m;
+cmp_ok($hwm, '<', 25 * 1024, 'and the gateway did not read the partition\'s 40 MB to answer it');
+$gwh3->signal('TERM');
+$gwh3->finish;
+
 # 7. Hostile requests: an answer or a closed connection, never a crash.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'fetchhostile', 'bin');
 is($rc, 0, 'the hostile probe ran') or diag($err);
