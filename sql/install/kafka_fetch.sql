@@ -16,7 +16,12 @@ COMMENT ON FUNCTION @extschema@._kafka_await(text[], integer[], bigint[], intege
 
 /*
  * Kafka Fetch: records of each (topics[i], partitions[i]) from offsets[i]
- * on, at most max_records[i] of them.  Rows with k_offset NULL give each
+ * on, at most max_records[i] of them, and only while the bytes of the
+ * records before a record (key, value and headers) are below max_bytes[i]
+ * (NULL: no limit): the gateway sizes max_records from the records it saw
+ * before, and a partition of records much larger than those must not send
+ * it gigabytes to build a response of partition_max_bytes.  Rows with
+ * k_offset NULL give each
  * item's outcome: a Kafka error code (0, 1 OFFSET_OUT_OF_RANGE, 3
  * UNKNOWN_TOPIC_OR_PARTITION, 29 TOPIC_AUTHORIZATION_FAILED, -1 anything
  * else, logged as a warning), its log start offset and its last stable
@@ -28,7 +33,8 @@ COMMENT ON FUNCTION @extschema@._kafka_await(text[], integer[], bigint[], intege
  * reads again.
  */
 CREATE FUNCTION @extschema@._kafka_fetch(topics text[], partitions integer[], offsets bigint[],
-                                         max_records integer[], wait_ms integer)
+                                         max_records integer[], wait_ms integer,
+                                         max_bytes bigint[] DEFAULT NULL)
 RETURNS TABLE (k_item integer, k_error smallint, k_log_start bigint, k_stable bigint,
                k_offset bigint, k_time timestamptz, k_key bytea, k_value bytea,
                k_headers @extschema@.header[])
@@ -60,7 +66,14 @@ BEGIN
                     RETURN QUERY
                         SELECT i, 0::smallint, NULL::bigint, NULL::bigint, r.offset_id, r.event_time,
                                r.key, r.value, r.headers
-                          FROM @extschema@.read_binary(topics[i], partitions[i], offsets[i], max_records[i]) r;
+                          FROM (SELECT b.*, coalesce(sum(coalesce(octet_length(b.key), 0)
+                                                         + coalesce(octet_length(b.value), 0)
+                                                         + coalesce(pg_column_size(b.headers), 0))
+                                                       OVER (ORDER BY b.offset_id ROWS BETWEEN UNBOUNDED PRECEDING
+                                                                                 AND 1 PRECEDING), 0) AS run_bytes
+                                  FROM @extschema@.read_binary(topics[i], partitions[i], offsets[i], max_records[i]) b) r
+                         WHERE max_bytes[i] IS NULL OR r.run_bytes < max_bytes[i]
+                         ORDER BY r.offset_id;
                     GET DIAGNOSTICS cnt = ROW_COUNT;
                     got := got + cnt;
                 ELSE
@@ -76,7 +89,14 @@ BEGIN
                                                     )::@extschema@.header
                                            FROM jsonb_each(r.headers) h)
                                END
-                          FROM @extschema@.read(topics[i], partitions[i], offsets[i], max_records[i]) r;
+                          FROM (SELECT j.*, coalesce(sum(coalesce(octet_length(j.key), 0)
+                                                         + coalesce(octet_length(j.value::text), 0)
+                                                         + coalesce(octet_length(j.headers::text), 0))
+                                                       OVER (ORDER BY j.offset_id ROWS BETWEEN UNBOUNDED PRECEDING
+                                                                                 AND 1 PRECEDING), 0) AS run_bytes
+                                  FROM @extschema@.read(topics[i], partitions[i], offsets[i], max_records[i]) j) r
+                         WHERE max_bytes[i] IS NULL OR r.run_bytes < max_bytes[i]
+                         ORDER BY r.offset_id;
                     GET DIAGNOSTICS cnt = ROW_COUNT;
                     got := got + cnt;
                 END IF;
@@ -123,8 +143,8 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer) IS
-'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on, and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';
+COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[]) IS
+'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on (up to max_bytes of them), and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';
 
 /*
  * Kafka ListOffsets: for each (topics[i], partitions[i], timestamps[i]),

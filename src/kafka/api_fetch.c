@@ -27,7 +27,9 @@
  * than partition_max_bytes, and a response its first record even when
  * larger than max_bytes (so a consumer always progresses, as Kafka's
  * KIP-74).  How many rows to ask PostgreSQL for follows from the average
- * size of the records the connection fetched before.
+ * size of the records the connection fetched before, and PostgreSQL stops
+ * each partition's rows at its byte limit, so records far larger than that
+ * average do not bring the gateway thousands of times what it can send.
  *
  * Fetch sessions (KIP-227): none are created.  A request with session id
  * 0 is answered in full with session id 0, which tells the client that no
@@ -88,7 +90,8 @@ static _Thread_local double avg_record_bytes = 0;
 static const char *const fetch_sql =
 "SELECT k_item, k_error, k_log_start, k_stable, k_offset, k_time, k_key, k_value, k_headers"
 "  FROM eventlog._kafka_fetch($1::pg_catalog.text[], $2::pg_catalog.int4[],"
-"                             $3::pg_catalog.int8[], $4::pg_catalog.int4[], $5::pg_catalog.int4)";
+"                             $3::pg_catalog.int8[], $4::pg_catalog.int4[], $5::pg_catalog.int4,"
+"                             $6::pg_catalog.int8[])";
 
 /*
  * The headers of a record: an eventlog.header[] in binary format (ndim,
@@ -267,7 +270,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	int32_t		hcap = 0;
 	KWriter		scratch;
 	KHandlerResult result = KH_OK;
-	char	   *params[5] = {NULL, NULL, NULL, NULL, NULL};
+	char	   *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
 
 	kw_init(&scratch, (size_t) K_FETCH_MAX_BYTES * 2);
 
@@ -366,7 +369,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	/* What to ask PostgreSQL: every partition with a legal name and offset. */
 	if (top_error == KERR_NONE && nparts > 0)
 	{
-		KSqlArray	a_names, a_parts, a_offsets, a_max;
+		KSqlArray	a_names, a_parts, a_offsets, a_max, a_bytes;
 		double		avg = avg_record_bytes > 16 ? avg_record_bytes : 64;
 		int64_t		budget = max_bytes < 1 ? 1 : (max_bytes > K_FETCH_MAX_BYTES ? K_FETCH_MAX_BYTES : max_bytes);
 		int64_t		rows_left = (int64_t) (budget / avg * 1.1) + nparts;
@@ -383,6 +386,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 		ksa_init(&a_parts);
 		ksa_init(&a_offsets);
 		ksa_init(&a_max);
+		ksa_init(&a_bytes);
 		for (int32_t t = 0; t < ntopics; t++)
 		{
 			bool		valid = !KSLICE_IS_NULL(topics[t].name) && kvalid_topic_name(topics[t].name);
@@ -412,6 +416,8 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				ksa_add_int(&a_parts, p->partition);
 				ksa_add_int(&a_offsets, p->offset);
 				ksa_add_int(&a_max, n);
+				/* The bytes to read: what the partition may return (its first record whatever its size). */
+				ksa_add_int(&a_bytes, p->max_bytes < 1 ? 1 : (p->max_bytes < budget ? p->max_bytes : budget));
 				items[nitems++] = topics[t].first + i;
 			}
 		}
@@ -419,14 +425,17 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 		params[1] = ksa_finish(&a_parts);
 		params[2] = ksa_finish(&a_offsets);
 		params[3] = ksa_finish(&a_max);
+		params[5] = ksa_finish(&a_bytes);
 		snprintf(wait_text, sizeof(wait_text), "%d", (int) wait_ms);
-		if (params[0] == NULL || params[1] == NULL || params[2] == NULL || params[3] == NULL)
+		if (params[0] == NULL || params[1] == NULL || params[2] == NULL || params[3] == NULL ||
+			params[5] == NULL)
 			goto oom;
 		if (nitems > 0)
 		{
-			const char *const p5[5] = {params[0], params[1], params[2], params[3], wait_text};
+			const char *const p6[6] = {params[0], params[1], params[2], params[3], wait_text,
+			params[5]};
 
-			res = kpg_exec_binary(conn, fetch_sql, 5, p5, sqlstate);
+			res = kpg_exec_binary(conn, fetch_sql, 6, p6, sqlstate);
 			if (res == NULL)
 			{
 				int16_t		e = query_error(sqlstate);
@@ -540,7 +549,7 @@ oom:
 		 (unsigned long long) conn->id, conn->peer);
 	result = KH_CLOSE;
 done:
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 6; i++)
 		free(params[i]);
 	PQclear(res);
 	free(items);

@@ -55,7 +55,8 @@ read_names(KReader *r, bool flex, KBuf *arr, int32_t *n)
 
 		if (i > 0)
 			kb_char(arr, ',');
-		if (!kslice_is_text(s))
+		/* A name cut short is a null slice: the body is malformed. */
+		if (r->error || KSLICE_IS_NULL(s) || !kslice_is_text(s))
 			arr->error = true;
 		else
 			kb_quoted(arr, (const char *) s.ptr, (size_t) s.len);

@@ -16,12 +16,20 @@
  *
  *-------------------------------------------------------------------------
  */
+/* POLLRDHUP (Linux): a client's hang-up during a query (exec_watching_client). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include "config.h"
 #include "log.h"
 #include "server.h"
 
 #include <errno.h>
 #include <poll.h>
+#ifndef POLLRDHUP
+#define POLLRDHUP 0				/* elsewhere only POLLHUP tells */
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,14 +241,77 @@ kpg_connect(KConn *conn)
 }
 
 /*
+ * PQexecParams, except that the query is cancelled when the client hangs
+ * up while it runs: a long poll (Fetch's max_wait_ms, a JoinGroup's
+ * rebalance) must not keep a PostgreSQL backend, its snapshot (which holds
+ * back VACUUM's horizon) and this thread for up to 24 days after its client
+ * has gone.  Only the hang-up counts (POLLRDHUP): a pipelined request
+ * waiting in the socket is not one.  The result is the query's first (it
+ * has one statement); later ones are drained, as PQexecParams does.
+ */
+static PGresult *
+exec_watching_client(KConn *conn, const char *sql, int nparams, const char *const *params,
+					 const int *lengths, const int *formats, int result_format)
+{
+	PGresult   *res = NULL;
+	PGresult   *next;
+	bool		cancelled = false;
+
+	if (!PQsendQueryParams(conn->pg, sql, nparams, NULL, params, lengths, formats,
+						   result_format))
+		return NULL;
+	while (PQisBusy(conn->pg))
+	{
+		struct pollfd pfds[2];
+		int			rc;
+
+		pfds[0].fd = PQsocket(conn->pg);
+		pfds[0].events = POLLIN;
+		pfds[0].revents = 0;
+		pfds[1].fd = cancelled ? -1 : conn->fd;
+		pfds[1].events = POLLRDHUP;
+		pfds[1].revents = 0;
+		rc = poll(pfds, 2, -1);
+		if (rc < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!cancelled && (pfds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
+		{
+			char		errbuf[256];
+
+			klog(KLOG_INFO, "conn %llu (%s): the client hung up during a query: cancelling it",
+				 (unsigned long long) conn->id, conn->peer);
+			if (conn->pg_cancel == NULL || !PQcancel(conn->pg_cancel, errbuf, sizeof(errbuf)))
+				break;
+			cancelled = true;
+		}
+		if ((pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
+			!PQconsumeInput(conn->pg))
+			break;
+	}
+	/* Collect the results (PQgetResult blocks if the loop broke early). */
+	while ((next = PQgetResult(conn->pg)) != NULL)
+	{
+		if (res == NULL)
+			res = next;
+		else
+			PQclear(next);
+	}
+	return res;
+}
+
+/*
  * A query: parameters in text, or with per-parameter lengths and formats
  * (1: PostgreSQL's binary format; NULL: all text), and results in text (0)
- * or binary (1) format.
+ * or binary (1) format; with watch_client, cancelled if the client hangs up.
  */
 static PGresult *
 exec_params(KConn *conn, const char *sql, int nparams, const char *const *params,
 			const int *lengths, const int *formats, int result_format,
-			char sqlstate[6], char *msg, size_t msgsize)
+			char sqlstate[6], char *msg, size_t msgsize, bool watch_client)
 {
 	PGresult   *res;
 	ExecStatusType st;
@@ -261,7 +332,12 @@ exec_params(KConn *conn, const char *sql, int nparams, const char *const *params
 	conn->in_query = true;
 	kregistry_unlock();
 
-	res = PQexecParams(conn->pg, sql, nparams, NULL, params, lengths, formats, result_format);
+	if (watch_client)
+		res = exec_watching_client(conn, sql, nparams, params, lengths, formats,
+								   result_format);
+	else
+		res = PQexecParams(conn->pg, sql, nparams, NULL, params, lengths, formats,
+						   result_format);
 
 	kregistry_lock();
 	conn->in_query = false;
@@ -295,21 +371,21 @@ PGresult *
 kpg_exec_msg(KConn *conn, const char *sql, int nparams, const char *const *params,
 			 char sqlstate[6], char *msg, size_t msgsize)
 {
-	return exec_params(conn, sql, nparams, params, NULL, NULL, 0, sqlstate, msg, msgsize);
+	return exec_params(conn, sql, nparams, params, NULL, NULL, 0, sqlstate, msg, msgsize, false);
 }
 
 PGresult *
 kpg_exec(KConn *conn, const char *sql, int nparams, const char *const *params,
 		 char sqlstate[6])
 {
-	return exec_params(conn, sql, nparams, params, NULL, NULL, 0, sqlstate, NULL, 0);
+	return exec_params(conn, sql, nparams, params, NULL, NULL, 0, sqlstate, NULL, 0, false);
 }
 
 PGresult *
 kpg_exec_binary(KConn *conn, const char *sql, int nparams, const char *const *params,
 				char sqlstate[6])
 {
-	return exec_params(conn, sql, nparams, params, NULL, NULL, 1, sqlstate, NULL, 0);
+	return exec_params(conn, sql, nparams, params, NULL, NULL, 1, sqlstate, NULL, 0, true);
 }
 
 PGresult *
@@ -318,7 +394,7 @@ kpg_exec_params(KConn *conn, const char *sql, int nparams,
 				const int *formats, char sqlstate[6], char *errmsg, size_t errlen)
 {
 	return exec_params(conn, sql, nparams, params, lengths, formats, 0, sqlstate,
-					   errmsg, errlen);
+					   errmsg, errlen, false);
 }
 
 /* FNV-1a, 64 bits, from a given start: stable everywhere. */

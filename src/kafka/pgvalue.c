@@ -124,8 +124,11 @@ void
 kb_quoted(KBuf *b, const char *s, size_t n)
 {
 	/* At most twice the bytes and the quotes: reserve once. */
-	if (!kb_grow(b, 2 * n + 2))
+	if (n > (SIZE_MAX - 8) / 2 || !kb_grow(b, 2 * n + 2))
+	{
+		b->error = true;
 		return;
+	}
 	b->data[b->len++] = '"';
 	for (size_t i = 0; i < n; i++)
 	{

@@ -239,7 +239,11 @@ extern PGresult *kpg_exec(KConn *conn, const char *sql, int nparams,
 extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
 							  const char *const *params, char sqlstate[6],
 							  char *msg, size_t msgsize);
-/* The same with every result column in binary format. */
+/*
+ * The same with every result column in binary format, for the queries that
+ * may wait (Fetch's long poll, JoinGroup, SyncGroup) and the reads beside
+ * them: cancelled if the client hangs up meanwhile.
+ */
 extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
 								 const char *const *params, char sqlstate[6]);
 /*
@@ -250,9 +254,6 @@ extern PGresult *kpg_exec_params(KConn *conn, const char *sql, int nparams,
 								 const char *const *params, const int *lengths,
 								 const int *formats, char sqlstate[6],
 								 char *errmsg, size_t errlen);
-/* The same with results in binary format (Fetch: bytea without hex). */
-extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
-								 const char *const *params, char sqlstate[6]);
 extern void kpg_close(KConn *conn);
 
 /*

@@ -347,6 +347,22 @@ $node->safe_psql('postgres', q{SELECT eventlog.drop_topic('doomed')});
 $ph->finish;
 like($pout, qr{^doomed/0 error=3 }m, 'drop_topic ends the wait: UNKNOWN_TOPIC_OR_PARTITION');
 
+# A client that hangs up during a wait: the gateway cancels the query, so
+# its backend (and the snapshot that holds back VACUUM) goes at once, not
+# after max_wait_ms (here 10 minutes; up to 24 days on the wire).
+($pout, $perr) = ('', '');
+$ph = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'fetchmany', 11, 600000, 'bin:1:12' ],
+    '>', \$pout, '2>', \$perr);
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+         WHERE application_name = 'pg_eventlog_kafka' AND wait_event_type = 'Extension'
+           AND query LIKE '%_kafka_fetch%'}), 'a Fetch waits, then its client hangs up');
+$ph->kill_kill;
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_activity
+         WHERE application_name = 'pg_eventlog_kafka' AND wait_event_type = 'Extension'
+           AND query LIKE '%_kafka_fetch%'}), 'the hang-up ends the wait in the server');
+ok(wait_for_log($gwlog, qr/the client hung up during a query: cancelling it/),
+   'and the gateway says why');
+
 # 5. Retention: offsets below the log start.  Size retention (the oldest
 # 64 kB segments go while the partition is above 100 kB) leaves the newest
 # records for good once producing stops.
@@ -400,6 +416,30 @@ $node->safe_psql('postgres', q{SELECT eventlog.grant('bin', 'consume', 'outsider
 like($out, qr{^bin/0 error=0 hw=13 lso=13 start=0 records=13 }m, 'with the privilege granted: the records');
 $gwh2->signal('TERM');
 $gwh2->finish;
+
+# Records far larger than the connection's average so far: the rows asked
+# for follow that average (64 bytes on a new connection), and each
+# partition's bytes stop PostgreSQL's rows, so a Fetch of one 512 kB record
+# of a 40 MB partition does not bring all 80 of them into the gateway.
+$node->safe_psql('postgres', q{
+    SELECT eventlog.create_topic('fat', 1, format => 'binary');
+    SELECT count(*) FROM eventlog.produce_binary_batch('fat',
+        (SELECT array_agg(ROW(NULL, convert_to(repeat(md5(i::text), 16384), 'UTF8'), NULL, NULL)::eventlog.message)
+           FROM generate_series(1, 80) i));
+});
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM eventlog._kafka_fetch(ARRAY['fat'], ARRAY[0], ARRAY[0::bigint], ARRAY[80], 0,
+                                               ARRAY[1048576::bigint]) WHERE k_offset IS NOT NULL}),
+   2, '_kafka_fetch stops a partition at its bytes: the records that start below them');
+my ($gwh3, $port3) = start_gateway('fat', $node->connstr('postgres'));
+my $gwpid3 = $gwh3->{KIDS}[0]{PID};
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port3, 'fetch', 12, 'fat', 0, 0,
+    'part_bytes=1048576', 'max_bytes=52428800');
+like($out, qr{^fat/0 error=0 hw=80 lso=80 start=0 records=1 offsets=0$}m, 'a Fetch of big records from a new connection');
+my ($hwm) = slurp_file("/proc/$gwpid3/status") =~ /^VmHWM:\s+(\d+) kB/m;
+cmp_ok($hwm, '<', 25 * 1024, 'and the gateway did not read the partition\'s 40 MB to answer it');
+$gwh3->signal('TERM');
+$gwh3->finish;
 
 # 7. Hostile requests: an answer or a closed connection, never a crash.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'fetchhostile', 'bin');

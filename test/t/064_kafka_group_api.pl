@@ -343,6 +343,10 @@ commit, 2^31-1 topics: closed
 fetch v8, 2^31-1 groups: closed
 describe, 2^31-1 groups: closed
 truncated join: closed
+describe, a name cut short: closed
+describe, a null name: closed
+list v4, a state cut short: closed
+delete, a name cut short: closed
 find, trailing bytes: closed
 first connection still served: 25
 EOT

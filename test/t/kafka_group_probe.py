@@ -623,6 +623,11 @@ def cmd_hostile(host, port, topic):
             ('fetch v8, 2^31-1 groups', 9, 8, uvarint(0x7fffffff) + b'\x00'),
             ('describe, 2^31-1 groups', 15, 0, W(False).i32(0x7fffffff).b),
             ('truncated join', 11, 5, W(False).str('g').i32(10000).b),
+            # A group name cut short, or null: the gateway crashed on these.
+            ('describe, a name cut short', 15, 0, W(False).i32(1).b + struct.pack('>h', 5) + b'ab'),
+            ('describe, a null name', 15, 0, W(False).i32(1).b + struct.pack('>h', -1)),
+            ('list v4, a state cut short', 16, 4, uvarint(2) + uvarint(9) + b'Sta' + b'\x00'),
+            ('delete, a name cut short', 42, 1, W(False).i32(2).str('g').b + struct.pack('>h', 300) + b'x'),
             ('find, trailing bytes', 10, 1, W(False).str('g').i8(0).i8(0).b)]:
         d = Conn(host, port)
         got = d.raw(key, v, body)
