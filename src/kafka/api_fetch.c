@@ -61,12 +61,6 @@
 #define K_FETCH_MAX_ROWS		1000000
 /* A record's bytes in a batch beyond its key, value and headers, at most. */
 #define K_RECORD_FRAMING		32
-/*
- * The longest a Fetch waits in the server, whatever max_wait_ms says (up to
- * 24 days): a wait holds a backend and its snapshot, which holds back
- * vacuum.  An empty answer before max_wait_ms is legal; clients fetch again.
- */
-#define K_FETCH_MAX_WAIT_MS		30000
 
 typedef struct FetchPart
 {
@@ -379,8 +373,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 		double		avg = avg_record_bytes > 16 ? avg_record_bytes : 64;
 		int64_t		budget = max_bytes < 1 ? 1 : (max_bytes > K_FETCH_MAX_BYTES ? K_FETCH_MAX_BYTES : max_bytes);
 		int64_t		rows_left = (int64_t) (budget / avg * 1.1) + nparts;
-		int32_t		wait_ms = (min_bytes > 0 && max_wait_ms > 0) ?
-			(max_wait_ms < K_FETCH_MAX_WAIT_MS ? max_wait_ms : K_FETCH_MAX_WAIT_MS) : 0;
+		int32_t		wait_ms = (min_bytes > 0 && max_wait_ms > 0) ? max_wait_ms : 0;
 		char		wait_text[16];
 		char		sqlstate[6];
 
