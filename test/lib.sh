@@ -17,7 +17,7 @@ export PATH="$PG_BINDIR:$PATH"
 # kafka-python.
 EL_BUILD_PKGS="make gcc libc6-dev postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev"
 EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl procps python3-psycopg kcat python3-confluent-kafka python3-kafka openssl"
-EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox python3-psycopg"
+EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox python3-psycopg python3-confluent-kafka kcat"
 # The Kafka gateway's codecs (src/kafka/compress.c) and TLS/SCRAM (OpenSSL),
 # built with the rest; its TLS test makes certificates with openssl.
 EL_KAFKA_PKGS="zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev libssl-dev"

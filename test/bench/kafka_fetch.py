@@ -2,7 +2,7 @@
 """Kafka Fetch through the gateway (pg_eventlog_kafka) vs SQL reads.
 
     kafka_fetch.py throughput --gateway PATH [--records 1000000] [--rounds 3]
-    kafka_fetch.py latency    --gateway PATH [--rate 1000] [--seconds 10]
+    kafka_fetch.py latency    --gateway PATH [--rate 1000] [--seconds 10] [--producer kafka|sql]
     kafka_fetch.py idle       --gateway PATH [--consumers 100] [--seconds 20] [--wait-ms 500]
 
 The server is libpq's environment (PGHOST, PGPORT, PGDATABASE...), with
@@ -17,13 +17,17 @@ throughput  RECORDS records of ~100 B values in a binary topic of one
             of 10,000 records, every row shipped to psql, output discarded).
             Prints each round's seconds and the median records/s of both,
             and the ratio kafka / sql (goal >= 0.7).
-latency     one producer (psycopg, autocommit eventlog.produce_binary, one
-            record per transaction) paced at RATE a second; a confluent_kafka
-            consumer (fetch.wait.max.ms 500, so it long-polls in the server)
-            notes CLOCK_MONOTONIC when it has each record; latency = that
-            minus the producer's time when COMMIT returned.  The first 10%
-            are a warm-up.  Prints p50, p99, max in ms (goal: p50 <= 5,
-            p99 <= 20).
+latency     one producer paced at RATE records a second, each record on its
+            own: through the gateway (--producer kafka, the default: a
+            confluent_kafka producer with acks=all and linger.ms 0, so each
+            record is stored by a durable commit) or from SQL (--producer
+            sql: psycopg, autocommit eventlog.produce_binary).  Each value
+            carries CLOCK_MONOTONIC taken just before the record was handed
+            to the producer; a confluent_kafka consumer (fetch.wait.max.ms
+            500, so it long-polls in the server) takes it again when it has
+            the record: latency = send -> consume, commit included.  The
+            first 10% are a warm-up.  Prints p50, p99, max in ms (goal
+            through the gateway: p50 <= 5, p99 <= 20).
 idle        CONSUMERS confluent_kafka consumers (one process, each its own
             librdkafka instance) assigned to an empty topic, long-polling
             with fetch.wait.max.ms WAIT_MS; the CPU time of the gateway and of
@@ -120,19 +124,41 @@ def cmd_throughput(a):
         a.records, a.records / mk, a.records / ms, ms / mk))
 
 
-def producer(rate, seconds, q):
-    conn = psycopg.connect(autocommit=True)
-    times = []
+def paced(rate, seconds, send):
+    """Calls send(i, value) RATE times a second for SECONDS; each value is
+    "i t" with t the CLOCK_MONOTONIC just before the call."""
     n = int(rate * seconds)
     start = time.monotonic()
     for i in range(n):
-        due = start + i / rate
-        d = due - time.monotonic()
+        d = start + i / rate - time.monotonic()
         if d > 0:
             time.sleep(d)
-        conn.execute("SELECT eventlog.produce_binary('klat', NULL, %s, partition => 0)", (str(i).encode(),))
-        times.append(time.monotonic())
-    q.put(times)
+        send(i, ('%d %.6f' % (i, time.monotonic())).encode())
+
+
+def sql_producer(rate, seconds, addr):
+    conn = psycopg.connect(autocommit=True)
+    paced(rate, seconds, lambda i, v: conn.execute(
+        "SELECT eventlog.produce_binary('klat', NULL, %s, partition => 0)", (v,)))
+
+
+def kafka_producer(rate, seconds, addr):
+    from confluent_kafka import Producer
+    failed = []
+    p = Producer({'bootstrap.servers': addr, 'acks': 'all', 'linger.ms': 0,
+                  'enable.idempotence': False})
+
+    def report(err, msg):
+        if err is not None:
+            failed.append(err)
+
+    def send(i, v):
+        p.produce('klat', v, None, 0, report)
+        p.poll(0)
+    paced(rate, seconds, send)
+    p.flush(60)
+    if failed:
+        sys.exit('delivery failed: %s' % failed[0])
 
 
 def cmd_latency(a):
@@ -146,27 +172,30 @@ def cmd_latency(a):
                       'fetch.wait.max.ms': 500, 'fetch.min.bytes': 1})
         c.assign([TopicPartition('klat', 0, 0)])
         c.poll(1)
-        q = mp.Queue()
-        p = mp.Process(target=producer, args=(a.rate, a.seconds, q))
+        p = mp.Process(target={'sql': sql_producer, 'kafka': kafka_producer}[a.producer],
+                       args=(a.rate, a.seconds, addr))
         p.start()
         n = int(a.rate * a.seconds)
-        got = {}
+        lat = {}
         deadline = time.monotonic() + a.seconds + 30
-        while len(got) < n and time.monotonic() < deadline:
+        while len(lat) < n and time.monotonic() < deadline:
             m = c.poll(0.5)
             if m is None or m.error():
                 continue
-            got[int(m.value())] = time.monotonic()
-        sent = q.get()
+            now = time.monotonic()
+            i, sent = m.value().split()
+            lat[int(i)] = (now - float(sent)) * 1000
         p.join()
         c.close()
+        if p.exitcode != 0:
+            sys.exit('the producer failed')
     finally:
         gw.terminate()
         gw.wait()
-    lat = sorted((got[i] - sent[i]) * 1000 for i in range(n // 10, n) if i in got)
-    missing = n - len(got)
-    print('rate=%d seconds=%d records=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f missing=%d' % (
-        a.rate, a.seconds, len(lat), lat[len(lat) // 2], lat[int(len(lat) * 0.99)], lat[-1], missing))
+    ms = sorted(v for i, v in lat.items() if i >= n // 10)
+    print('producer=%s rate=%d seconds=%d records=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f missing=%d' % (
+        a.producer, a.rate, a.seconds, len(ms), ms[len(ms) // 2], ms[int(len(ms) * 0.99)], ms[-1],
+        n - len(lat)))
 
 
 def cpu_seconds(pids):
@@ -242,6 +271,7 @@ def main():
     ap.add_argument('--seconds', type=int, default=10)
     ap.add_argument('--consumers', type=int, default=100)
     ap.add_argument('--wait-ms', type=int, default=500)
+    ap.add_argument('--producer', choices=['kafka', 'sql'], default='kafka')
     a = ap.parse_args()
     {'throughput': cmd_throughput, 'latency': cmd_latency, 'idle': cmd_idle}[a.command](a)
 
