@@ -31,14 +31,18 @@
 #include "utils/timestamp.h"
 
 #include "acl.h"
+#include "kafka.h"
 #include "read.h"
 #include "shmem.h"
 #include "topic.h"
 
 PG_FUNCTION_INFO_V1(el_kafka_await);
 
-/* Whether some item is readable now; moves positions past rolled-back offsets. */
-static bool
+/*
+ * Whether some item is readable now; moves positions past rolled-back
+ * offsets.  Also _kafka_fetch's check before it reads anything (kafka.h).
+ */
+bool
 el_kafka_any_readable(int n, text **names, const int32 *topic_ids,
 					  const int32 *partitions, int64 *positions, uint64 *drops)
 {
@@ -85,16 +89,8 @@ el_kafka_await(PG_FUNCTION_ARGS)
 	int			nparts;
 	int			npos;
 	text	  **names;
-	int32	   *topic_ids;
 	int32	   *partitions;
 	int64	   *positions;
-	uint64	   *drops;
-	int32		timeout_ms;
-	TimestampTz deadline;
-	uint64		drops_at_start;
-	uint64		interest = 0;
-	ElDbWakeup *wakeup;
-	volatile bool ready = false;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -126,10 +122,36 @@ el_kafka_await(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("topics, partitions and positions must have the same length")));
-	timeout_ms = PG_GETARG_INT32(3);
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(timeout_ms, 0));
 
 	names = palloc(sizeof(text *) * Max(n, 1));
+	partitions = palloc(sizeof(int32) * Max(n, 1));
+	positions = palloc(sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		names[i] = DatumGetTextPP(name_datums[i]);
+		partitions[i] = DatumGetInt32(part_datums[i]);
+		positions[i] = DatumGetInt64(pos_datums[i]);
+	}
+	PG_RETURN_BOOL(el_kafka_wait(n, names, partitions, positions, PG_GETARG_INT32(3)));
+}
+
+/* The wait of el_kafka_await, for it and for _kafka_fetch (kafka.h). */
+bool
+el_kafka_wait(int n, text **names, const int32 *partitions_in,
+			  const int64 *positions_in, int32 timeout_ms)
+{
+	int32	   *topic_ids;
+	int32	   *partitions;
+	int64	   *positions;
+	uint64	   *drops;
+	TimestampTz deadline;
+	uint64		drops_at_start;
+	uint64		interest = 0;
+	ElDbWakeup *wakeup;
+	volatile bool ready = false;
+
+	el_require_shmem();
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(timeout_ms, 0));
 	topic_ids = palloc(sizeof(int32) * Max(n, 1));
 	partitions = palloc(sizeof(int32) * Max(n, 1));
 	positions = palloc(sizeof(int64) * Max(n, 1));
@@ -138,13 +160,12 @@ el_kafka_await(PG_FUNCTION_ARGS)
 	{
 		ElTopic    *topic;
 
-		names[i] = DatumGetTextPP(name_datums[i]);
 		topic = el_topic_lookup(names[i]);
 		el_require_topic_privilege(topic, GetUserId(), EL_PRIV_CONSUME);
-		partitions[i] = DatumGetInt32(part_datums[i]);
+		partitions[i] = partitions_in[i];
 		el_check_partition(topic, partitions[i]);
 		topic_ids[i] = topic->topic_id;
-		positions[i] = DatumGetInt64(pos_datums[i]);
+		positions[i] = positions_in[i];
 	}
 
 	drops_at_start = el_topic_drop_count();
@@ -182,5 +203,9 @@ el_kafka_await(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	ConditionVariableCancelSleep();
-	PG_RETURN_BOOL(ready);
+	pfree(topic_ids);
+	pfree(partitions);
+	pfree(positions);
+	pfree(drops);
+	return ready;
 }

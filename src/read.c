@@ -450,6 +450,29 @@ el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 }
 
 /*
+ * The checks of read's from_offset and max_records (a NULL one is given as
+ * its null flag), in this order; _kafka_fetch (kafka_fetch.c) makes them too,
+ * and maps their SQLSTATEs to Kafka error codes.
+ */
+void
+el_check_read_args(bool from_null, int64 from, bool max_null, int32 max_records)
+{
+	if (from_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("from_offset must not be null")));
+	if (from < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_offset must not be negative"),
+				 errdetail("The value given was " INT64_FORMAT ".", from)));
+	if (max_null || max_records < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_records must be at least 1")));
+}
+
+/*
  * eventlog.read(topic text, partition integer, from_offset bigint,
  *               max_records integer, wait interval) -> SETOF eventlog.record
  * eventlog.read_binary(the same) -> SETOF eventlog.binary_record
@@ -476,21 +499,9 @@ el_read_common(FunctionCallInfo fcinfo, bool binary)
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
 
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("from_offset must not be null")));
-	from = PG_GETARG_INT64(2);
-	if (from < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("from_offset must not be negative"),
-				 errdetail("The value given was " INT64_FORMAT ".", from)));
-	if (PG_ARGISNULL(3) || PG_GETARG_INT32(3) < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_records must be at least 1")));
-	max_records = PG_GETARG_INT32(3);
+	from = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
+	max_records = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3);
+	el_check_read_args(PG_ARGISNULL(2), from, PG_ARGISNULL(3), max_records);
 	wait_ms = el_wait_arg(fcinfo, 4);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 

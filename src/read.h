@@ -36,6 +36,10 @@ extern int32 el_read_into(ElReadPoint *point, int64 from, int32 max_records,
 						  Tuplestorestate *store, TupleDesc tupdesc,
 						  int64 *next);
 
+/* The checks of read's from_offset and max_records arguments. */
+extern void el_check_read_args(bool from_null, int64 from, bool max_null,
+							   int32 max_records);
+
 /* Whether a record is readable at or after "from" (or retention removed it). */
 extern bool el_readable_from(ElReadPoint *point, int64 from);
 

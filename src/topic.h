@@ -66,6 +66,7 @@ extern void el_topic_cache_init(void);
 extern ElTopic *el_topic_lookup(text *name);
 extern ElTopic *el_topic_get(text *name);
 extern ElTopic *el_topic_recheck(text *name, int32 topic_id, uint64 *drops);
+extern bool el_topic_name_valid(const char *name, int len);
 extern void el_check_topic_name(const char *name, int len);
 extern void el_topic_invalidate(void);
 extern void el_watch_catalog(void);

@@ -16,9 +16,9 @@
 
 #include "topic.h"
 
-/* Validate a topic name argument: 22023 outside Kafka's alphabet. */
-void
-el_check_topic_name(const char *name, int len)
+/* Whether a topic name is in Kafka's alphabet (the catalog's CHECK). */
+bool
+el_topic_name_valid(const char *name, int len)
 {
 	int			i;
 	bool		ok = (len >= 1 && len <= EL_TOPIC_NAME_MAX);
@@ -30,7 +30,14 @@ el_check_topic_name(const char *name, int len)
 		ok = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-');
 	}
-	if (!ok)
+	return ok;
+}
+
+/* Validate a topic name argument: 22023 outside Kafka's alphabet. */
+void
+el_check_topic_name(const char *name, int len)
+{
+	if (!el_topic_name_valid(name, len))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid topic name \"%.*s\"", Min(len, 210), name),
