@@ -25,9 +25,13 @@ extern bool el_kafka_any_readable(int n, text **names, const int32 *topic_ids,
  * The long poll of eventlog._kafka_await over n items: true as soon as one
  * is readable (or a topic was dropped), false after timeout_ms.  Raises
  * 42704, 42501 and 22023 for a topic that does not exist, without the
- * consume privilege, or a partition that does not exist.
+ * consume privilege, or a partition that does not exist.  drops_seen: the
+ * count of topic drops (el_topic_drop_count) the caller's lookups of the
+ * topics already account for, or 0 to make the first look read the catalog
+ * (el_topic_recheck).
  */
 extern bool el_kafka_wait(int n, text **names, const int32 *partitions,
-						  const int64 *positions, int32 timeout_ms);
+						  const int64 *positions, int32 timeout_ms,
+						  uint64 drops_seen);
 
 #endif							/* PG_EVENTLOG_KAFKA_H */

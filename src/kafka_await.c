@@ -132,13 +132,13 @@ el_kafka_await(PG_FUNCTION_ARGS)
 		partitions[i] = DatumGetInt32(part_datums[i]);
 		positions[i] = DatumGetInt64(pos_datums[i]);
 	}
-	PG_RETURN_BOOL(el_kafka_wait(n, names, partitions, positions, PG_GETARG_INT32(3)));
+	PG_RETURN_BOOL(el_kafka_wait(n, names, partitions, positions, PG_GETARG_INT32(3), 0));
 }
 
 /* The wait of el_kafka_await, for it and for _kafka_fetch (kafka.h). */
 bool
 el_kafka_wait(int n, text **names, const int32 *partitions_in,
-			  const int64 *positions_in, int32 timeout_ms)
+			  const int64 *positions_in, int32 timeout_ms, uint64 drops_seen)
 {
 	int32	   *topic_ids;
 	int32	   *partitions;
@@ -155,7 +155,7 @@ el_kafka_wait(int n, text **names, const int32 *partitions_in,
 	topic_ids = palloc(sizeof(int32) * Max(n, 1));
 	partitions = palloc(sizeof(int32) * Max(n, 1));
 	positions = palloc(sizeof(int64) * Max(n, 1));
-	drops = palloc0(sizeof(uint64) * Max(n, 1));
+	drops = palloc(sizeof(uint64) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		ElTopic    *topic;
@@ -166,6 +166,7 @@ el_kafka_wait(int n, text **names, const int32 *partitions_in,
 		el_check_partition(topic, partitions[i]);
 		topic_ids[i] = topic->topic_id;
 		positions[i] = positions_in[i];
+		drops[i] = drops_seen;
 	}
 
 	drops_at_start = el_topic_drop_count();

@@ -1,9 +1,9 @@
 /* ------------------------------------------------------------------------
  * Kafka's Fetch and ListOffsets, for the Kafka gateway: one call per
  * request.  They run as the caller (the gateway's session role), so
- * eventlog.read / read_binary / offset_for_time check its privileges, and
- * report each partition's outcome as a Kafka error code instead of failing
- * the whole request.
+ * the checks of eventlog.read / read_binary / offset_for_time apply to its
+ * privileges, and report each partition's outcome as a Kafka error code
+ * instead of failing the whole request.
  * ------------------------------------------------------------------------ */
 
 CREATE FUNCTION @extschema@._kafka_await(topics text[], partitions integer[], positions bigint[],
@@ -29,8 +29,11 @@ COMMENT ON FUNCTION @extschema@._kafka_await(text[], integer[], bigint[], intege
  * below it.  The others are records: timestamps are event_time, a JSON
  * topic's key and value their UTF-8 text, its headers object's members
  * headers (a string's text, null, or other JSON's text).  When no item has
- * a record or an error and wait_ms > 0, it long-polls (_kafka_await) and
- * reads again.
+ * a record or an error and wait_ms > 0, it long-polls (as _kafka_await)
+ * and reads again.  In C (src/kafka_fetch.c): each partition is read as
+ * read_binary (read) reads it, with its checks in its order, and only up to
+ * the record that reaches max_bytes[i]; when the stable offsets show nothing
+ * readable, it waits without reading first.
  */
 CREATE FUNCTION @extschema@._kafka_fetch(topics text[], partitions integer[], offsets bigint[],
                                          max_records integer[], wait_ms integer,

@@ -5,10 +5,10 @@
  *	  partitions as RecordBatch v2, after a long poll in the server when
  *	  none is readable.
  *
- * One query per request: eventlog._kafka_fetch (sql/install/
- * kafka_fetch.sql) reads every partition with eventlog.read_binary (or
- * read, for a JSON topic) as the connection's role, and when nothing is
- * readable waits in eventlog._kafka_await, in the server, until a commit
+ * One query per request: eventlog._kafka_fetch (src/kafka_fetch.c) reads
+ * every partition as eventlog.read_binary (or read, for a JSON topic) does,
+ * as the connection's role, and when nothing is readable waits as
+ * eventlog._kafka_await does, in the server, until a commit
  * makes records readable in any requested partition or max_wait_ms passes:
  * no loop here, no CPU while waiting.  Both isolation levels stop at the
  * last stable offset (PostgreSQL never shows uncommitted rows): the high
