@@ -435,7 +435,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 			const char *const p6[6] = {params[0], params[1], params[2], params[3], wait_text,
 			params[5]};
 
-			res = kpg_exec_binary(conn, fetch_sql, 6, p6, sqlstate);
+			res = kpg_exec_fetch(conn, fetch_sql, 6, p6, sqlstate);
 			if (res == NULL)
 			{
 				int16_t		e = query_error(sqlstate);

@@ -72,6 +72,7 @@ kpg_close(KConn *conn)
 	cancel = conn->pg_cancel;
 	conn->pg = NULL;
 	conn->pg_cancel = NULL;
+	conn->fetch_prepared = false;
 	kregistry_unlock();
 	if (cancel)
 		PQfreeCancel(cancel);
@@ -234,6 +235,7 @@ kpg_connect(KConn *conn)
 	kregistry_lock();
 	conn->pg = pg;
 	conn->pg_cancel = cancel;
+	conn->fetch_prepared = false;
 	kregistry_unlock();
 	klog(KLOG_DEBUG, "conn %llu (%s): connected to PostgreSQL, backend pid %d",
 		 (unsigned long long) conn->id, conn->peer, PQbackendPID(pg));
@@ -250,14 +252,18 @@ kpg_connect(KConn *conn)
  * has one statement); later ones are drained, as PQexecParams does.
  */
 static PGresult *
-exec_watching_client(KConn *conn, const char *sql, int nparams, const char *const *params,
-					 const int *lengths, const int *formats, int result_format)
+exec_watching_client(KConn *conn, const char *stmt, const char *sql, int nparams,
+					 const char *const *params, const int *lengths, const int *formats,
+					 int result_format)
 {
 	PGresult   *res = NULL;
 	PGresult   *next;
 	bool		cancelled = false;
 
-	if (!PQsendQueryParams(conn->pg, sql, nparams, NULL, params, lengths, formats,
+	if (stmt != NULL ?
+		!PQsendQueryPrepared(conn->pg, stmt, nparams, params, lengths, formats,
+							 result_format) :
+		!PQsendQueryParams(conn->pg, sql, nparams, NULL, params, lengths, formats,
 						   result_format))
 		return NULL;
 	while (PQisBusy(conn->pg))
@@ -303,6 +309,11 @@ exec_watching_client(KConn *conn, const char *sql, int nparams, const char *cons
 	return res;
 }
 
+static PGresult *exec_stmt(KConn *conn, const char *stmt, const char *sql, int nparams,
+						   const char *const *params, const int *lengths,
+						   const int *formats, int result_format, char sqlstate[6],
+						   char *msg, size_t msgsize, bool watch_client);
+
 /*
  * A query: parameters in text, or with per-parameter lengths and formats
  * (1: PostgreSQL's binary format; NULL: all text), and results in text (0)
@@ -312,6 +323,60 @@ static PGresult *
 exec_params(KConn *conn, const char *sql, int nparams, const char *const *params,
 			const int *lengths, const int *formats, int result_format,
 			char sqlstate[6], char *msg, size_t msgsize, bool watch_client)
+{
+	return exec_stmt(conn, NULL, sql, nparams, params, lengths, formats,
+					 result_format, sqlstate, msg, msgsize, watch_client);
+}
+
+/*
+ * A Fetch's query, the same every time, as a prepared statement of the
+ * session: parsing, analysing and planning it was about a third of what an
+ * idle consumer's Fetch cost the server.  Prepared on the session's first
+ * Fetch, and again after a reconnection or when the server no longer has it
+ * (26000, a DISCARD by a pooler).
+ */
+PGresult *
+kpg_exec_fetch(KConn *conn, const char *sql, int nparams, const char *const *params,
+			   char sqlstate[6])
+{
+	PGresult   *res;
+
+	if (!kpg_connect(conn))
+	{
+		sqlstate[0] = '\0';
+		return NULL;
+	}
+	if (!conn->fetch_prepared)
+	{
+		res = PQprepare(conn->pg, "el_fetch", sql, nparams, NULL);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+			snprintf(sqlstate, 6, "%s", code ? code : "");
+			klog(KLOG_WARNING, "conn %llu (%s): cannot prepare Fetch's query: %s",
+				 (unsigned long long) conn->id, conn->peer,
+				 kpg_trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn->pg)));
+			PQclear(res);
+			if (PQstatus(conn->pg) != CONNECTION_OK)
+				kpg_close(conn);
+			return NULL;
+		}
+		PQclear(res);
+		conn->fetch_prepared = true;
+	}
+	res = exec_stmt(conn, "el_fetch", sql, nparams, params, NULL, NULL, 1, sqlstate,
+					NULL, 0, true);
+	if (res == NULL && strcmp(sqlstate, "26000") == 0)
+		conn->fetch_prepared = false;
+	return res;
+}
+
+static PGresult *
+exec_stmt(KConn *conn, const char *stmt, const char *sql, int nparams,
+		  const char *const *params, const int *lengths, const int *formats,
+		  int result_format, char sqlstate[6], char *msg, size_t msgsize,
+		  bool watch_client)
 {
 	PGresult   *res;
 	ExecStatusType st;
@@ -333,8 +398,11 @@ exec_params(KConn *conn, const char *sql, int nparams, const char *const *params
 	kregistry_unlock();
 
 	if (watch_client)
-		res = exec_watching_client(conn, sql, nparams, params, lengths, formats,
+		res = exec_watching_client(conn, stmt, sql, nparams, params, lengths, formats,
 								   result_format);
+	else if (stmt != NULL)
+		res = PQexecPrepared(conn->pg, stmt, nparams, params, lengths, formats,
+							 result_format);
 	else
 		res = PQexecParams(conn->pg, sql, nparams, NULL, params, lengths, formats,
 						   result_format);

@@ -94,6 +94,7 @@ typedef struct KConn
 	PGconn	   *pg;				/* NULL until a request needs it */
 	PGcancel   *pg_cancel;		/* under the registry's lock */
 	bool		in_query;		/* under the registry's lock */
+	bool		fetch_prepared; /* pg has Fetch's statement prepared (pg.c) */
 	struct KConn *prev;			/* the registry's list, under its lock */
 	struct KConn *next;
 	struct ssl_st *ssl;			/* TLS (io.c); NULL on plain TCP */
@@ -246,6 +247,12 @@ extern PGresult *kpg_exec_msg(KConn *conn, const char *sql, int nparams,
  */
 extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
 								 const char *const *params, char sqlstate[6]);
+/*
+ * kpg_exec_binary of Fetch's query as the session's prepared statement
+ * (prepared on first use, and again in a new session).
+ */
+extern PGresult *kpg_exec_fetch(KConn *conn, const char *sql, int nparams,
+								const char *const *params, char sqlstate[6]);
 /*
  * kpg_exec_msg with per-parameter lengths and formats (1: PostgreSQL's binary
  * format), for Produce's records.
