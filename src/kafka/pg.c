@@ -10,7 +10,8 @@
  *
  * Each session starts with an empty search_path: every name the gateway's
  * SQL uses is schema-qualified, and operators resolve in pg_catalog.
- * Queries take their values as parameters (PQexecParams), never pasted
+ * Queries take their values as parameters (PQexecParams; Fetch's, the
+ * most frequent, as a prepared statement: kpg_exec_fetch), never pasted
  * into the SQL text.  Shutdown cancels a query in flight with the cancel
  * handle kept in the registry (main.c).
  *
