@@ -32,6 +32,8 @@ typedef struct KConfig
 	char	   *dsn;
 	int			max_connections;
 	int64_t		max_request_bytes;
+	int64_t		max_request_memory; /* all frames at once (reqmem.c) */
+	int64_t		idle_timeout_ms;	/* 0: never (conn.c) */
 	KHostPort  *brokers;		/* --brokers, else just advertise */
 	int			nbrokers;
 	int32_t		node_id;		/* this gateway's index in brokers */
@@ -51,6 +53,10 @@ extern KConfig kconf;
 #define K_DEFAULT_MAX_CONNECTIONS	1000
 /* Kafka's socket.request.max.bytes default. */
 #define K_DEFAULT_MAX_REQUEST_BYTES	(100 * 1024 * 1024)
+/* Kafka's queued.max.request.bytes is unbounded by default; 256 MiB here. */
+#define K_DEFAULT_MAX_REQUEST_MEMORY	(256 * 1024 * 1024)
+/* Kafka's connections.max.idle.ms default: 10 minutes. */
+#define K_DEFAULT_IDLE_TIMEOUT_MS	600000
 
 /*
  * Parse argv into kconf.  Returns -1 to go on, or the exit status: 0 after

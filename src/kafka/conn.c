@@ -7,10 +7,22 @@
  *
  * A frame is an int32 size and that many bytes.  A size below zero or
  * above --max-request-bytes closes the connection, as Kafka's broker does
- * (socket.request.max.bytes).  The buffer grows as the bytes arrive,
- * never ahead of them, so a client that announces a large frame and sends
- * little costs what it sent, not what it announced; a buffer grown past
- * K_KEEP_BUFFER_BYTES is freed after its request.
+ * (socket.request.max.bytes).  A frame of up to K_SMALL_FRAME_BYTES goes
+ * into the connection's own buffer, which grows as the bytes arrive, never
+ * ahead of them.  A larger one first reserves its size from the
+ * gateway-wide --max-request-memory (reqmem.c), waiting without reading
+ * while that is spent, and is read into pages mapped for it alone, which
+ * cost memory only as the bytes arrive and go back to the system after its
+ * request: so the frames of all connections together never hold more than
+ * the budget, plus K_SMALL_FRAME_BYTES per connection.
+ *
+ * Once a client may send requests (at once without --sasl, after it
+ * authenticated with it), a connection on which nothing moves for
+ * --idle-timeout milliseconds is closed, as Kafka's broker does
+ * (connections.max.idle.ms): a receive timeout on the socket, so the time
+ * counts from the end of the last response (or from the last bytes of a
+ * request that stopped coming), and a request being handled, a Fetch
+ * waiting in the server included, is never idle.
  *
  * Whatever goes wrong on a connection (a bad frame, a request that does
  * not decode, an unknown API, a dead client, a PostgreSQL error) ends that
@@ -26,6 +38,7 @@
 #include "config.h"
 #include "io.h"
 #include "log.h"
+#include "reqmem.h"
 #include "sasl.h"
 #include "server.h"
 
@@ -33,9 +46,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
-#define K_FIRST_BUFFER_BYTES	(64 * 1024)
+/* Frames up to this size use the connection's buffer, outside the budget. */
+#define K_SMALL_FRAME_BYTES		(64 * 1024)
+#define K_FIRST_BUFFER_BYTES	K_SMALL_FRAME_BYTES
+/* A response buffer grown past this is freed after its response. */
 #define K_KEEP_BUFFER_BYTES		(1024 * 1024)
 /* The largest response; a handler that would write more fails instead. */
 #define K_MAX_RESPONSE_BYTES	((size_t) 256 * 1024 * 1024)
@@ -61,7 +78,10 @@ read_full(KConn *conn, uint8_t *buf, size_t n)
 		if (r > 0)
 			got += (size_t) r;
 		else if (r == 0)
+		{
+			errno = 0;			/* an end, not a timeout */
 			return got == 0 ? 0 : -1;
+		}
 		else
 			return -1;
 	}
@@ -70,7 +90,9 @@ read_full(KConn *conn, uint8_t *buf, size_t n)
 
 /*
  * Reads a frame's body of size bytes into *buf, growing it (and *cap) no
- * faster than the bytes come.  False if the stream ended or memory ran out.
+ * faster than the bytes come; a buffer of size bytes already (a large
+ * frame's mapping) is never grown.  False if the stream ended, stalled
+ * past --idle-timeout, or memory ran out.
  */
 static bool
 read_frame(KConn *conn, int32_t size, uint8_t **buf, size_t *cap)
@@ -102,6 +124,13 @@ read_frame(KConn *conn, int32_t size, uint8_t **buf, size_t *cap)
 		r = kio_recv(conn, *buf + got, (want < *cap ? want : *cap) - got);
 		if (r > 0)
 			got += (size_t) r;
+		else if (r < 0 && conn->authenticated && (errno == EAGAIN || errno == EWOULDBLOCK))
+		{
+			klog(KLOG_WARNING, "conn %llu (%s): sent nothing for %lld ms within a request (%zu of %d bytes; --idle-timeout): closing",
+				 (unsigned long long) conn->id, conn->peer, (long long) kconf.idle_timeout_ms,
+				 got, size);
+			return false;
+		}
 		else
 		{
 			if (!kshutting_down())
@@ -231,6 +260,7 @@ kconn_main(void *arg)
 	uint8_t    *buf = NULL;
 	size_t		cap = 0;
 	KWriter		w;
+	bool		idle_armed = false;
 	unsigned long long id = (unsigned long long) conn->id;
 
 	kw_init(&w, K_MAX_RESPONSE_BYTES);
@@ -245,8 +275,20 @@ kconn_main(void *arg)
 		uint8_t		sizebuf[4];
 		int32_t		size;
 		int64_t		max_size;
-		int			rc = read_full(conn, sizebuf, 4);
+		int			rc;
+		uint8_t    *big = NULL;
+		size_t		bigcap = 0;
+		const uint8_t *frame;
+		bool		ok;
 
+		/* Authenticated now (SASL's handler cleared its timeout): idle counts. */
+		if (conn->authenticated && !idle_armed)
+		{
+			if (kconf.idle_timeout_ms > 0)
+				kio_set_timeout_ms(conn, kconf.idle_timeout_ms);
+			idle_armed = true;
+		}
+		rc = read_full(conn, sizebuf, 4);
 		if (rc == 0)
 		{
 			klog(KLOG_DEBUG, "conn %llu (%s): closed by the client", id, conn->peer);
@@ -256,6 +298,13 @@ kconn_main(void *arg)
 		{
 			klog(KLOG_WARNING, "conn %llu (%s): did not authenticate within %d seconds: closing",
 				 id, conn->peer, K_AUTH_TIMEOUT_S);
+			break;
+		}
+		if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		{
+			/* A normal end, not a fault: the client reconnects when it needs to. */
+			klog(KLOG_INFO, "conn %llu (%s): idle for %lld ms (--idle-timeout): closing",
+				 id, conn->peer, (long long) kconf.idle_timeout_ms);
 			break;
 		}
 		if (rc < 0)
@@ -278,23 +327,49 @@ kconn_main(void *arg)
 				 conn->authenticated ? "--max-request-bytes" : "before authentication");
 			break;
 		}
-		if (!read_frame(conn, size, &buf, &cap))
-			break;
+		if (size <= K_SMALL_FRAME_BYTES)
+		{
+			if (!read_frame(conn, size, &buf, &cap))
+				break;
+			frame = buf ? buf : (const uint8_t *) "";
+		}
+		else
+		{
+			/* Reserve first (this may wait), then read (reqmem.c). */
+			if (!kreqmem_acquire(conn, (size_t) size))
+				break;
+			big = mmap(NULL, (size_t) size, PROT_READ | PROT_WRITE,
+					   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (big == MAP_FAILED)
+			{
+				klog(KLOG_WARNING, "conn %llu (%s): out of memory for a request of %d bytes: closing",
+					 id, conn->peer, size);
+				kreqmem_release((size_t) size);
+				break;
+			}
+			bigcap = (size_t) size;
+			if (!read_frame(conn, size, &big, &bigcap))
+			{
+				munmap(big, (size_t) size);
+				kreqmem_release((size_t) size);
+				break;
+			}
+			frame = big;
+		}
 		if (ksasl_raw_pending(conn))
 		{
 			/* A bare SASL token after SaslHandshake v0, and its bare answer. */
-			if (!ksasl_raw_token(conn, buf ? buf : (const uint8_t *) "", size, &w) ||
-				!kio_send(conn, w.buf, w.len))
-				break;
+			ok = ksasl_raw_token(conn, frame, size, &w) && kio_send(conn, w.buf, w.len);
 		}
-		else if (!handle_request(conn, buf ? buf : (const uint8_t *) "", size, &w))
-			break;
-		if (cap > K_KEEP_BUFFER_BYTES)
+		else
+			ok = handle_request(conn, frame, size, &w);
+		if (big != NULL)
 		{
-			free(buf);
-			buf = NULL;
-			cap = 0;
+			munmap(big, (size_t) size);
+			kreqmem_release((size_t) size);
 		}
+		if (!ok)
+			break;
 		if (w.cap > K_KEEP_BUFFER_BYTES)
 			kw_free(&w);
 	}

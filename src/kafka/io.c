@@ -111,10 +111,16 @@ kio_setup(void)
 void
 kio_set_timeout(KConn *conn, int seconds)
 {
+	kio_set_timeout_ms(conn, (int64_t) seconds * 1000);
+}
+
+void
+kio_set_timeout_ms(KConn *conn, int64_t ms)
+{
 	struct timeval tv;
 
-	tv.tv_sec = seconds;
-	tv.tv_usec = 0;
+	tv.tv_sec = (time_t) (ms / 1000);
+	tv.tv_usec = (suseconds_t) (ms % 1000) * 1000;
 	setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct KConn;
@@ -42,5 +43,12 @@ extern void kio_end(struct KConn *conn);
  * before a client authenticated: a client that says nothing is not kept.
  */
 extern void kio_set_timeout(struct KConn *conn, int seconds);
+
+/*
+ * The same in milliseconds, for --idle-timeout once a client may send
+ * requests: a recv or send that makes no progress for that long fails
+ * with EAGAIN.
+ */
+extern void kio_set_timeout_ms(struct KConn *conn, int64_t ms);
 
 #endif							/* KAFKA_IO_H */

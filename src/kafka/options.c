@@ -62,6 +62,13 @@ help(void)
 		   "                             leadership is spread over them\n"
 		   "  --max-connections N        client connections served at once (default %d)\n"
 		   "  --max-request-bytes N      largest request accepted (default %d)\n"
+		   "  --max-request-memory N     bytes of requests over 64 KiB read or handled at\n"
+		   "                             once, over all connections; a request that does\n"
+		   "                             not fit waits (default %d; at least\n"
+		   "                             --max-request-bytes)\n"
+		   "  --idle-timeout MS          close a connection that sent no request for this\n"
+		   "                             long after its last response (default %d;\n"
+		   "                             0: never)\n"
 		   "  --sasl MECHANISMS          require SASL authentication with these mechanisms\n"
 		   "                             (plain, scram-sha-256, comma-separated); each\n"
 		   "                             client then works as the role it logged in as\n"
@@ -74,7 +81,8 @@ help(void)
 		   "  --version                  show the version and exit\n\n"
 		   "It runs in the foreground, logs to stderr and stops on SIGTERM or SIGINT.\n"
 		   "See docs/kafka.md.\n",
-		   K_DEFAULT_MAX_CONNECTIONS, K_DEFAULT_MAX_REQUEST_BYTES);
+		   K_DEFAULT_MAX_CONNECTIONS, K_DEFAULT_MAX_REQUEST_BYTES,
+		   K_DEFAULT_MAX_REQUEST_MEMORY, K_DEFAULT_IDLE_TIMEOUT_MS);
 }
 
 bool
@@ -238,7 +246,7 @@ kconfig_parse(int argc, char **argv)
 	{
 		OPT_LISTEN = 1000, OPT_DSN, OPT_ADVERTISE, OPT_BROKERS, OPT_MAX_CONN,
 		OPT_MAX_REQ, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION, OPT_SASL, OPT_TLS_CERT,
-		OPT_TLS_KEY, OPT_TLS_CA
+		OPT_TLS_KEY, OPT_TLS_CA, OPT_MAX_REQ_MEM, OPT_IDLE_TIMEOUT
 	};
 	static const struct option options[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
@@ -247,6 +255,8 @@ kconfig_parse(int argc, char **argv)
 		{"brokers", required_argument, NULL, OPT_BROKERS},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONN},
 		{"max-request-bytes", required_argument, NULL, OPT_MAX_REQ},
+		{"max-request-memory", required_argument, NULL, OPT_MAX_REQ_MEM},
+		{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"sasl", required_argument, NULL, OPT_SASL},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -265,6 +275,8 @@ kconfig_parse(int argc, char **argv)
 	memset(&kconf, 0, sizeof(kconf));
 	kconf.max_connections = K_DEFAULT_MAX_CONNECTIONS;
 	kconf.max_request_bytes = K_DEFAULT_MAX_REQUEST_BYTES;
+	kconf.max_request_memory = K_DEFAULT_MAX_REQUEST_MEMORY;
+	kconf.idle_timeout_ms = K_DEFAULT_IDLE_TIMEOUT_MS;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1)
@@ -299,6 +311,23 @@ kconfig_parse(int argc, char **argv)
 					return 2;
 				}
 				kconf.max_request_bytes = v;
+				break;
+			case OPT_MAX_REQ_MEM:
+				if (!parse_int64(optarg, 1024, INT64_MAX / 2, &v))
+				{
+					usage_error("invalid --max-request-memory \"%s\": give a number of bytes of at least 1024", optarg);
+					return 2;
+				}
+				kconf.max_request_memory = v;
+				break;
+			case OPT_IDLE_TIMEOUT:
+				/* SO_RCVTIMEO takes it as a struct timeval: any int32 fits. */
+				if (!parse_int64(optarg, 0, INT32_MAX, &v))
+				{
+					usage_error("invalid --idle-timeout \"%s\": give a number of milliseconds from 0 (never) to 2147483647", optarg);
+					return 2;
+				}
+				kconf.idle_timeout_ms = v;
 				break;
 			case OPT_LOG_LEVEL:
 				if (!klog_parse_level(optarg, &klog_level))
@@ -347,6 +376,16 @@ kconfig_parse(int argc, char **argv)
 	if (kconf.dsn == NULL)
 	{
 		usage_error("--dsn is required");
+		return 2;
+	}
+	/*
+	 * A frame larger than the whole budget could never be read: refuse
+	 * the combination rather than such frames (reqmem.c).
+	 */
+	if (kconf.max_request_bytes > kconf.max_request_memory)
+	{
+		usage_error("--max-request-bytes %lld is larger than --max-request-memory %lld: raise --max-request-memory or lower --max-request-bytes",
+					(long long) kconf.max_request_bytes, (long long) kconf.max_request_memory);
 		return 2;
 	}
 	if ((kconf.tls_cert == NULL) != (kconf.tls_key == NULL))
