@@ -40,4 +40,12 @@ extern KSaslStep kscram_step(KConn *conn, KScram *s, const uint8_t *in, int32_t 
 /* The user name the exchange is about ("" before the first message). */
 extern const char *kscram_user(const KScram *s);
 
+/*
+ * The key of the made-up salts of unknown users (scram_mock.c), the same
+ * on every gateway of the database once it could be read: its length in
+ * key (room for K_MOCK_SECRET_MAX bytes), 0 if there is none at all.
+ */
+#define K_MOCK_SECRET_MAX	64	/* the table's CHECK allows 16 to 64 bytes */
+extern size_t kscram_mock_key(KConn *conn, uint8_t *key);
+
 #endif							/* KAFKA_SASL_H */

@@ -16,11 +16,19 @@
  * proof is the one PostgreSQL itself would accept.
  *
  * No user enumeration: for a NULL verifier the exchange goes on with a
- * made-up salt (an HMAC of the user name under a secret drawn at start, so
- * the same user always gets the same salt) and 4096 iterations, and fails
- * at the proof like a wrong password, with the same message, after the
- * same work.  Comparisons of secrets are constant-time (CRYPTO_memcmp);
- * nonces come from OpenSSL's CSPRNG (RAND_bytes), 18 bytes each.
+ * made-up salt and 4096 iterations, and fails at the proof like a wrong
+ * password, with the same message, after the same work.  The salt is an
+ * HMAC-SHA-256 of the user name under the database's secret, 32 random
+ * bytes drawn when the extension was created, in the table
+ * eventlog.kafka_scram_mock_secret that only its owner and the roles it is
+ * granted to (the gateway's) may read: so every gateway of the database,
+ * before and after restarts, gives an unknown user the same salt and
+ * count, as a real role always gets its own (PostgreSQL's mock salt is
+ * stable the same way, from a nonce in pg_control).  Until the gateway can
+ * read the table (not granted, an older extension, the database down) it
+ * uses a secret of its own process, drawn at random, and says so.
+ * Comparisons of secrets are constant-time (CRYPTO_memcmp); nonces come
+ * from OpenSSL's CSPRNG (RAND_bytes), 18 bytes each.
  *
  * Messages are checked strictly, in order: the client-first message
  * (gs2 header without channel binding, "n=user,r=nonce", no extensions),
@@ -77,16 +85,6 @@ struct KScram
 	char	   *nonce;			/* the client's and ours */
 	size_t		cnonce_len;		/* the client's part of it */
 };
-
-static pthread_once_t mock_once = PTHREAD_ONCE_INIT;
-static uint8_t mock_secret[K_KEY_LEN];
-static bool mock_ok;
-
-static void
-mock_init(void)
-{
-	mock_ok = RAND_bytes(mock_secret, sizeof(mock_secret)) == 1;
-}
 
 KScram *
 kscram_new(void)
@@ -228,8 +226,11 @@ load_verifier(KConn *conn, KScram *s)
 	char		sqlstate[6];
 	PGresult   *res;
 	const char *v = NULL;
+	uint8_t		key[K_MOCK_SECRET_MAX];
+	size_t		keylen;
 
 	s->real = false;
+	keylen = kscram_mock_key(conn, key);
 	res = kpg_exec(conn, "SELECT eventlog.kafka_scram_verifier($1)", 1, params, sqlstate);
 	if (res == NULL)
 		klog(KLOG_WARNING, "conn %llu (%s): cannot look up SCRAM verifiers (SQLSTATE %s): the --dsn role needs EXECUTE on eventlog.kafka_scram_verifier(text)",
@@ -270,9 +271,8 @@ load_verifier(KConn *conn, KScram *s)
 	{
 		uint8_t		h[K_KEY_LEN];
 
-		pthread_once(&mock_once, mock_init);
 		/* Without a secret, a random salt: never one anyone can compute. */
-		if (!mock_ok || !hmac_sha256(mock_secret, sizeof(mock_secret), s->user, strlen(s->user), h))
+		if (keylen == 0 || !hmac_sha256(key, keylen, s->user, strlen(s->user), h))
 			(void) RAND_bytes(h, sizeof(h));
 		memcpy(s->salt, h, K_MOCK_SALT_BYTES);
 		s->salt_len = K_MOCK_SALT_BYTES;
@@ -281,6 +281,7 @@ load_verifier(KConn *conn, KScram *s)
 		if (RAND_bytes(s->stored_key, K_KEY_LEN) != 1 || RAND_bytes(s->server_key, K_KEY_LEN) != 1)
 			memset(s->stored_key, 0, K_KEY_LEN);
 	}
+	OPENSSL_cleanse(key, sizeof(key));
 }
 
 /* client-first-message = gs2-header client-first-message-bare */
