@@ -123,8 +123,11 @@ my $before = memory_kb('VmHWM');
 is($out, "answered 24 of 24\n", 'every connection sending a 6 MiB frame is answered in the end') or diag($err);
 my $growth_mb = (memory_kb('VmHWM') - $before) / 1024;
 note("peak resident memory grew by $growth_mb MiB");
-cmp_ok($growth_mb, '<', 16 + 16,
-    'the peak resident memory grew by less than the budget (16 MiB) and 16 MiB more');
+# The frames held are at most 16 MiB; malloc's arenas may keep freed
+# frames for reuse beside them (18 to 24 MiB of growth seen), far from the
+# 144 MiB of all frames at once.
+cmp_ok($growth_mb, '<', 2 * 16 + 16,
+    'the peak resident memory grew by less than twice the budget (16 MiB) and 16 MiB more');
 like(slurp_file($blog), qr/waits for request memory for a request of $frame bytes/,
     'connections waited for request memory');
 
