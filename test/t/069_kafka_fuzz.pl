@@ -75,7 +75,9 @@ my $rss_start = gateway_kb('VmRSS');
 # a new connection, again and again until the fuzz ends.  Each must be
 # answered (run_cmd fails on the test's timeout, a hang).
 my ($fout, $ferr) = ('', '');
-my $fh = IPC::Run::start([ $fuzz, '-p', $port, '-n', $frames, '-s', $seed, '-q' ],
+# A request left unanswered for the test's timeout (-t) is a hang.
+my $fh = IPC::Run::start([ $fuzz, '-p', $port, '-n', $frames, '-s', $seed, '-q',
+        '-t', $PostgreSQL::Test::Utils::timeout_default ],
     '>', \$fout, '2>', \$ferr);
 my ($sentinel_ok, $sentinel_bad, $during) = (0, 0, 0);
 while (1)
