@@ -5,22 +5,30 @@
  *	  many pipelined connections, each response checked.
  *
  *	  fuzz_gateway -p PORT [-h HOST] [-n FRAMES] [-s SEED] [-c CONNS]
- *	               [-S SLOW] [-t STALL_S] [-r CONN [-w FILE]] [-V] [-q]
+ *	               [-S SLOW] [-t STALL_S] [-m SESSION_PCT] [-r CONN [-w FILE]]
+ *	               [-V] [-q]
  *
  * It builds a corpus of valid requests for every version of every API the
  * gateway implements (encoded here from Kafka's published protocol, with
  * RecordBatch v2 in every codec for Produce), then opens connections, -c at
- * a time, each sending a pipelined plan of mutated requests: bit flips,
- * interesting bytes, int16/int32/varint values (0, -1, 0x7fff, 0x7fffffff,
- * 0x80000000, over-long varints), truncation, extension with random
- * bytes, duplicated and spliced segments, unknown API keys and versions;
- * a Produce request's batch CRC is recomputed after most mutations so that
- * they reach the records and the decompressors.  The last frame of some
- * connections breaks the framing itself: an absurd size, a frame cut short
- * and closed, half-closed (shutdown) or held open, random bytes.  Beside
- * them, -S slow connections trickle a frame a byte at a time
- * (slowloris).  Every connection's plan comes from the seed and its number
- * alone: "-r N" replays connection N alone, "-w FILE" writes its bytes.
+ * a time, until the gateway has handled -n requests (answered them, or
+ * closed the connection on them).  -m percent of the connections are
+ * "sessions": long pipelines of valid requests and of value mutations that
+ * keep a request's structure (an integer field or a string's bytes
+ * replaced), so that they reach the handlers and the SQL, with a byte-level
+ * mutation now and then.  The others send byte-level mutations only: bit
+ * flips, interesting bytes, int16/int32/varint values (0, -1, 0x7fff,
+ * 0x7fffffff, 0x80000000, over-long varints) at any offset, truncation,
+ * random bytes, duplicated and spliced segments, unknown API keys and
+ * versions, odd client ids.  A Produce request's batch CRC is recomputed
+ * after most mutations so that they reach the records and the
+ * decompressors.  Each connection sends a window of 1 to 64 requests ahead
+ * of the answers.  The last frame of some connections breaks the framing
+ * itself: an absurd size, a frame cut short and closed, half-closed
+ * (shutdown) or held open, random bytes.  Beside them, -S slow connections
+ * trickle their requests a byte at a time (slowloris).  Every connection's
+ * plan comes from the seed, -m and its number alone: "-r N" replays
+ * connection N alone (at full speed), "-w FILE" writes its bytes.
  *
  * Checks, per response: a sane size (4 bytes to 256 MiB), the correlation
  * id of the oldest request not answered yet (only a Produce may go
@@ -30,6 +38,7 @@
  * request it waits on may wait (Fetch, JoinGroup, SyncGroup).  Closing a
  * connection is always an allowed answer.  Findings are printed with the
  * connection's number to replay it; the exit status is 1 if there was one.
+ * SIGINT and SIGTERM stop it early, with its summary.
  *
  * -V checks the corpus instead: that the gateway advertises (ApiVersions)
  * exactly the versions the corpus has, and that each request of the corpus
