@@ -21,10 +21,12 @@
 #include "server.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -32,6 +34,10 @@
 
 /* A TLS handshake that takes longer is abandoned. */
 #define K_HANDSHAKE_TIMEOUT_S	10
+
+/* What a closing connection waits for the client to end it (linger_close). */
+#define K_LINGER_MS				2000
+#define K_LINGER_BYTES			(4 * 1024 * 1024)
 
 static SSL_CTX *tls_ctx;
 
@@ -264,16 +270,56 @@ kio_send(KConn *conn, const void *buf, size_t n)
 	return true;
 }
 
+/*
+ * Closing a socket whose receive buffer still holds bytes (a client that
+ * pipelined more requests after the one the connection closes on) makes
+ * the kernel send a reset and drop what it has not sent yet: the tail of
+ * the responses already written, which the client would get cut short.
+ * So the sending side is shut down first (the responses go out, then the
+ * end of the stream), and what the client still sends is read and
+ * discarded until it closes, for at most K_LINGER_MS and K_LINGER_BYTES.
+ * Not at shutdown, which must be quick.
+ */
+static void
+linger_close(KConn *conn)
+{
+	struct timespec start,
+				now;
+	size_t		discarded = 0;
+	char		buf[16384];
+
+	if (conn->fd < 0 || kshutting_down() || shutdown(conn->fd, SHUT_WR) != 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (discarded < K_LINGER_BYTES && !kshutting_down())
+	{
+		struct pollfd pfd = {conn->fd, POLLIN, 0};
+		long		waited_ms;
+		ssize_t		r;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (waited_ms >= K_LINGER_MS || poll(&pfd, 1, (int) (K_LINGER_MS - waited_ms)) <= 0)
+			break;
+		r = recv(conn->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r <= 0)
+			break;
+		discarded += (size_t) r;
+	}
+}
+
 void
 kio_end(KConn *conn)
 {
-	if (conn->ssl == NULL)
-		return;
-	/* Tell the client, without waiting for its answer. */
-	ERR_clear_error();
-	if (SSL_is_init_finished(conn->ssl) && !kshutting_down())
-		(void) SSL_shutdown(conn->ssl);
-	ERR_clear_error();
-	SSL_free(conn->ssl);
-	conn->ssl = NULL;
+	if (conn->ssl != NULL)
+	{
+		/* Tell the client, without waiting for its answer. */
+		ERR_clear_error();
+		if (SSL_is_init_finished(conn->ssl) && !kshutting_down())
+			(void) SSL_shutdown(conn->ssl);
+		ERR_clear_error();
+		SSL_free(conn->ssl);
+		conn->ssl = NULL;
+	}
+	linger_close(conn);
 }

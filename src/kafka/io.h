@@ -35,7 +35,12 @@ extern ssize_t kio_recv(struct KConn *conn, void *buf, size_t n);
 /* All n bytes, or false. */
 extern bool kio_send(struct KConn *conn, const void *buf, size_t n);
 
-/* Ends TLS on a connection (its socket is closed by the registry). */
+/*
+ * Ends TLS on a connection, sends the end of the stream after the
+ * responses written and waits (2 s at most) for the client to close, so
+ * that closing never cuts a response (its socket is closed by the
+ * registry).
+ */
 extern void kio_end(struct KConn *conn);
 
 /*
