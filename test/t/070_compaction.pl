@@ -1,0 +1,299 @@
+# Log compaction (issue 17) under a randomized workload.
+#
+# A producer writes random keys, updates and tombstones to a compacted
+# topic of two partitions (some transactions rolled back), recording each
+# committed record and its append time in a ledger.  Between bursts a
+# maintenance round rolls the segments and a compaction round runs.  After
+# every round a full read of each partition is compared with the model:
+#  - below the partition's cleaned offset: the latest ledger record of each
+#    key there, unless it is a tombstone older than the round's
+#    delete_retention horizon;
+#  - from the cleaned offset on: every ledger record, untouched;
+#  - offsets, keys and values exactly as produced, in strictly increasing
+#    offset order (a full read never sees a record twice).
+# A consumer group polls throughout, also while rounds swap segments: its
+# records are ledger records, in increasing offsets per partition, and at
+# the end it has seen the latest record of every key that is not deleted.
+# Then the worker compacts by itself, and kill -9 during a rewrite leaves
+# either the old segment or the new one, never both or neither.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
+use Test::More;
+
+my $rounds = $ENV{EL_TAP_LONG} ? 40 : 12;
+
+my $node = PostgreSQL::Test::Cluster->new('compaction');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_eventlog'
+eventlog.maintenance_interval = '3600s'
+});
+$node->start;
+$node->safe_psql('postgres', q{
+    CREATE EXTENSION pg_eventlog;
+    SELECT eventlog.create_topic('st', 2, cleanup_policy => 'compact',
+                                 segment_interval => '1 microsecond',
+                                 delete_retention => '1.5 seconds');
+    CREATE TABLE ledger (partition int, offset_id bigint, key text, value jsonb,
+                         append_time timestamptz, PRIMARY KEY (partition, offset_id));
+    CREATE TABLE seen (seq bigserial, partition int, offset_id bigint, key text, value jsonb);
+    CREATE TABLE ctl (done boolean NOT NULL);
+    INSERT INTO ctl VALUES (false);
+    SELECT eventlog.create_group('st', 'follower');
+
+    -- One burst of the producer: random keys of a small key space (so keys
+    -- are updated often), about one tombstone in six, one transaction in
+    -- eight rolled back.  A committed record's append time is read back at
+    -- once: it is the latest of its key then, in the active segment, which
+    -- compaction never touches.
+    CREATE PROCEDURE burst(n int, keys int) LANGUAGE plpgsql AS $$
+    DECLARE
+        pos eventlog.position;
+        k text;
+        v jsonb;
+        done_positions eventlog.position[];
+        i int;
+        j int;
+    BEGIN
+        FOR i IN 1 .. n LOOP
+            done_positions := '{}';
+            FOR j IN 1 .. 1 + (random() * 3)::int LOOP
+                k := 'k' || (random() * keys)::int;
+                v := CASE WHEN random() < 0.16 THEN NULL
+                          ELSE jsonb_build_object('i', i, 'j', j, 'pad', repeat('v', (random() * 200)::int)) END;
+                pos := eventlog.produce('st', k, v);
+                INSERT INTO ledger VALUES (pos.partition, pos.offset_id, k, v, NULL);
+                done_positions := done_positions || pos;
+            END LOOP;
+            IF random() < 0.125 THEN
+                ROLLBACK;
+            ELSE
+                COMMIT;
+                UPDATE ledger l SET append_time = r.append_time
+                  FROM unnest(done_positions) d,
+                       LATERAL eventlog.read('st', d.partition, d.offset_id, 1) r
+                 WHERE l.partition = d.partition AND l.offset_id = d.offset_id
+                   AND r.offset_id = d.offset_id;
+                COMMIT;
+            END IF;
+        END LOOP;
+    END
+    $$;
+
+    -- The consumer: polls the group until told to stop, then drains.
+    CREATE PROCEDURE follow() LANGUAGE plpgsql AS $$
+    DECLARE
+        n int;
+        stop boolean;
+    BEGIN
+        LOOP
+            SELECT done INTO stop FROM ctl;
+            INSERT INTO seen (partition, offset_id, key, value)
+            SELECT r.partition, r.offset_id, r.key, r.value
+              FROM eventlog.poll('st', 'follower', 37) r;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            COMMIT;
+            EXIT WHEN stop AND n = 0;
+            IF n = 0 THEN
+                PERFORM pg_sleep(0.01);
+            END IF;
+        END LOOP;
+    END
+    $$;
+
+    -- What a full read must return after a round whose now() was t.
+    CREATE FUNCTION expected(p int, cleaned bigint, t timestamptz)
+    RETURNS TABLE (offset_id bigint, key text, value jsonb) LANGUAGE sql AS $$
+        SELECT l.offset_id, l.key, l.value FROM ledger l
+         WHERE l.partition = p AND l.offset_id >= cleaned
+        UNION ALL
+        SELECT x.offset_id, x.key, x.value
+          FROM (SELECT DISTINCT ON (l.key) l.* FROM ledger l
+                 WHERE l.partition = p AND l.offset_id < cleaned
+                 ORDER BY l.key, l.offset_id DESC) x
+         WHERE NOT (x.value IS NULL AND x.append_time < t - interval '1.5 seconds')
+    $$;
+});
+
+my $consumer = IPC::Run::start(
+    [ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+      '-c', 'CALL follow()' ],
+    '>', \my $cout, '2>', \my $cerr);
+
+my $mismatches = 0;
+my $compacted = 0;
+my $removed = 0;
+for my $round (1 .. $rounds)
+{
+    $node->safe_psql('postgres', 'CALL burst(60, 40)');
+    # Roll every partition (segment_interval is a microsecond), and record
+    # the base of the segment the last round rolled to: the segments before
+    # it become compactable.
+    $node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.enforce_retention('st')});
+    # Tombstones expire between rounds (1.5 s).
+    select(undef, undef, undef, 0.3 + rand(0.5));
+    my $res = $node->safe_psql('postgres', q{
+        BEGIN;
+        CREATE TEMP TABLE round ON COMMIT DROP AS
+            SELECT now() AS t, * FROM eventlog.compact('st');
+        SELECT t, count(*) FILTER (WHERE action = 'compacted'),
+               count(*) FILTER (WHERE action <> 'compacted')
+          FROM (SELECT now() AS t) n LEFT JOIN round USING (t) GROUP BY t;
+        COMMIT;
+    });
+    my ($t, $n_compacted, $other) = split /\|/, $res;
+    $compacted += $n_compacted;
+    is($other, 0, "round $round: no segment skipped or failed") if $other;
+    # Per partition: records read but not expected / expected but not read
+    # (offset, key and value compared), and reads out of offset order.
+    my $check = $node->safe_psql('postgres', qq{
+        SELECT string_agg(format('%s:%s/%s/%s', c.partition, x.extra, x.missing, x.back), ' ' ORDER BY c.partition)
+          FROM eventlog.compaction c,
+          LATERAL (SELECT array_agg(r.offset_id ORDER BY n) AS offs,
+                          array_agg(ROW(r.offset_id, r.key, r.value)) AS rows
+                     FROM eventlog.read('st', c.partition, 0, 1000000) WITH ORDINALITY r(topic, partition, offset_id, key, value, headers, event_time, append_time, n)) g,
+          LATERAL (SELECT (SELECT count(*) FROM (SELECT * FROM unnest(g.rows) AS u(offset_id bigint, key text, value jsonb)
+                                                 EXCEPT ALL SELECT * FROM expected(c.partition, c.cleaned_offset, '$t')) a) AS extra,
+                          (SELECT count(*) FROM (SELECT * FROM expected(c.partition, c.cleaned_offset, '$t')
+                                                 EXCEPT ALL SELECT * FROM unnest(g.rows) AS u(offset_id bigint, key text, value jsonb)) b) AS missing,
+                          (SELECT count(*) FROM generate_series(2, cardinality(g.offs)) i
+                            WHERE g.offs[i] <= g.offs[i - 1]) AS back) x
+         WHERE c.topic = 'st'});
+    if ($check ne '0:0/0/0 1:0/0/0')
+    {
+        $mismatches++;
+        diag("round $round (t $t): partition:extra/missing/out of order $check");
+    }
+}
+is($mismatches, 0, "$rounds rounds: every full read matched the model (latest per key, tombstones per horizon, offsets and order)");
+ok($compacted >= $rounds, "compaction rewrote segments ($compacted swaps)");
+$removed = $node->safe_psql('postgres', q{SELECT sum(records_removed) FROM eventlog.compaction WHERE topic = 'st'});
+cmp_ok($removed, '>', 0, "records were removed ($removed)");
+cmp_ok($node->safe_psql('postgres', q{
+    SELECT count(*) FROM ledger l
+     WHERE l.value IS NULL
+       AND NOT EXISTS (SELECT FROM eventlog.read('st', l.partition, l.offset_id, 1) r
+                        WHERE r.offset_id = l.offset_id)}), '>', 0,
+   'expired tombstones were removed');
+
+# The consumer drains and stops.
+$node->safe_psql('postgres', 'UPDATE ctl SET done = true');
+$consumer->finish;
+is($cerr, '', 'the consumer saw no error') or diag($cerr);
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM seen s
+     WHERE NOT EXISTS (SELECT FROM ledger l WHERE l.partition = s.partition AND l.offset_id = s.offset_id
+                          AND l.key = s.key AND l.value IS NOT DISTINCT FROM s.value)}),
+   '0', 'the consumer saw only records that were produced, as produced');
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM (SELECT offset_id <= lag(offset_id) OVER (PARTITION BY partition ORDER BY seq) AS back
+                            FROM seen) x WHERE back}),
+   '0', 'the consumer saw each partition in strictly increasing offsets (no record twice)');
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM (SELECT DISTINCT ON (partition, key) * FROM ledger
+                           ORDER BY partition, key, offset_id DESC) latest
+     WHERE latest.value IS NOT NULL
+       AND NOT EXISTS (SELECT FROM seen s WHERE s.partition = latest.partition
+                          AND s.offset_id = latest.offset_id)}),
+   '0', 'the consumer saw the latest record of every key that is not deleted');
+
+# No dead tuples: compaction never deletes; the rewritten segments hold
+# frozen rows only.
+$node->safe_psql('postgres', 'CREATE EXTENSION pageinspect');
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM eventlog.segment_catalog s,
+           LATERAL generate_series(0, pg_relation_size(format('eventlog_segments.%I', s.table_name)) / 8192 - 1) b,
+           LATERAL heap_page_items(get_raw_page(format('eventlog_segments.%I', s.table_name), b::int)) h
+     WHERE s.segment_no = 0 AND h.lp_flags = 1 AND h.t_infomask & 768 <> 768}),
+   '0', 'every row of a compacted segment is frozen');
+
+# The worker compacts by itself once half the sealed log is dirty.
+$node->safe_psql('postgres', 'CALL burst(200, 40)');
+$node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.enforce_retention('st')});
+$node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.enforce_retention('st')});
+my $rounds_before = $node->safe_psql('postgres', q{SELECT sum(rounds) FROM eventlog.compaction WHERE topic = 'st'});
+$node->append_conf('postgresql.conf', "eventlog.maintenance_interval = '200ms'");
+$node->reload;
+ok($node->poll_query_until('postgres', qq{
+    SELECT sum(rounds) > $rounds_before AND max(dirty_ratio) < 0.5
+      FROM eventlog.compaction WHERE topic = 'st'}),
+   'the maintenance worker ran compaction rounds when due');
+$node->append_conf('postgresql.conf', "eventlog.maintenance_interval = '3600s'");
+$node->reload;
+
+# kill -9 during a rewrite: a topic whose sealed segment is large enough for
+# the rewrite to take a while.
+$node->safe_psql('postgres', q{
+    SELECT eventlog.create_topic('big', 1, cleanup_policy => 'compact', segment_interval => '1 microsecond');
+    SELECT count(*) FROM eventlog.produce_batch('big',
+        (SELECT array_agg('k' || (i % 50000) ORDER BY i) FROM generate_series(1, 150000) i),
+        (SELECT array_agg(to_jsonb(i) ORDER BY i) FROM generate_series(1, 150000) i));
+});
+$node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.enforce_retention('big')});
+$node->safe_psql('postgres', q{SELECT eventlog.produce('big', 'last', '1')});
+$node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.enforce_retention('big')});
+my $fingerprint = q{
+    SELECT count(*) || ':' || sum(offset_id) FROM eventlog.read('big', 0, 0, 1000000)};
+my $before = $node->safe_psql('postgres', $fingerprint);
+my $consistent = q{
+    SELECT (SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_class c
+             WHERE c.relnamespace = 'eventlog_segments'::regnamespace AND c.relkind = 'r')
+           = (SELECT string_agg(s.table_name, ',' ORDER BY s.table_name) FROM eventlog.segment_catalog s)};
+
+sub crash
+{
+    my $pm = $node->{_pid};
+    my @kids = grep { /^\d+$/ } split /\s+/, `pgrep -P $pm`;
+    kill('KILL', @kids, $pm);
+    $node->kill9;
+    for (1 .. 300)
+    {
+        last unless grep { kill 0, $_ } @kids, $pm;
+        select(undef, undef, undef, 0.1);
+    }
+    $node->start;
+}
+
+# 1. In the middle of the statement: once the new table exists (a relation
+#    locked by the compacting backend that no one else can see yet).
+my $bg = IPC::Run::start(
+    [ 'psql', '-X', '-q', '-d', $node->connstr('postgres'), '-c',
+      q{SELECT * FROM eventlog.compact('big')} ],
+    '>', \my $bgout, '2>', \my $bgerr);
+my $caught = $node->poll_query_until('postgres', q{
+    SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                    WHERE a.query LIKE '%eventlog.compact(''big'')%' AND l.locktype = 'relation'
+                      AND l.mode = 'AccessExclusiveLock'
+                      AND NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = l.relation))});
+crash();
+eval { $bg->finish };
+note($caught ? 'killed during the rewrite' : 'the rewrite ended before the kill');
+is($node->safe_psql('postgres', $consistent), 't',
+   'kill -9 during a rewrite: the segment tables are exactly those of the catalog');
+is($node->safe_psql('postgres', $fingerprint), $before, 'and the old segment reads as before');
+
+# 2. After the rewrite and the swap, before the commit.
+my $h = $node->background_psql('postgres');
+$h->query_safe(q{BEGIN});
+$h->query_safe(q{SELECT * FROM eventlog.compact('big')});
+crash();
+eval { $h->quit };
+is($node->safe_psql('postgres', $consistent), 't',
+   'kill -9 after the swap, before its commit: the catalog\'s tables, no other');
+is($node->safe_psql('postgres', $fingerprint), $before, 'and the old segment reads as before');
+
+# 3. After the commit: the new segment.
+$node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.compact('big')});
+crash();
+is($node->safe_psql('postgres', $consistent), 't', 'kill -9 after the commit: the catalog\'s tables');
+# Record i (offset i - 1) has key i % 50000: the latest of each key are
+# offsets 100000 to 149999; "last" (150000) is in the next segment.
+is($node->safe_psql('postgres', $fingerprint), '50001:' . $node->safe_psql('postgres',
+    q{SELECT sum(o) FROM (SELECT generate_series(100000, 150000) AS o) x}),
+   'and the compacted segment holds the latest record of each key');
+
+$node->stop;
+done_testing();
