@@ -6018,6 +6018,25 @@ BEGIN
         SELECT st.oldest, st.newest INTO oldest, newest
           FROM @extschema@._segment_times(seg.table_name) st;
         EXIT WHEN newest IS NOT NULL AND newest > pg_catalog.now() - t.min_compaction_lag;
+        -- A segment someone holds (a reader's open transaction) could not be
+        -- swapped: the range ends before it, rather than rewriting what
+        -- would be thrown away.  The probe's lock goes with its sub-block.
+        BEGIN
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           seg.table_name);
+            RAISE EXCEPTION USING ERRCODE = 'EL017';
+        EXCEPTION
+            WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := seg.nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            WHEN SQLSTATE 'EL017' THEN
+                NULL;
+        END;
         seg_bytes := pg_catalog.pg_total_relation_size(
             format('eventlog_segments.%I', seg.table_name)::regclass);
         total_bytes := total_bytes + seg_bytes;
