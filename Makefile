@@ -90,6 +90,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	topics.sql \
 	produce_read.sql \
 	retention.sql \
+	compaction.sql \
 	groups.sql \
 	group_members.sql \
 	kafka_groups.sql \

@@ -5446,3 +5446,831 @@ VALUES (pg_catalog.sha256(pg_catalog.convert_to(
 COMMENT ON TABLE @extschema@.kafka_scram_mock_secret IS
 'the secret of pg_eventlog_kafka''s made-up SCRAM salts for unknown users, the same for every gateway of the database. Grant SELECT to the gateway''s role only';
 REVOKE ALL ON TABLE @extschema@.kafka_scram_mock_secret FROM PUBLIC;
+
+
+/* ------------------------------------------------------------------------
+ * Log compaction (issue 17): topic settings, eventlog.compact, the
+ * compaction catalog and view; retention and rolls mind the policy.
+ * ------------------------------------------------------------------------ */
+ALTER TABLE @extschema@.topic_catalog
+    ADD COLUMN cleanup_policy text NOT NULL DEFAULT 'delete'
+        CHECK (cleanup_policy OPERATOR(pg_catalog.=) ANY (ARRAY['delete', 'compact', 'compact,delete'])),
+    ADD COLUMN delete_retention interval NOT NULL DEFAULT '1 day',
+    ADD COLUMN min_compaction_lag interval NOT NULL DEFAULT '0',
+    ADD COLUMN max_compaction_lag interval;
+
+/*
+ * Compaction settings (Kafka's cleanup.policy, delete.retention.ms,
+ * min.compaction.lag.ms, max.compaction.lag.ms).  Returns the policy in
+ * its one stored spelling: Kafka takes the list in any order.
+ */
+CREATE FUNCTION @extschema@._check_compaction_settings(
+    cleanup_policy text, delete_retention interval,
+    min_compaction_lag interval, max_compaction_lag interval)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    policy text := pg_catalog.lower(pg_catalog.replace(cleanup_policy, ' ', ''));
+BEGIN
+    IF cleanup_policy IS NULL THEN
+        RAISE EXCEPTION 'cleanup_policy must not be null'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A topic''s cleanup policy is ''delete'', ''compact'' or ''compact,delete''.';
+    END IF;
+    IF policy = 'delete,compact' THEN
+        policy := 'compact,delete';
+    END IF;
+    IF policy NOT IN ('delete', 'compact', 'compact,delete') THEN
+        RAISE EXCEPTION 'invalid cleanup policy "%"', left(cleanup_policy, 100)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A topic''s cleanup policy is ''delete'', ''compact'' or ''compact,delete''.';
+    END IF;
+    IF delete_retention IS NULL OR delete_retention < interval '0' THEN
+        RAISE EXCEPTION 'delete_retention must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(delete_retention::text, 'NULL'));
+    END IF;
+    IF min_compaction_lag IS NULL OR min_compaction_lag < interval '0' THEN
+        RAISE EXCEPTION 'min_compaction_lag must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(min_compaction_lag::text, 'NULL'));
+    END IF;
+    IF max_compaction_lag <= interval '0' THEN
+        RAISE EXCEPTION 'max_compaction_lag must be positive'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use NULL for no maximum.';
+    END IF;
+    IF max_compaction_lag < min_compaction_lag THEN
+        RAISE EXCEPTION 'max_compaction_lag must not be less than min_compaction_lag'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('max_compaction_lag is %s and min_compaction_lag is %s.',
+                                  max_compaction_lag, min_compaction_lag);
+    END IF;
+    RETURN policy;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._check_compaction_settings(text, interval, interval, interval) IS
+'internal: validates compaction settings and returns the cleanup policy as stored';
+
+/*
+ * create_topic and alter_topic gain the compaction settings: new
+ * signatures, so the old functions are dropped (an overload would make
+ * every call ambiguous), and their EXECUTE grants given to the new ones.
+ */
+SELECT pg_catalog.set_config('pg_eventlog_upgrade.create_topic_acl',
+                             coalesce(p.proacl::text, ''), true)
+  FROM pg_catalog.pg_proc p
+ WHERE p.oid = '@extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text)'::pg_catalog.regprocedure;
+SELECT pg_catalog.set_config('pg_eventlog_upgrade.alter_topic_acl',
+                             coalesce(p.proacl::text, ''), true)
+  FROM pg_catalog.pg_proc p
+ WHERE p.oid = '@extschema@.alter_topic(text, integer, interval, bigint, interval, bigint)'::pg_catalog.regprocedure;
+DROP FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text);
+DROP FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text);
+DROP FUNCTION @extschema@.alter_topic(text, integer, interval, bigint, interval, bigint);
+DROP FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint);
+
+CREATE FUNCTION @extschema@._create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824,
+    format text DEFAULT 'json',
+    cleanup_policy text DEFAULT 'delete',
+    delete_retention interval DEFAULT '1 day',
+    min_compaction_lag interval DEFAULT '0',
+    max_compaction_lag interval DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_id integer;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    IF partitions IS NULL OR partitions < 1 THEN
+        RAISE EXCEPTION 'partitions must be at least 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(partitions::text, 'NULL'));
+    END IF;
+    PERFORM @extschema@._check_topic_settings(retention, retention_bytes,
+                                              segment_interval, segment_bytes);
+    IF _create_topic.format IS NULL THEN
+        RAISE EXCEPTION 'format must not be null'
+            USING ERRCODE = '22004',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
+    IF _create_topic.format NOT IN ('json', 'binary') THEN
+        RAISE EXCEPTION 'invalid topic format "%"', left(_create_topic.format, 100)
+            USING ERRCODE = '22023',
+                  HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
+    END IF;
+    cleanup_policy := @extschema@._check_compaction_settings(cleanup_policy, delete_retention,
+                                                             min_compaction_lag, max_compaction_lag);
+    -- Serialise topic creation, so that two sessions creating the same name
+    -- get a clear error instead of a unique violation.
+    LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _create_topic.topic) THEN
+        RAISE EXCEPTION 'topic "%" already exists', topic
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO @extschema@.topic_catalog AS t
+           (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner,
+            format, cleanup_policy, delete_retention, min_compaction_lag, max_compaction_lag)
+    VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
+            @extschema@._caller(), _create_topic.format, _create_topic.cleanup_policy,
+            _create_topic.delete_retention, _create_topic.min_compaction_lag,
+            _create_topic.max_compaction_lag)
+    RETURNING t.topic_id INTO new_id;
+    PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) IS
+'internal: the body of eventlog.create_topic, run as the extension owner on behalf of the caller eventlog.create_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.create_topic(
+    topic text,
+    partitions integer DEFAULT 1,
+    retention interval DEFAULT '7 days',
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT '1 day',
+    segment_bytes bigint DEFAULT 1073741824,
+    format text DEFAULT 'json',
+    cleanup_policy text DEFAULT 'delete',
+    delete_retention interval DEFAULT '1 day',
+    min_compaction_lag interval DEFAULT '0',
+    max_compaction_lag interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) IS
+'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition; format ''json'' (text keys, jsonb values and headers: produce, read) or ''binary'' (Kafka''s bytes: produce_binary, read_binary), fixed for the topic''s life; cleanup_policy ''compact'' or ''compact,delete'' keeps the latest record of each key (see eventlog.compact)';
+-- Who may create topics: those granted EXECUTE on create_topic.
+REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._alter_topic(
+    topic text,
+    partitions integer DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT NULL,
+    segment_bytes bigint DEFAULT NULL,
+    cleanup_policy text DEFAULT NULL,
+    delete_retention interval DEFAULT NULL,
+    min_compaction_lag interval DEFAULT NULL,
+    max_compaction_lag interval DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur @extschema@.topic_catalog;
+    new_retention interval;
+    new_retention_bytes bigint;
+    new_policy text;
+    new_max_lag interval;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    -- Growth checks eventlog.max_partitions under topic_catalog's SHARE ROW
+    -- EXCLUSIVE lock (_add_partitions): take it before the topic's row lock,
+    -- as create_topic does.  Waiting for it while holding the row would
+    -- deadlock with a transaction that changed topic_catalog (an alter_topic,
+    -- drop_topic or grant) and then alters this topic.  Only for the
+    -- topic's owner: no one else may hold up topic DDL with it.
+    IF partitions IS NOT NULL THEN
+        IF EXISTS (SELECT FROM @extschema@.topic_catalog t WHERE t.name = _alter_topic.topic) THEN
+            PERFORM @extschema@._authorize(topic, 'owner');
+        END IF;
+        LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
+    END IF;
+    SELECT * INTO cur FROM @extschema@.topic_catalog t
+     WHERE t.name = _alter_topic.topic FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    -- NULL leaves a setting as it is; a negative retention or
+    -- retention_bytes removes the limit (Kafka's -1).
+    new_retention := CASE WHEN retention IS NULL THEN cur.retention
+                          WHEN retention < interval '0' THEN NULL
+                          ELSE retention END;
+    new_retention_bytes := CASE WHEN retention_bytes IS NULL THEN cur.retention_bytes
+                                WHEN retention_bytes < 0 THEN NULL
+                                ELSE retention_bytes END;
+    IF retention = interval '0' OR retention_bytes = 0 THEN
+        RAISE EXCEPTION 'retention limits must be positive'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass a negative value (for example interval ''-1 second'' or -1) to remove a limit, or NULL to leave it unchanged.';
+    END IF;
+    PERFORM @extschema@._check_topic_settings(new_retention, new_retention_bytes,
+        coalesce(segment_interval, cur.segment_interval),
+        coalesce(segment_bytes, cur.segment_bytes));
+    -- A negative max_compaction_lag removes it, as for retention.
+    new_max_lag := CASE WHEN max_compaction_lag IS NULL THEN cur.max_compaction_lag
+                        WHEN max_compaction_lag < interval '0' THEN NULL
+                        ELSE max_compaction_lag END;
+    new_policy := @extschema@._check_compaction_settings(
+        coalesce(cleanup_policy, cur.cleanup_policy),
+        coalesce(delete_retention, cur.delete_retention),
+        coalesce(min_compaction_lag, cur.min_compaction_lag),
+        new_max_lag);
+    IF partitions IS NOT NULL AND partitions < cur.partitions THEN
+        RAISE EXCEPTION 'cannot reduce the number of partitions of topic "%"', topic
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The topic has %s partitions and %s were asked for; partitions hold records and keys are hashed over their count.',
+                                  cur.partitions, partitions),
+                  HINT = 'Create a new topic with fewer partitions and copy the records into it.';
+    END IF;
+    IF partitions > cur.partitions THEN
+        PERFORM @extschema@._add_partitions(cur.topic_id, cur.partitions, partitions - 1);
+    END IF;
+    UPDATE @extschema@.topic_catalog t
+       SET partitions = greatest(cur.partitions, coalesce(_alter_topic.partitions, cur.partitions)),
+           retention = new_retention,
+           retention_bytes = new_retention_bytes,
+           segment_interval = coalesce(_alter_topic.segment_interval, cur.segment_interval),
+           segment_bytes = coalesce(_alter_topic.segment_bytes, cur.segment_bytes),
+           cleanup_policy = new_policy,
+           delete_retention = coalesce(_alter_topic.delete_retention, cur.delete_retention),
+           min_compaction_lag = coalesce(_alter_topic.min_compaction_lag, cur.min_compaction_lag),
+           max_compaction_lag = new_max_lag
+     WHERE t.topic_id = cur.topic_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint, text, interval, interval, interval) IS
+'internal: the body of eventlog.alter_topic, run as the extension owner on behalf of the caller eventlog.alter_topic notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint, text, interval, interval, interval) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.alter_topic(
+    topic text,
+    partitions integer DEFAULT NULL,
+    retention interval DEFAULT NULL,
+    retention_bytes bigint DEFAULT NULL,
+    segment_interval interval DEFAULT NULL,
+    segment_bytes bigint DEFAULT NULL,
+    cleanup_policy text DEFAULT NULL,
+    delete_retention interval DEFAULT NULL,
+    min_compaction_lag interval DEFAULT NULL,
+    max_compaction_lag interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.alter_topic(text, integer, interval, bigint, interval, bigint, text, interval, interval, interval) IS
+'changes a topic''s settings: NULL leaves one unchanged, a negative retention or retention_bytes removes that limit; partitions can only grow (keys then hash over the new count, as in Kafka)';
+
+DO $$
+DECLARE
+    f record;
+    g record;
+    acl text;
+    init pg_catalog.aclitem[];
+BEGIN
+    FOR f IN SELECT * FROM (VALUES ('create_topic', '@extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval)'::pg_catalog.regprocedure),
+                                   ('alter_topic', '@extschema@.alter_topic(text, integer, interval, bigint, interval, bigint, text, interval, interval, interval)'::pg_catalog.regprocedure)) v(name, fn)
+    LOOP
+        acl := pg_catalog.current_setting('pg_eventlog_upgrade.' || f.name || '_acl', true);
+        CONTINUE WHEN acl IS NULL OR acl = '';
+        SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
+         WHERE i.objoid = f.fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND i.objsubid = 0;
+        -- alter_topic is PUBLIC's by default: an ACL set means it was changed.
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
+        FOR g IN SELECT e.grantee, e.is_grantable
+                   FROM pg_catalog.aclexplode(acl::pg_catalog.aclitem[]) e
+                  WHERE e.privilege_type = 'EXECUTE'
+                    AND e.grantee <> (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = f.fn)
+        LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', f.fn,
+                                      CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+                                           ELSE g.grantee::pg_catalog.regrole::text END,
+                                      CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        -- As for 0.3.0's first create_topic change above: the grants stay
+        -- the user's, the initial privileges those of a fresh install.
+        IF init IS NULL THEN
+            DELETE FROM pg_catalog.pg_init_privs i
+             WHERE i.objoid = f.fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+               AND i.objsubid = 0;
+        ELSE
+            UPDATE pg_catalog.pg_init_privs i SET initprivs = init
+             WHERE i.objoid = f.fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+               AND i.objsubid = 0;
+        END IF;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._maintain_topic(topic_id integer)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    t @extschema@.topic_catalog;
+    p integer;
+    rt record;
+    seg record;
+    nxt bigint;
+    part_bytes bigint;
+    seg_bytes bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    stable bigint;
+    spare name;
+    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    -- The caller's lock_timeout if shorter (0 is none).
+    drop_lock_timeout text := CASE
+        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
+         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
+        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
+BEGIN
+    SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _maintain_topic.topic_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    -- One round per topic at a time (the worker and enforce_retention may
+    -- meet): a round that finds another in progress leaves it the work.
+    IF NOT @extschema@._try_lock_maintenance(t.topic_id) THEN
+        RETURN;
+    END IF;
+    r.topic := t.name;
+    FOR p IN 0 .. t.partitions - 1 LOOP
+        r.partition := p;
+        -- Ordered with counter recovery (el_recover_next_offset): from the
+        -- routing read until the base offset is recorded and committed.
+        PERFORM @extschema@._lock_routing(t.topic_id, p);
+        SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+
+        -- 1. The active segment's base offset, once known, is recorded.
+        UPDATE @extschema@.segment_catalog s SET base_offset = rt.active_base
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NULL;
+        IF FOUND THEN
+            UPDATE @extschema@.partition_catalog pc
+               SET offset_floor = greatest(pc.offset_floor, rt.active_base)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+        END IF;
+
+        -- 2. Retention, oldest sealed segment first.  The partition's size
+        --    only matters under retention_bytes.
+        part_bytes := NULL;
+        IF t.retention_bytes IS NOT NULL THEN
+            SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
+                       pg_catalog.to_regclass(format('eventlog_segments.%I', s.table_name)))), 0)
+              INTO part_bytes
+              FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p;
+        END IF;
+        stable := @extschema@.last_stable_offset(t.name, p);
+        FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name
+                     FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = t.topic_id AND s.partition = p
+                      AND s.segment_no < rt.active_segment
+                    ORDER BY s.segment_no
+        LOOP
+            SELECT s.base_offset INTO nxt FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no > seg.segment_no
+             ORDER BY s.segment_no LIMIT 1;
+            -- Every offset of the segment must be stable: none in flight.
+            EXIT WHEN nxt IS NULL OR nxt > stable;
+            -- A topic that is only compacted keeps its segments (Kafka's
+            -- cleanup.policy=compact): compaction thins them out instead.
+            EXIT WHEN t.cleanup_policy = 'compact';
+            SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
+            EXIT WHEN NOT (
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
+                OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
+            -- Never queue behind a reader or a writer: skip till next round.
+            -- DROP ... CASCADE also drops, and so must lock, every object
+            -- made to depend on the segment (a view, a column default or a
+            -- constraint holding its regclass): whoever holds one of those
+            -- is waited for at most drop_lock_timeout, never longer.
+            BEGIN
+                EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                               seg.table_name);
+                seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+                PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
+                -- CASCADE: see _drop_topic.
+                EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', seg.table_name);
+                PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                -- The sub-block's abort has restored lock_timeout.
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            END;
+            DELETE FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
+            UPDATE @extschema@.partition_catalog pc
+               SET log_start_offset = greatest(pc.log_start_offset, nxt),
+                   offset_floor = greatest(pc.offset_floor, nxt)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+            part_bytes := part_bytes - seg_bytes;
+            r.action := 'removed';
+            r.segment := seg.table_name;
+            r.first_offset := seg.base_offset;
+            r.next_offset := nxt;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END LOOP;
+
+        -- 3. Roll the active segment when due (never an empty one, and only
+        --    once its base offset is recorded).
+        SELECT s.table_name INTO seg FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
+        CONTINUE WHEN NOT FOUND;
+        SELECT st.oldest, st.newest INTO oldest, newest
+          FROM @extschema@._segment_times(seg.table_name) st;
+        CONTINUE WHEN oldest IS NULL;
+        seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+        IF oldest < pg_catalog.now() - t.segment_interval
+           OR seg_bytes >= t.segment_bytes
+           OR (t.retention IS NOT NULL AND t.cleanup_policy <> 'compact'
+               AND newest < pg_catalog.now() - t.retention)
+           -- The active segment is never compacted: max_compaction_lag
+           -- bounds how long a record may stay there.
+           OR (t.cleanup_policy <> 'delete' AND t.max_compaction_lag IS NOT NULL
+               AND oldest < pg_catalog.now() - t.max_compaction_lag) THEN
+            SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p
+               AND s.segment_no = rt.active_segment + 1;
+            IF NOT FOUND THEN
+                spare := @extschema@._create_segment(t.topic_id, p, rt.active_segment + 1, NULL);
+            END IF;
+            PERFORM @extschema@._activate_segment_at_commit(t.topic_id, p, rt.active_segment + 1);
+            r.action := 'rolled';
+            r.segment := spare;
+            r.first_offset := NULL;
+            r.next_offset := NULL;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._maintain_topic(integer) IS
+'internal: one maintenance round for a topic (record active bases, remove expired segments, roll full ones)';
+
+/* ------------------------------------------------------------------------
+ * Log compaction (cleanup_policy 'compact' or 'compact,delete'): the
+ * latest record of each key stays, older ones and expired tombstones go.
+ *
+ * Sealed segments are rewritten into new tables holding their surviving
+ * records (src/compact.c), which then take the old tables' names in one
+ * transaction: no row is ever DELETEd, no dead tuple left behind, offsets
+ * never change (readers skip the gaps, as they skip rolled-back offsets).
+ * The swap takes the old table with LOCK ... NOWAIT, as retention does: a
+ * segment someone reads is skipped till the next round.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Per partition: how far compaction got, and what it did.  Not a catalog
+ * table of the topic cache (no invalidation trigger): backends need none
+ * of it.
+ */
+CREATE TABLE @extschema@.compaction_catalog (
+    topic_id          integer NOT NULL,
+    partition         integer NOT NULL,
+    -- Every sealed segment below this offset has been compacted since it
+    -- was sealed (the "clean" part; the rest of the sealed log is "dirty").
+    cleaned_offset    bigint NOT NULL DEFAULT 0,
+    dirty_ratio       double precision,
+    last_compaction   timestamptz,
+    rounds            bigint NOT NULL DEFAULT 0,
+    records_removed   bigint NOT NULL DEFAULT 0,
+    bytes_reclaimed   bigint NOT NULL DEFAULT 0,
+    -- When the oldest tombstone kept expires (delete_retention after it was
+    -- appended): a round is due then, however little is dirty.
+    next_tombstone_expiry timestamptz,
+    PRIMARY KEY (topic_id, partition),
+    FOREIGN KEY (topic_id, partition)
+        REFERENCES @extschema@.partition_catalog ON DELETE CASCADE
+);
+COMMENT ON TABLE @extschema@.compaction_catalog IS
+'pg_eventlog log compaction: per partition of a compacted topic, how far compaction got and what it removed (see the eventlog.compaction view)';
+GRANT SELECT ON @extschema@.compaction_catalog TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.compaction_catalog', '');
+
+CREATE FUNCTION @extschema@._compact_segments(
+    topic_id integer, partition integer, segments name[], horizon timestamptz,
+    OUT segment name, OUT new_table name, OUT records_before bigint,
+    OUT records_after bigint, OUT oldest_tombstone timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'el_compact_segments'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._compact_segments(integer, integer, name[], timestamptz) IS
+'internal: writes the surviving records of each of a partition''s sealed segments that loses some into a new table (segment name + ''_c''), frozen';
+
+/*
+ * Kafka's min.cleanable.dirty.ratio, fixed at its default: a partition is
+ * compacted when at least half of its sealed log (in bytes) is dirty, when
+ * a dirty record is older than max_compaction_lag, or when a tombstone
+ * kept expires.
+ */
+CREATE FUNCTION @extschema@._compact_partition(t @extschema@.topic_catalog, p integer,
+                                              force boolean)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    cc @extschema@.compaction_catalog;
+    rt record;
+    seg record;
+    c record;
+    stable bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    oldest_dirty timestamptz;
+    segs name[] := '{}';
+    bases bigint[] := '{}';
+    nexts bigint[] := '{}';
+    range_end bigint;
+    seg_bytes bigint;
+    dirty_bytes bigint := 0;
+    total_bytes bigint := 0;
+    ratio double precision;
+    i integer;
+    busy boolean := false;
+    before_bytes bigint;
+    after_bytes bigint;
+    removed bigint := 0;
+    reclaimed bigint := 0;
+    tomb timestamptz;
+    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    drop_lock_timeout text := CASE
+        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
+         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
+        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
+BEGIN
+    r.topic := t.name;
+    r.partition := p;
+    INSERT INTO @extschema@.compaction_catalog (topic_id, partition)
+    VALUES (t.topic_id, p) ON CONFLICT DO NOTHING;
+    SELECT * INTO cc FROM @extschema@.compaction_catalog x
+     WHERE x.topic_id = t.topic_id AND x.partition = p;
+    SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+    stable := @extschema@.last_stable_offset(t.name, p);
+
+    -- The cleanable segments: sealed, oldest first, up to the first one
+    -- with an offset in flight or a record younger than min_compaction_lag.
+    -- The active segment never is.
+    FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name,
+                      lead(s.base_offset) OVER (ORDER BY s.segment_no) AS nxt
+                 FROM @extschema@.segment_catalog s
+                WHERE s.topic_id = t.topic_id AND s.partition = p
+                ORDER BY s.segment_no
+    LOOP
+        EXIT WHEN seg.segment_no >= rt.active_segment OR seg.base_offset IS NULL
+               OR seg.nxt IS NULL OR seg.nxt > stable;
+        SELECT st.oldest, st.newest INTO oldest, newest
+          FROM @extschema@._segment_times(seg.table_name) st;
+        EXIT WHEN newest IS NOT NULL AND newest > pg_catalog.now() - t.min_compaction_lag;
+        -- A segment someone holds (a reader's open transaction) could not be
+        -- swapped: the range ends before it, rather than rewriting what
+        -- would be thrown away.  The probe's lock goes with its sub-block.
+        BEGIN
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           seg.table_name);
+            RAISE EXCEPTION USING ERRCODE = 'EL017';
+        EXCEPTION
+            WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := seg.nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            WHEN SQLSTATE 'EL017' THEN
+                NULL;
+        END;
+        seg_bytes := pg_catalog.pg_total_relation_size(
+            format('eventlog_segments.%I', seg.table_name)::regclass);
+        total_bytes := total_bytes + seg_bytes;
+        IF seg.base_offset >= cc.cleaned_offset THEN
+            dirty_bytes := dirty_bytes + seg_bytes;
+            oldest_dirty := coalesce(oldest_dirty, oldest);
+        END IF;
+        segs := segs || seg.table_name;
+        bases := bases || seg.base_offset;
+        nexts := nexts || seg.nxt;
+        range_end := seg.nxt;
+    END LOOP;
+    ratio := CASE WHEN total_bytes > 0 THEN dirty_bytes::double precision / total_bytes END;
+    UPDATE @extschema@.compaction_catalog x SET dirty_ratio = ratio
+     WHERE x.topic_id = t.topic_id AND x.partition = p
+       AND x.dirty_ratio IS DISTINCT FROM ratio;
+    IF range_end IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT (force
+            OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
+            OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
+                AND oldest_dirty < pg_catalog.now() - t.max_compaction_lag)
+            OR cc.next_tombstone_expiry <= pg_catalog.now()) THEN
+        RETURN;
+    END IF;
+
+    -- Swap oldest first, and stop at the first segment someone holds: a
+    -- later segment may drop an expired tombstone only if every record it
+    -- deleted, in earlier segments, is gone too.
+    i := 0;
+    FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs,
+                                                         pg_catalog.now() - t.delete_retention)
+    LOOP
+        i := i + 1;
+        IF c.oldest_tombstone IS NOT NULL THEN
+            tomb := least(tomb, c.oldest_tombstone);
+        END IF;
+        CONTINUE WHEN c.new_table IS NULL;
+        IF busy THEN
+            EXECUTE format('DROP TABLE eventlog_segments.%I', c.new_table);
+            CONTINUE;
+        END IF;
+        -- The new table becomes a segment as _create_segment makes one.
+        EXECUTE format('ALTER TABLE eventlog_segments.%I ADD CONSTRAINT %I PRIMARY KEY (offset_id)',
+                       c.new_table, c.new_table || '_pkey');
+        EXECUTE format(
+            'CREATE TRIGGER segment_guard BEFORE INSERT OR UPDATE OR DELETE'
+            ' ON eventlog_segments.%I FOR EACH ROW'
+            ' EXECUTE FUNCTION @extschema@._segment_guard()', c.new_table);
+        EXECUTE format(
+            'CREATE TRIGGER segment_guard_truncate BEFORE TRUNCATE'
+            ' ON eventlog_segments.%I FOR EACH STATEMENT'
+            ' EXECUTE FUNCTION @extschema@._segment_guard()', c.new_table);
+        EXECUTE format(
+            'ALTER TABLE eventlog_segments.%I ENABLE ALWAYS TRIGGER segment_guard,'
+            ' ENABLE ALWAYS TRIGGER segment_guard_truncate', c.new_table);
+        EXECUTE format('COMMENT ON TABLE eventlog_segments.%I IS %L', c.new_table,
+            pg_catalog.obj_description(format('eventlog_segments.%I', c.segment)::regclass, 'pg_class'));
+        BEGIN
+            -- Never queue behind a reader: skip till next round (as
+            -- retention does, and DROP ... CASCADE bounded the same way).
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           c.segment);
+            before_bytes := pg_catalog.pg_total_relation_size(
+                format('eventlog_segments.%I', c.segment)::regclass);
+            PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
+            EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', c.segment);
+            PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            busy := true;
+            EXECUTE format('DROP TABLE eventlog_segments.%I', c.new_table);
+            r.action := 'skipped (busy)';
+            r.segment := c.segment;
+            r.first_offset := bases[i];
+            r.next_offset := nexts[i];
+            r.bytes := NULL;
+            RETURN NEXT r;
+            CONTINUE;
+        END;
+        EXECUTE format('ALTER TABLE eventlog_segments.%I RENAME TO %I', c.new_table, c.segment);
+        EXECUTE format('ALTER INDEX eventlog_segments.%I RENAME TO %I',
+                       c.new_table || '_pkey', c.segment || '_pkey');
+        -- Tell every session's topic cache (the segment's OID changed).
+        UPDATE @extschema@.segment_catalog s SET table_name = s.table_name
+         WHERE s.topic_id = t.topic_id AND s.partition = p AND s.table_name = c.segment;
+        after_bytes := pg_catalog.pg_total_relation_size(
+            format('eventlog_segments.%I', c.segment)::regclass);
+        removed := removed + c.records_before - c.records_after;
+        reclaimed := reclaimed + before_bytes - after_bytes;
+        r.action := 'compacted';
+        r.segment := c.segment;
+        r.first_offset := bases[i];
+        r.next_offset := nexts[i];
+        r.bytes := before_bytes - after_bytes;
+        RETURN NEXT r;
+    END LOOP;
+
+    UPDATE @extschema@.compaction_catalog x
+       SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset ELSE range_end END,
+           dirty_ratio = CASE WHEN busy THEN x.dirty_ratio ELSE 0 END,
+           last_compaction = pg_catalog.now(),
+           rounds = x.rounds + 1,
+           records_removed = x.records_removed + removed,
+           bytes_reclaimed = x.bytes_reclaimed + reclaimed,
+           -- After a skipped segment, retry next round.
+           next_tombstone_expiry = CASE WHEN busy THEN pg_catalog.now()
+                                        ELSE tomb + t.delete_retention END
+     WHERE x.topic_id = t.topic_id AND x.partition = p;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._compact_partition(@extschema@.topic_catalog, integer, boolean) IS
+'internal: one compaction round of a partition (without force, only when due)';
+
+CREATE FUNCTION @extschema@._compact_topic(topic_id integer, force boolean)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t @extschema@.topic_catalog;
+    p integer;
+BEGIN
+    SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _compact_topic.topic_id;
+    IF NOT FOUND OR t.cleanup_policy NOT IN ('compact', 'compact,delete') THEN
+        RETURN;
+    END IF;
+    -- One round per topic at a time, retention's included; drop_topic
+    -- waits for it.
+    IF NOT @extschema@._try_lock_maintenance(t.topic_id) THEN
+        RETURN;
+    END IF;
+    FOR p IN 0 .. t.partitions - 1 LOOP
+        RETURN QUERY SELECT * FROM @extschema@._compact_partition(t, p, force);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._compact_topic(integer, boolean) IS
+'internal: compacts each partition of a compacted topic (when due, or now with force), in the caller''s transaction';
+
+CREATE FUNCTION @extschema@._compact(topic text)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer;
+    policy text;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT c.topic_id, c.cleanup_policy INTO tid, policy
+      FROM @extschema@.topic_catalog c WHERE c.name = _compact.topic;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    IF policy NOT IN ('compact', 'compact,delete') THEN
+        RAISE EXCEPTION 'topic "%" is not compacted', topic
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Its cleanup_policy is ''%s''.', policy),
+                  HINT = 'Set its cleanup_policy to ''compact'' or ''compact,delete'' with eventlog.alter_topic.';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._compact_topic(tid, true);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._compact(text) IS
+'internal: the body of eventlog.compact, run as the extension owner on behalf of the caller eventlog.compact notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._compact(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.compact(topic text)
+RETURNS SETOF @extschema@.maintenance_action
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.compact(text) IS
+'compacts a compacted topic now (the maintenance worker does when due) and returns what it did: segments compacted (bytes: what was reclaimed) or skipped because someone held them; only the topic''s owner may';
+
+CREATE VIEW @extschema@.compaction AS
+    SELECT t.name AS topic, pc.partition, t.cleanup_policy,
+           coalesce(cc.cleaned_offset, 0) AS cleaned_offset,
+           cc.dirty_ratio, cc.last_compaction,
+           coalesce(cc.rounds, 0) AS rounds,
+           coalesce(cc.records_removed, 0) AS records_removed,
+           coalesce(cc.bytes_reclaimed, 0) AS bytes_reclaimed,
+           cc.next_tombstone_expiry
+      FROM @extschema@.topic_catalog t
+      JOIN @extschema@.partition_catalog pc USING (topic_id)
+      LEFT JOIN @extschema@.compaction_catalog cc USING (topic_id, partition)
+     WHERE t.cleanup_policy IN ('compact', 'compact,delete');
+COMMENT ON VIEW @extschema@.compaction IS
+'one row per partition of a compacted topic: the offset below which its sealed log is compacted, the dirty share of its sealed log at the last round (compaction runs at 0.5), the last compaction, rounds, records removed, bytes reclaimed, and when the oldest tombstone kept expires';
+GRANT SELECT ON @extschema@.compaction TO PUBLIC;
+
+REVOKE ALL ON FUNCTION
+    @extschema@._compact_partition(@extschema@.topic_catalog, integer, boolean),
+    @extschema@._compact_segments(integer, integer, name[], timestamptz),
+    @extschema@._compact_topic(integer, boolean)
+  FROM PUBLIC;
+
+CREATE OR REPLACE VIEW @extschema@.topics AS
+    SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
+           t.segment_interval, t.segment_bytes,
+           coalesce(sum(p.records), 0)::bigint AS records,
+           coalesce(sum(p.bytes), 0)::bigint AS bytes,
+           t.created_at, t.owner, t.format,
+           t.cleanup_policy, t.delete_retention, t.min_compaction_lag, t.max_compaction_lag
+      FROM @extschema@.topic_catalog t
+      LEFT JOIN @extschema@.partitions p ON p.topic = t.name
+     GROUP BY t.topic_id;
+COMMENT ON VIEW @extschema@.topics IS
+'one row per topic: its settings, the records (offsets) and bytes it holds, its owner, its format (json or binary), and its compaction settings';

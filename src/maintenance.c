@@ -8,7 +8,9 @@
  * extension: a worker that finds none frees its registry entry and exits.
  * A round runs, for each topic, in a transaction of its own,
  * eventlog._maintain_topic() (sql/install/retention.sql), which records
- * active segments, applies retention and rolls segments.  An error in one
+ * active segments, applies retention and rolls segments, and for a
+ * compacted topic eventlog._compact_topic() (sql/install/compaction.sql) in
+ * another transaction.  An error in one
  * topic is logged with its context, recorded for the eventlog.maintenance
  * view, and retried next round.
  *
@@ -85,7 +87,7 @@ el_record_round(int64 rolled, int64 removed, const char *error, bool new_round)
  * returns the topics to maintain.
  */
 static List *
-el_topics_or_exit(void)
+el_topics_or_exit(List **compacted)
 {
 	List	   *topics = NIL;
 	bool		installed;
@@ -100,16 +102,27 @@ el_topics_or_exit(void)
 	installed = (SPI_processed == 1);
 	if (installed)
 	{
-		SPI_execute("SELECT topic_id FROM " EL_SCHEMA_NAME ".topic_catalog ORDER BY 1",
+		/*
+		 * Compacted topics get a compaction round too.  The policy is read
+		 * through to_jsonb so that a catalog older than 0.3.0, which has
+		 * no such column, reads as no compaction.
+		 */
+		SPI_execute("SELECT t.topic_id, coalesce(pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'cleanup_policy'"
+					" OPERATOR(pg_catalog.~~) 'compact%', false)"
+					" FROM " EL_SCHEMA_NAME ".topic_catalog t ORDER BY 1",
 					true, 0);
 		for (i = 0; i < SPI_processed; i++)
 		{
 			bool		isnull;
 			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 										  1, &isnull);
+			Datum		c = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+										  2, &isnull);
 			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 			topics = lappend_int(topics, DatumGetInt32(d));
+			if (DatumGetBool(c))
+				*compacted = lappend_int(*compacted, DatumGetInt32(d));
 			MemoryContextSwitchTo(old);
 		}
 	}
@@ -166,7 +179,8 @@ el_topics_or_exit(void)
  * logged with their context, and recorded; the next round retries.
  */
 static void
-el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round)
+el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round,
+				const char *sql)
 {
 	volatile int64 rolled = 0;
 	volatile int64 removed = 0;
@@ -184,9 +198,8 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "eventlog maintenance round");
 		args[0] = Int32GetDatum(topic_id);
-		if (SPI_execute_with_args("SELECT action FROM " EL_SCHEMA_NAME "._maintain_topic($1)",
-								  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not run eventlog._maintain_topic");
+		if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not run \"%s\"", sql);
 		for (i = 0; i < SPI_processed; i++)
 		{
 			char	   *action = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
@@ -289,6 +302,7 @@ el_maintenance_main(Datum main_arg)
 	for (;;)
 	{
 		List	   *topics;
+		List	   *compacted = NIL;
 		ListCell   *lc;
 		TimestampTz next_round;
 
@@ -300,16 +314,31 @@ el_maintenance_main(Datum main_arg)
 		}
 
 		MemoryContextReset(round_cxt);
-		topics = el_topics_or_exit();
+		topics = el_topics_or_exit(&compacted);
 
 		if (topics == NIL)
 			el_record_round(0, 0, NULL, true);
 		foreach(lc, topics)
 		{
 			CHECK_FOR_INTERRUPTS();
-			el_maintain_one(lfirst_int(lc), round_cxt, lc == list_head(topics));
+			el_maintain_one(lfirst_int(lc), round_cxt, lc == list_head(topics),
+							"SELECT action FROM " EL_SCHEMA_NAME "._maintain_topic($1)");
+		}
+
+		/*
+		 * Compaction in transactions of their own, after the topic's
+		 * round: a rewrite can take a while, and must not hold the
+		 * partitions' routing locks that the round takes (counter recovery
+		 * waits for them).
+		 */
+		foreach(lc, compacted)
+		{
+			CHECK_FOR_INTERRUPTS();
+			el_maintain_one(lfirst_int(lc), round_cxt, false,
+							"SELECT action FROM " EL_SCHEMA_NAME "._compact_topic($1, false)");
 		}
 		list_free(topics);
+		list_free(compacted);
 		el_kafka_expire_groups(round_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 

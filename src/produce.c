@@ -50,10 +50,28 @@ PG_FUNCTION_INFO_V1(el_produce_batch);
 static uint32 el_round_robin = 0;
 static bool el_round_robin_set = false;
 
+/*
+ * A compacted topic keeps the latest record of each key: a record without
+ * one could never be superseded, so it is refused, as Kafka refuses it
+ * (every produce path and change capture choose a partition here).
+ */
+static void
+el_check_compacted_key(ElTopic *topic, const ElRecordIn *rec)
+{
+	if (topic->compacted && rec->key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("topic \"%s\" is compacted and refuses records without a key",
+						topic->name),
+				 errdetail("Compaction keeps the latest record of each key, so every record needs one."),
+				 errhint("Give the record a key, or change the topic's cleanup_policy to 'delete'.")));
+}
+
 static int32
 el_choose_partition(ElTopic *topic, const ElRecordIn *rec, bool explicit_set,
 					int32 explicit_partition)
 {
+	el_check_compacted_key(topic, rec);
 	if (explicit_set)
 	{
 		el_check_partition(topic, explicit_partition);
@@ -343,6 +361,7 @@ el_batch_partition(ElTopic *topic, const ElRecordIn *rec, bool explicit_set,
 {
 	if (rec->key == NULL && !explicit_set)
 	{
+		el_check_compacted_key(topic, rec);
 		if (*sticky < 0)
 			*sticky = el_choose_partition(topic, rec, false, 0);
 		return *sticky;

@@ -89,8 +89,30 @@ el_scan_open_segment(ElScan *s)
 	if (s->segno >= meta->nsegments)
 		return false;
 	seg = &meta->segments[s->segno];
-	if (!OidIsValid(seg->relid) ||
-		(s->rel = try_relation_open(seg->relid, AccessShareLock)) == NULL)
+	s->rel = OidIsValid(seg->relid) ?
+		try_relation_open(seg->relid, AccessShareLock) : NULL;
+
+	/*
+	 * Compaction replaces a segment's table by a new one of the same name
+	 * (compaction.sql), in a transaction that holds the old one exclusively
+	 * until it commits: a reader whose segment list predates the swap waits
+	 * for that commit in try_relation_open, finds the old table gone, and
+	 * reads on in the new one.  Its rows are frozen (compact.c), so the
+	 * snapshot this scan took before the swap sees them.  Retried, in case
+	 * another round swapped the segment again meanwhile.
+	 */
+	for (int retry = 0; s->rel == NULL && retry < 3; retry++)
+	{
+		Oid			relid = el_segment_relid_now(s->point->topic,
+												 s->point->partition,
+												 seg->segment_no);
+
+		if (!OidIsValid(relid) || relid == seg->relid)
+			break;
+		seg->relid = relid;
+		s->rel = try_relation_open(relid, AccessShareLock);
+	}
+	if (s->rel == NULL)
 	{
 		if (s->missing_ok)
 		{

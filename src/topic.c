@@ -266,6 +266,55 @@ el_segment_row_cmp(const void *a, const void *b)
 }
 
 /*
+ * The table of a segment as the catalog names it now, InvalidOid if the
+ * segment is gone.  Compaction swaps a segment's table for a new one of the
+ * same name (compaction.sql): a reader whose cached segment list holds the
+ * old table's OID finds the new one here (scan.c), and updates its cache
+ * entry in place, as the reload the swap's invalidation brings would.
+ */
+Oid
+el_segment_relid_now(ElTopic *topic, int32 partition, int32 segment_no)
+{
+	Oid			nsp = el_schema_oid();
+	Snapshot	snapshot;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData keys[3];
+	HeapTuple	tup;
+	Datum		values[3];
+	Oid			relid = InvalidOid;
+	static const char *const by_segment[] = {"topic_id", "partition", "segment_no"};
+
+	el_find_catalog(nsp);
+	if (!OidIsValid(el_catalog_relids[2]))
+		return InvalidOid;
+	if (!OidIsValid(el_cache_segnsp))
+		el_cache_segnsp = el_segment_schema_oid();
+	values[0] = Int32GetDatum(topic->topic_id);
+	values[1] = Int32GetDatum(partition);
+	values[2] = Int32GetDatum(segment_no);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	rel = table_open(el_catalog_relids[2], AccessShareLock);
+	scan = el_catalog_scan(rel, "segment_catalog_pkey", nsp, snapshot,
+						   3, by_segment, values, keys);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup,
+									 el_catalog_attnum(el_catalog_relids[2], "table_name"),
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			relid = get_relname_relid(NameStr(*DatumGetName(d)), el_cache_segnsp);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	UnregisterSnapshot(snapshot);
+	return relid;
+}
+
+/*
  * Load one topic from the catalog into "entry"; false if there is none.
  *
  * Through the catalog tables' indexes (genam), not SPI: every backend
@@ -345,6 +394,20 @@ el_topic_load(ElTopic *entry, const char *name)
 
 			entry->binary = !isnull &&
 				strcmp(TextDatumGetCString(format), "binary") == 0;
+		}
+
+		/* A catalog older than 0.3.0 has no compaction. */
+		entry->compacted = false;
+		{
+			AttrNumber	policy_att = get_attnum(el_catalog_relids[0], "cleanup_policy");
+
+			if (policy_att != InvalidAttrNumber)
+			{
+				Datum		policy = heap_getattr(tup, policy_att, desc, &isnull);
+
+				entry->compacted = !isnull &&
+					strncmp(TextDatumGetCString(policy), "compact", 7) == 0;
+			}
 		}
 
 		/*
@@ -515,6 +578,7 @@ el_topic_lookup_internal(text *name_text, bool missing_ok)
 		entry->topic_id = loaded.topic_id;
 		entry->npartitions = loaded.npartitions;
 		entry->binary = loaded.binary;
+		entry->compacted = loaded.compacted;
 		entry->parts = loaded.parts;
 		entry->legacy_acl = loaded.legacy_acl;
 		entry->owner = loaded.owner;

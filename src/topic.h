@@ -50,6 +50,7 @@ typedef struct ElTopic
 	int32		topic_id;
 	int32		npartitions;
 	bool		binary;			/* topic_catalog.format: 'binary', not 'json' */
+	bool		compacted;		/* cleanup_policy 'compact' or 'compact,delete' */
 	ElPartitionMeta *parts;
 	bool		legacy_acl;		/* a 0.1.0 catalog, not updated yet: no owner */
 	Oid			owner;			/* topic_catalog.owner */
@@ -71,6 +72,7 @@ extern void el_check_topic_name(const char *name, int len);
 extern void el_topic_invalidate(void);
 extern void el_watch_catalog(void);
 extern Oid	el_segment_schema_oid(void);
+extern Oid	el_segment_relid_now(ElTopic *topic, int32 partition, int32 segment_no);
 extern void el_check_partition(ElTopic *topic, int32 partition);
 extern ElSegment *el_find_segment(ElTopic *topic, int32 partition, int32 segno);
 /* What a call refused during recovery was about to do. */

@@ -23,7 +23,14 @@ CREATE TABLE @extschema@.topic_catalog (
     -- values, eventlog.header[] headers (Kafka's records, byte for byte).
     -- Set when the topic is created, never changed.
     format            text NOT NULL DEFAULT 'json'
-                      CHECK (format OPERATOR(pg_catalog.=) ANY (ARRAY['json', 'binary']))
+                      CHECK (format OPERATOR(pg_catalog.=) ANY (ARRAY['json', 'binary'])),
+    -- Log compaction (Kafka's cleanup.policy, delete.retention.ms,
+    -- min.compaction.lag.ms, max.compaction.lag.ms): see compaction.sql.
+    cleanup_policy    text NOT NULL DEFAULT 'delete'
+                      CHECK (cleanup_policy OPERATOR(pg_catalog.=) ANY (ARRAY['delete', 'compact', 'compact,delete'])),
+    delete_retention  interval NOT NULL DEFAULT '1 day',
+    min_compaction_lag interval NOT NULL DEFAULT '0',
+    max_compaction_lag interval
 );
 COMMENT ON TABLE @extschema@.topic_catalog IS
 'pg_eventlog topics and their settings (use eventlog.create_topic, alter_topic and drop_topic to change them)';

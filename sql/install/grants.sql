@@ -8,6 +8,9 @@
 REVOKE ALL ON FUNCTION
     @extschema@._activate_segment_at_commit(integer, integer, integer),
     @extschema@._add_partitions(integer, integer, integer),
+    @extschema@._compact_partition(@extschema@.topic_catalog, integer, boolean),
+    @extschema@._compact_segments(integer, integer, name[], timestamptz),
+    @extschema@._compact_topic(integer, boolean),
     @extschema@._create_segment(integer, integer, integer, bigint),
     @extschema@._forget_topic(integer),
     @extschema@._group_lock_key(integer, text, integer),

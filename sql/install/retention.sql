@@ -124,6 +124,9 @@ BEGIN
              ORDER BY s.segment_no LIMIT 1;
             -- Every offset of the segment must be stable: none in flight.
             EXIT WHEN nxt IS NULL OR nxt > stable;
+            -- A topic that is only compacted keeps its segments (Kafka's
+            -- cleanup.policy=compact): compaction thins them out instead.
+            EXIT WHEN t.cleanup_policy = 'compact';
             SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
             EXIT WHEN NOT (
                 (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
@@ -178,7 +181,12 @@ BEGIN
         seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
         IF oldest < pg_catalog.now() - t.segment_interval
            OR seg_bytes >= t.segment_bytes
-           OR (t.retention IS NOT NULL AND newest < pg_catalog.now() - t.retention) THEN
+           OR (t.retention IS NOT NULL AND t.cleanup_policy <> 'compact'
+               AND newest < pg_catalog.now() - t.retention)
+           -- The active segment is never compacted: max_compaction_lag
+           -- bounds how long a record may stay there.
+           OR (t.cleanup_policy <> 'delete' AND t.max_compaction_lag IS NOT NULL
+               AND oldest < pg_catalog.now() - t.max_compaction_lag) THEN
             SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
              WHERE s.topic_id = t.topic_id AND s.partition = p
                AND s.segment_no = rt.active_segment + 1;

@@ -240,6 +240,61 @@ COMMENT ON FUNCTION @extschema@._check_topic_settings(interval, bigint, interval
 'internal: validates retention and segment settings';
 
 /*
+ * Compaction settings (Kafka's cleanup.policy, delete.retention.ms,
+ * min.compaction.lag.ms, max.compaction.lag.ms).  Returns the policy in
+ * its one stored spelling: Kafka takes the list in any order.
+ */
+CREATE FUNCTION @extschema@._check_compaction_settings(
+    cleanup_policy text, delete_retention interval,
+    min_compaction_lag interval, max_compaction_lag interval)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    policy text := pg_catalog.lower(pg_catalog.replace(cleanup_policy, ' ', ''));
+BEGIN
+    IF cleanup_policy IS NULL THEN
+        RAISE EXCEPTION 'cleanup_policy must not be null'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A topic''s cleanup policy is ''delete'', ''compact'' or ''compact,delete''.';
+    END IF;
+    IF policy = 'delete,compact' THEN
+        policy := 'compact,delete';
+    END IF;
+    IF policy NOT IN ('delete', 'compact', 'compact,delete') THEN
+        RAISE EXCEPTION 'invalid cleanup policy "%"', left(cleanup_policy, 100)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A topic''s cleanup policy is ''delete'', ''compact'' or ''compact,delete''.';
+    END IF;
+    IF delete_retention IS NULL OR delete_retention < interval '0' THEN
+        RAISE EXCEPTION 'delete_retention must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(delete_retention::text, 'NULL'));
+    END IF;
+    IF min_compaction_lag IS NULL OR min_compaction_lag < interval '0' THEN
+        RAISE EXCEPTION 'min_compaction_lag must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The value given was %s.', coalesce(min_compaction_lag::text, 'NULL'));
+    END IF;
+    IF max_compaction_lag <= interval '0' THEN
+        RAISE EXCEPTION 'max_compaction_lag must be positive'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use NULL for no maximum.';
+    END IF;
+    IF max_compaction_lag < min_compaction_lag THEN
+        RAISE EXCEPTION 'max_compaction_lag must not be less than min_compaction_lag'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('max_compaction_lag is %s and min_compaction_lag is %s.',
+                                  max_compaction_lag, min_compaction_lag);
+    END IF;
+    RETURN policy;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._check_compaction_settings(text, interval, interval, interval) IS
+'internal: validates compaction settings and returns the cleanup policy as stored';
+
+/*
  * Topic commands: create_topic, drop_topic, alter_topic.  Each public
  * function is the C gate el_gate (src/acl.c), which notes its caller and
  * calls the SECURITY DEFINER function of the same name with a leading
@@ -253,7 +308,11 @@ CREATE FUNCTION @extschema@._create_topic(
     retention_bytes bigint DEFAULT NULL,
     segment_interval interval DEFAULT '1 day',
     segment_bytes bigint DEFAULT 1073741824,
-    format text DEFAULT 'json')
+    format text DEFAULT 'json',
+    cleanup_policy text DEFAULT 'delete',
+    delete_retention interval DEFAULT '1 day',
+    min_compaction_lag interval DEFAULT '0',
+    max_compaction_lag interval DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER
@@ -281,6 +340,8 @@ BEGIN
             USING ERRCODE = '22023',
                   HINT = 'A topic''s format is ''json'' (text keys, jsonb values and headers) or ''binary'' (bytea keys and values, eventlog.header[] headers).';
     END IF;
+    cleanup_policy := @extschema@._check_compaction_settings(cleanup_policy, delete_retention,
+                                                             min_compaction_lag, max_compaction_lag);
     -- Serialise topic creation, so that two sessions creating the same name
     -- get a clear error instead of a unique violation.
     LOCK TABLE @extschema@.topic_catalog IN SHARE ROW EXCLUSIVE MODE;
@@ -290,16 +351,18 @@ BEGIN
     END IF;
     INSERT INTO @extschema@.topic_catalog AS t
            (name, partitions, retention, retention_bytes, segment_interval, segment_bytes, owner,
-            format)
+            format, cleanup_policy, delete_retention, min_compaction_lag, max_compaction_lag)
     VALUES (topic, partitions, retention, retention_bytes, segment_interval, segment_bytes,
-            @extschema@._caller(), _create_topic.format)
+            @extschema@._caller(), _create_topic.format, _create_topic.cleanup_policy,
+            _create_topic.delete_retention, _create_topic.min_compaction_lag,
+            _create_topic.max_compaction_lag)
     RETURNING t.topic_id INTO new_id;
     PERFORM @extschema@._add_partitions(new_id, 0, partitions - 1);
 END
 $$;
-COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text) IS
+COMMENT ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) IS
 'internal: the body of eventlog.create_topic, run as the extension owner on behalf of the caller eventlog.create_topic notes (see src/acl.c)';
-REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.create_topic(
     topic text,
@@ -308,14 +371,18 @@ CREATE FUNCTION @extschema@.create_topic(
     retention_bytes bigint DEFAULT NULL,
     segment_interval interval DEFAULT '1 day',
     segment_bytes bigint DEFAULT 1073741824,
-    format text DEFAULT 'json')
+    format text DEFAULT 'json',
+    cleanup_policy text DEFAULT 'delete',
+    delete_retention interval DEFAULT '1 day',
+    min_compaction_lag interval DEFAULT '0',
+    max_compaction_lag interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'el_gate'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text) IS
-'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition; format ''json'' (text keys, jsonb values and headers: produce, read) or ''binary'' (Kafka''s bytes: produce_binary, read_binary), fixed for the topic''s life';
+COMMENT ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) IS
+'creates a topic of that many partitions; retention NULL keeps records forever, retention_bytes is per partition; format ''json'' (text keys, jsonb values and headers: produce, read) or ''binary'' (Kafka''s bytes: produce_binary, read_binary), fixed for the topic''s life; cleanup_policy ''compact'' or ''compact,delete'' keeps the latest record of each key (see eventlog.compact)';
 -- Who may create topics: those granted EXECUTE on create_topic.
-REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.create_topic(text, integer, interval, bigint, interval, bigint, text, text, interval, interval, interval) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@._drop_topic(topic text, if_exists boolean DEFAULT false)
 RETURNS void
@@ -385,7 +452,11 @@ CREATE FUNCTION @extschema@._alter_topic(
     retention interval DEFAULT NULL,
     retention_bytes bigint DEFAULT NULL,
     segment_interval interval DEFAULT NULL,
-    segment_bytes bigint DEFAULT NULL)
+    segment_bytes bigint DEFAULT NULL,
+    cleanup_policy text DEFAULT NULL,
+    delete_retention interval DEFAULT NULL,
+    min_compaction_lag interval DEFAULT NULL,
+    max_compaction_lag interval DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER
@@ -395,6 +466,8 @@ DECLARE
     cur @extschema@.topic_catalog;
     new_retention interval;
     new_retention_bytes bigint;
+    new_policy text;
+    new_max_lag interval;
 BEGIN
     PERFORM @extschema@._require_shmem();
     PERFORM @extschema@._check_topic_name(topic);
@@ -433,6 +506,15 @@ BEGIN
     PERFORM @extschema@._check_topic_settings(new_retention, new_retention_bytes,
         coalesce(segment_interval, cur.segment_interval),
         coalesce(segment_bytes, cur.segment_bytes));
+    -- A negative max_compaction_lag removes it, as for retention.
+    new_max_lag := CASE WHEN max_compaction_lag IS NULL THEN cur.max_compaction_lag
+                        WHEN max_compaction_lag < interval '0' THEN NULL
+                        ELSE max_compaction_lag END;
+    new_policy := @extschema@._check_compaction_settings(
+        coalesce(cleanup_policy, cur.cleanup_policy),
+        coalesce(delete_retention, cur.delete_retention),
+        coalesce(min_compaction_lag, cur.min_compaction_lag),
+        new_max_lag);
     IF partitions IS NOT NULL AND partitions < cur.partitions THEN
         RAISE EXCEPTION 'cannot reduce the number of partitions of topic "%"', topic
             USING ERRCODE = 'invalid_parameter_value',
@@ -448,13 +530,17 @@ BEGIN
            retention = new_retention,
            retention_bytes = new_retention_bytes,
            segment_interval = coalesce(_alter_topic.segment_interval, cur.segment_interval),
-           segment_bytes = coalesce(_alter_topic.segment_bytes, cur.segment_bytes)
+           segment_bytes = coalesce(_alter_topic.segment_bytes, cur.segment_bytes),
+           cleanup_policy = new_policy,
+           delete_retention = coalesce(_alter_topic.delete_retention, cur.delete_retention),
+           min_compaction_lag = coalesce(_alter_topic.min_compaction_lag, cur.min_compaction_lag),
+           max_compaction_lag = new_max_lag
      WHERE t.topic_id = cur.topic_id;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) IS
+COMMENT ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint, text, interval, interval, interval) IS
 'internal: the body of eventlog.alter_topic, run as the extension owner on behalf of the caller eventlog.alter_topic notes (see src/acl.c)';
-REVOKE ALL ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._alter_topic(text, integer, interval, bigint, interval, bigint, text, interval, interval, interval) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.alter_topic(
     topic text,
@@ -462,9 +548,13 @@ CREATE FUNCTION @extschema@.alter_topic(
     retention interval DEFAULT NULL,
     retention_bytes bigint DEFAULT NULL,
     segment_interval interval DEFAULT NULL,
-    segment_bytes bigint DEFAULT NULL)
+    segment_bytes bigint DEFAULT NULL,
+    cleanup_policy text DEFAULT NULL,
+    delete_retention interval DEFAULT NULL,
+    min_compaction_lag interval DEFAULT NULL,
+    max_compaction_lag interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'el_gate'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.alter_topic(text, integer, interval, bigint, interval, bigint) IS
+COMMENT ON FUNCTION @extschema@.alter_topic(text, integer, interval, bigint, interval, bigint, text, interval, interval, interval) IS
 'changes a topic''s settings: NULL leaves one unchanged, a negative retention or retention_bytes removes that limit; partitions can only grow (keys then hash over the new count, as in Kafka)';

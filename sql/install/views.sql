@@ -167,12 +167,13 @@ CREATE VIEW @extschema@.topics AS
            t.segment_interval, t.segment_bytes,
            coalesce(sum(p.records), 0)::bigint AS records,
            coalesce(sum(p.bytes), 0)::bigint AS bytes,
-           t.created_at, t.owner, t.format
+           t.created_at, t.owner, t.format,
+           t.cleanup_policy, t.delete_retention, t.min_compaction_lag, t.max_compaction_lag
       FROM @extschema@.topic_catalog t
       LEFT JOIN @extschema@.partitions p ON p.topic = t.name
      GROUP BY t.topic_id;
 COMMENT ON VIEW @extschema@.topics IS
-'one row per topic: its settings, the records (offsets) and bytes it holds, its owner, and its format (json or binary)';
+'one row per topic: its settings, the records (offsets) and bytes it holds, its owner, its format (json or binary), and its compaction settings';
 
 CREATE VIEW @extschema@.topic_privileges AS
     SELECT t.name AS topic, g.grantee, g.privilege

@@ -58,7 +58,11 @@ static const char *const settings_sql =
 "       coalesce((EXTRACT(epoch FROM t.retention) * 1000)::pg_catalog.int8, -1),"
 "       coalesce(t.retention_bytes, -1),"
 "       (EXTRACT(epoch FROM t.segment_interval) * 1000)::pg_catalog.int8,"
-"       t.segment_bytes, t.format"
+"       t.segment_bytes, t.format, t.cleanup_policy,"
+"       (EXTRACT(epoch FROM t.delete_retention) * 1000)::pg_catalog.int8,"
+"       (EXTRACT(epoch FROM t.min_compaction_lag) * 1000)::pg_catalog.int8,"
+"       coalesce((EXTRACT(epoch FROM t.max_compaction_lag) * 1000)::pg_catalog.int8,"
+"                9223372036854775807)"
 "  FROM eventlog.topic_catalog t"
 " WHERE ($1::pg_catalog.text IS NOT NULL AND t.name OPERATOR(pg_catalog.=) $1::pg_catalog.text)"
 "    OR t.topic_id OPERATOR(pg_catalog.=) $2::pg_catalog.int4";
@@ -91,6 +95,10 @@ kadmin_topic_settings(KConn *conn, const char *name, int32_t topic_id,
 	out->segment_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
 	out->segment_bytes = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
 	snprintf(out->format, sizeof(out->format), "%s", PQgetvalue(res, 0, 7));
+	snprintf(out->cleanup_policy, sizeof(out->cleanup_policy), "%s", PQgetvalue(res, 0, 8));
+	out->delete_retention_ms = strtoll(PQgetvalue(res, 0, 9), NULL, 10);
+	out->min_compaction_lag_ms = strtoll(PQgetvalue(res, 0, 10), NULL, 10);
+	out->max_compaction_lag_ms = strtoll(PQgetvalue(res, 0, 11), NULL, 10);
 	PQclear(res);
 	return 1;
 }
@@ -112,13 +120,13 @@ kadmin_topic_configs(const KTopicSettings *t, KConfigEntry out[K_TOPIC_NCONFIGS]
 {
 	int			n = 0;
 
-	/* Retention removes whole segments: there is no compaction. */
 	out[n].name = "cleanup.policy";
-	snprintf(out[n].value, sizeof(out[n].value), "delete");
-	out[n].read_only = true;
-	out[n].source = KCFG_SOURCE_DEFAULT;
+	snprintf(out[n].value, sizeof(out[n].value), "%s", t->cleanup_policy);
+	out[n].read_only = false;	/* eventlog.alter_topic changes it */
+	out[n].source = strcmp(t->cleanup_policy, "delete") == 0 ?
+		KCFG_SOURCE_DEFAULT : KCFG_SOURCE_TOPIC;
 	out[n].type = KCFG_TYPE_LIST;
-	out[n].doc = "Only delete: retention drops whole segments; pg_eventlog has no compaction.";
+	out[n].doc = "delete: retention drops whole segments; compact: compaction keeps the latest record of each key (eventlog.topics.cleanup_policy).";
 	n++;
 	set_entry(&out[n++], "retention.ms", t->retention_ms, K_DEFAULT_RETENTION_MS,
 			  KCFG_TYPE_LONG, "The topic's retention (eventlog.topics.retention); -1: forever.");
@@ -128,6 +136,15 @@ kadmin_topic_configs(const KTopicSettings *t, KConfigEntry out[K_TOPIC_NCONFIGS]
 			  KCFG_TYPE_LONG, "The age at which a partition's segment rolls (eventlog.topics.segment_interval).");
 	set_entry(&out[n++], "segment.bytes", t->segment_bytes, K_DEFAULT_SEGMENT_BYTES,
 			  KCFG_TYPE_LONG, "The size at which a partition's segment rolls (eventlog.topics.segment_bytes).");
+	set_entry(&out[n++], "delete.retention.ms", t->delete_retention_ms,
+			  K_DEFAULT_DELETE_RETENTION_MS, KCFG_TYPE_LONG,
+			  "How long compaction keeps a tombstone (eventlog.topics.delete_retention).");
+	set_entry(&out[n++], "min.compaction.lag.ms", t->min_compaction_lag_ms, 0,
+			  KCFG_TYPE_LONG,
+			  "The age below which records are not compacted (eventlog.topics.min_compaction_lag).");
+	set_entry(&out[n++], "max.compaction.lag.ms", t->max_compaction_lag_ms,
+			  K_NO_MAX_COMPACTION_LAG, KCFG_TYPE_LONG,
+			  "The age by which a record can be compacted (eventlog.topics.max_compaction_lag).");
 	/* Not a Kafka config: what SQL sees of the records. */
 	out[n].name = "eventlog.format";
 	snprintf(out[n].value, sizeof(out[n].value), "%s", t->format);

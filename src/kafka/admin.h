@@ -48,6 +48,8 @@
 #define K_DEFAULT_RETENTION_BYTES	(-1LL)	/* NULL: no limit */
 #define K_DEFAULT_SEGMENT_MS		86400000LL	/* '1 day' */
 #define K_DEFAULT_SEGMENT_BYTES		1073741824LL
+#define K_DEFAULT_DELETE_RETENTION_MS	86400000LL	/* '1 day' */
+#define K_NO_MAX_COMPACTION_LAG		9223372036854775807LL	/* Kafka's Long.MAX_VALUE */
 /* Partitions of a topic created with num_partitions -1. */
 #define K_DEFAULT_PARTITIONS		1
 
@@ -62,6 +64,10 @@ typedef struct KTopicSettings
 	int64_t		segment_ms;
 	int64_t		segment_bytes;
 	char		format[8];		/* "json" or "binary" */
+	char		cleanup_policy[16]; /* delete, compact or compact,delete */
+	int64_t		delete_retention_ms;
+	int64_t		min_compaction_lag_ms;
+	int64_t		max_compaction_lag_ms;	/* K_NO_MAX_COMPACTION_LAG: none */
 } KTopicSettings;
 
 /* One topic config, as DescribeConfigs and CreateTopics v5+ write it. */
@@ -75,7 +81,7 @@ typedef struct KConfigEntry
 	const char *doc;
 } KConfigEntry;
 
-#define K_TOPIC_NCONFIGS	6
+#define K_TOPIC_NCONFIGS	9
 
 /* A NUL-terminated copy of a slice (malloc), NULL when out of memory. */
 extern char *kslice_dup(KSlice s);

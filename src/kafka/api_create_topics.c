@@ -14,7 +14,8 @@
  * INVALID_REPLICATION_FACTOR rather than silently given less.  Manual
  * assignments are refused (the gateways decide leaders).  Configs map to
  * create_topic's settings: retention.ms, retention.bytes, segment.ms,
- * segment.bytes, and cleanup.policy=delete; compaction does not exist and
+ * segment.bytes, cleanup.policy (delete, compact or both),
+ * delete.retention.ms, min.compaction.lag.ms and max.compaction.lag.ms;
  * any other config is INVALID_CONFIG, so nothing a client asked for is
  * silently dropped.
  *
@@ -47,6 +48,13 @@ typedef struct CtTopic
 	int64_t		retention_bytes;
 	int64_t		segment_ms;
 	int64_t		segment_bytes;
+	const char *cleanup_policy; /* NULL: the default */
+	bool		has_delete_retention_ms;
+	bool		has_min_lag_ms;
+	bool		has_max_lag_ms;
+	int64_t		delete_retention_ms;
+	int64_t		min_lag_ms;
+	int64_t		max_lag_ms;
 	int16_t		error;
 	char		message[240];
 	bool		have_settings;
@@ -112,16 +120,24 @@ take_config(CtTopic *t, KSlice name, KSlice value)
 	}
 	if (slice_is(name, "cleanup.policy"))
 	{
-		if (!slice_is(value, "delete"))
+		if (slice_is(value, "delete"))
+			t->cleanup_policy = "delete";
+		else if (slice_is(value, "compact"))
+			t->cleanup_policy = "compact";
+		else if (slice_is(value, "compact,delete") || slice_is(value, "delete,compact"))
+			t->cleanup_policy = "compact,delete";
+		else
 			ct_fail(t, KERR_INVALID_CONFIG,
-					"cleanup.policy must be delete: pg_eventlog has no log compaction%s", "");
+					"cleanup.policy must be delete, compact or compact,delete%s", "");
 		return;
 	}
 	if (!slice_is(name, "retention.ms") && !slice_is(name, "retention.bytes") &&
-		!slice_is(name, "segment.ms") && !slice_is(name, "segment.bytes"))
+		!slice_is(name, "segment.ms") && !slice_is(name, "segment.bytes") &&
+		!slice_is(name, "delete.retention.ms") && !slice_is(name, "min.compaction.lag.ms") &&
+		!slice_is(name, "max.compaction.lag.ms"))
 	{
 		ct_fail(t, KERR_INVALID_CONFIG,
-				"unsupported topic config %s: pg_eventlog knows retention.ms, retention.bytes, segment.ms, segment.bytes and cleanup.policy=delete", shown);
+				"unsupported topic config %s: pg_eventlog knows retention.*, segment.*, cleanup.policy, delete.retention.ms and *.compaction.lag.ms", shown);
 		return;
 	}
 	if (!parse_long(value, &v))
@@ -143,9 +159,25 @@ take_config(CtTopic *t, KSlice name, KSlice value)
 			t->has_retention_bytes = true, t->retention_bytes = v;
 		return;
 	}
+	if (slice_is(name, "delete.retention.ms") || slice_is(name, "min.compaction.lag.ms"))
+	{
+		/* create_topic checks the rest (22023: INVALID_CONFIG). */
+		if (slice_is(name, "delete.retention.ms"))
+			t->has_delete_retention_ms = true, t->delete_retention_ms = v;
+		else
+			t->has_min_lag_ms = true, t->min_lag_ms = v;
+		return;
+	}
 	if (v <= 0)
 	{
 		ct_fail(t, KERR_INVALID_CONFIG, "config %s must be positive", shown);
+		return;
+	}
+	if (slice_is(name, "max.compaction.lag.ms"))
+	{
+		/* Kafka's default, Long.MAX_VALUE, is no maximum. */
+		t->has_max_lag_ms = v != K_NO_MAX_COMPACTION_LAG;
+		t->max_lag_ms = v;
 		return;
 	}
 	if (slice_is(name, "segment.ms"))
@@ -174,8 +206,8 @@ static void
 create_one(KConn *conn, CtTopic *t, bool validate_only)
 {
 	char		sql[1024];
-	char		pbuf[5][32];
-	const char *params[6];
+	char		pbuf[9][32];
+	const char *params[10];
 	int			np = 0;
 	char		sqlstate[6];
 	char		msg[200];
@@ -224,6 +256,36 @@ create_one(KConn *conn, CtTopic *t, bool validate_only)
 		params[np++] = pbuf[4];
 		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
 				 ", segment_bytes => $%d::pg_catalog.int8", np);
+	}
+	if (t->cleanup_policy)
+	{
+		params[np++] = t->cleanup_policy;
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+				 ", cleanup_policy => $%d::pg_catalog.text", np);
+	}
+	if (t->has_delete_retention_ms)
+	{
+		snprintf(pbuf[5], sizeof(pbuf[5]), "%lld", (long long) t->delete_retention_ms);
+		params[np++] = pbuf[5];
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+				 ", delete_retention => pg_catalog.justify_hours($%d::pg_catalog.int8 * interval '1 millisecond')",
+				 np);
+	}
+	if (t->has_min_lag_ms)
+	{
+		snprintf(pbuf[6], sizeof(pbuf[6]), "%lld", (long long) t->min_lag_ms);
+		params[np++] = pbuf[6];
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+				 ", min_compaction_lag => pg_catalog.justify_hours($%d::pg_catalog.int8 * interval '1 millisecond')",
+				 np);
+	}
+	if (t->has_max_lag_ms)
+	{
+		snprintf(pbuf[7], sizeof(pbuf[7]), "%lld", (long long) t->max_lag_ms);
+		params[np++] = pbuf[7];
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+				 ", max_compaction_lag => pg_catalog.justify_hours($%d::pg_catalog.int8 * interval '1 millisecond')",
+				 np);
 	}
 	snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), ")%s",
 			 validate_only ? K_VALIDATE_GUARD : "");

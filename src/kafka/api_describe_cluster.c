@@ -28,7 +28,8 @@
 static const char *const may_create_sql =
 "SELECT pg_catalog.has_function_privilege("
 "'eventlog.create_topic(pg_catalog.text, pg_catalog.int4, pg_catalog.interval, pg_catalog.int8,"
-" pg_catalog.interval, pg_catalog.int8, pg_catalog.text)', 'EXECUTE')";
+" pg_catalog.interval, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.interval,"
+" pg_catalog.interval, pg_catalog.interval)', 'EXECUTE')";
 
 KHandlerResult
 khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *w)

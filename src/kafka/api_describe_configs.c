@@ -5,9 +5,10 @@
  *	  eventlog.topic_catalog as Kafka's topic configs (admin.c lists
  *	  them), and a short, honest list for a broker.
  *
- * A topic's configs are cleanup.policy (always delete: there is no
- * compaction), retention.ms, retention.bytes, segment.ms, segment.bytes,
- * and eventlog.format (not Kafka's: binary or json).  Their source is
+ * A topic's configs are cleanup.policy, retention.ms, retention.bytes,
+ * segment.ms, segment.bytes, delete.retention.ms, min.compaction.lag.ms,
+ * max.compaction.lag.ms, and eventlog.format (not Kafka's: binary or
+ * json).  Their source is
  * DEFAULT_CONFIG when the value is create_topic's default and
  * DYNAMIC_TOPIC_CONFIG otherwise.  The catalog is public (anyone may read
  * eventlog.topics), so any role may describe any topic.

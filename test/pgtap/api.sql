@@ -8,9 +8,9 @@ SELECT has_schema('eventlog');
 SELECT has_function('eventlog', 'produce', ARRAY['text', 'text', 'jsonb', 'jsonb', 'integer', 'timestamp with time zone']);
 SELECT has_function('eventlog', 'produce_batch', ARRAY['text', 'text[]', 'jsonb[]', 'jsonb[]', 'integer', 'timestamp with time zone[]']);
 SELECT has_function('eventlog', 'read', ARRAY['text', 'integer', 'bigint', 'integer', 'interval']);
-SELECT has_function('eventlog', 'create_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint', 'text']);
+SELECT has_function('eventlog', 'create_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint', 'text', 'text', 'interval', 'interval', 'interval']);
 SELECT has_function('eventlog', 'drop_topic', ARRAY['text', 'boolean']);
-SELECT has_function('eventlog', 'alter_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint']);
+SELECT has_function('eventlog', 'alter_topic', ARRAY['text', 'integer', 'interval', 'bigint', 'interval', 'bigint', 'text', 'interval', 'interval', 'interval']);
 SELECT has_function('eventlog', 'offset_for_time', ARRAY['text', 'integer', 'timestamp with time zone']);
 -- Binary topics' counterparts of produce, produce_batch, read and poll.
 SELECT has_function('eventlog', 'produce_binary', ARRAY['text', 'bytea', 'bytea', 'eventlog.header[]', 'integer', 'timestamp with time zone']);
@@ -71,7 +71,7 @@ SELECT is(
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
         AND has_function_privilege('public', p.oid, 'EXECUTE')),
     ARRAY['_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
-          '_capture_truncate', '_catalog_changed', '_check_group_name', '_check_topic_name',
+          '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_topic_name',
           '_check_topic_settings', '_consumer_group_info', '_grantee',
           '_kafka_await', '_kafka_fetch', '_kafka_group_wait', '_kafka_join_begin', '_kafka_join_check',
           '_kafka_list_offsets', '_kafka_sync_begin', '_kafka_sync_check',
@@ -81,7 +81,7 @@ SELECT is(
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    29, 'fourteen gated bodies, twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+    30, 'fifteen gated bodies, twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 
@@ -115,7 +115,8 @@ SELECT has_view('eventlog', 'topics', 'view eventlog.topics');
 SELECT has_view('eventlog', 'partitions', 'view eventlog.partitions');
 SELECT columns_are('eventlog', 'topics',
     ARRAY['topic', 'partitions', 'retention', 'retention_bytes', 'segment_interval',
-          'segment_bytes', 'records', 'bytes', 'created_at', 'owner', 'format']);
+          'segment_bytes', 'records', 'bytes', 'created_at', 'owner', 'format',
+          'cleanup_policy', 'delete_retention', 'min_compaction_lag', 'max_compaction_lag']);
 SELECT columns_are('eventlog', 'partitions',
     ARRAY['topic', 'partition', 'log_start_offset', 'high_watermark', 'last_stable_offset',
           'stable_offset_holder_pid', 'records', 'bytes', 'segments',
@@ -126,7 +127,7 @@ SELECT is(
     (SELECT array_agg(c.relname::text ORDER BY c.relname)
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
-    ARRAY['group_catalog', 'group_offsets', 'partition_catalog', 'segment_catalog',
+    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'partition_catalog', 'segment_catalog',
           'topic_catalog', 'topic_catalog_topic_id_seq'],
     'catalog tables, group positions and the topic id sequence are marked for pg_dump (group members, live state, are not)');
 

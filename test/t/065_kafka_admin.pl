@@ -121,7 +121,7 @@ is(kcat_topics(), 'ck-a:3,ck-b:1,ck-forever:2,sql-topic:2', 'kcat -L: the new to
 
 ($rc, $out, $err) = run_cmd($python, '-c', $ck_prelude . q{
 show(a.create_topics([NewTopic('ck-a', 1, 1), NewTopic('bad name', 1, 1), NewTopic('..', 1, 1),
-                      NewTopic('x' * 250, 1, 1), NewTopic('ck-compact', 1, 1, config={'cleanup.policy': 'compact'}),
+                      NewTopic('x' * 250, 1, 1), NewTopic('ck-compact', 1, 1, config={'cleanup.policy': 'compacted'}),
                       NewTopic('ck-unknown', 1, 1, config={'min.insync.replicas': '2'}),
                       NewTopic('ck-rf', 1, 3), NewTopic('ck-zero', 1, 1, config={'retention.ms': '0'}),
                       NewTopic('ck-seg', 1, 1, config={'segment.bytes': '100'}),
@@ -154,7 +154,7 @@ like($out, qr/^ck-a retention\.ms 3600000 1 False$/m, 'describe_configs: retenti
 like($out, qr/^ck-a retention\.bytes 1048576 1 False$/m, 'describe_configs: retention.bytes');
 like($out, qr/^ck-a segment\.ms 600000 1 False$/m, 'describe_configs: segment.ms');
 like($out, qr/^ck-a segment\.bytes 1048576 1 False$/m, 'describe_configs: segment.bytes');
-like($out, qr/^ck-a cleanup\.policy delete 5 True$/m, 'describe_configs: cleanup.policy delete, read-only');
+like($out, qr/^ck-a cleanup\.policy delete 5 False$/m, 'describe_configs: cleanup.policy delete, the default');
 like($out, qr/^ck-a eventlog\.format binary 1 True$/m, 'describe_configs: the format');
 like($out, qr/^ck-b retention\.ms 604800000 5 False$/m, 'describe_configs: a default retention.ms');
 like($out, qr/^ck-b retention\.bytes -1 5 False$/m, 'describe_configs: no size limit is -1');
@@ -209,7 +209,7 @@ a.close()
 is($out, <<'EOT', 'kafka-python: create_topics, describe_configs') or diag($err);
 [('kp-a', 0), ('kp-b', 0)]
 TopicAlreadyExistsError 36
-0 kp-a [('cleanup.policy', 'delete'), ('eventlog.format', 'binary'), ('retention.bytes', '2097152'), ('retention.ms', '-1'), ('segment.bytes', '1073741824'), ('segment.ms', '86400000')]
+0 kp-a [('cleanup.policy', 'delete'), ('delete.retention.ms', '86400000'), ('eventlog.format', 'binary'), ('max.compaction.lag.ms', '9223372036854775807'), ('min.compaction.lag.ms', '0'), ('retention.bytes', '2097152'), ('retention.ms', '-1'), ('segment.bytes', '1073741824'), ('segment.ms', '86400000')]
 EOT
 is(sql(q{SELECT string_agg(concat_ws(':', name, partitions, format, coalesce(retention::text, 'forever'),
                                      coalesce(retention_bytes::text, 'none')), ',' ORDER BY name)
@@ -250,7 +250,7 @@ like($out, qr/^resource 2:ck-a error=0 configs=retention\.ms=3600000\/1~1\/t5\/d
 like($out, qr/ ops=1280 rest=0$/, 'DescribeCluster: DESCRIBE and DESCRIBE_CONFIGS, not CREATE');
 is(sql(q{SELECT string_agg(name || ':' || partitions, ',' ORDER BY name) FROM eventlog.topic_catalog WHERE name IN ('plain-t', 'ck-a')}),
     'ck-a:3', 'SQL: nothing changed');
-sql(q{GRANT EXECUTE ON FUNCTION eventlog.create_topic(text, integer, interval, bigint, interval, bigint, text) TO plain});
+sql(q{GRANT EXECUTE ON FUNCTION eventlog.create_topic TO plain});
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $pport, 'cluster', 0, 'ops', 1);
 like($out, qr/ ops=1312 rest=0$/, 'DescribeCluster: and CREATE once it may create topics');
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $pport, 'create', 5, 'create', 'plain-t:1:1');
@@ -265,8 +265,9 @@ $ph->signal('TERM');
 $ph->finish;
 
 # 4. Every version, over the raw protocol.
-my $cfgs = 'cleanup.policy=delete/5/ro,retention.ms=1000/1,retention.bytes=-1/5,segment.ms=86400000/5,'
-  . 'segment.bytes=1073741824/5,eventlog.format=binary/1/ro';
+my $cfgs = 'cleanup.policy=delete/5,retention.ms=1000/1,retention.bytes=-1/5,segment.ms=86400000/5,'
+  . 'segment.bytes=1073741824/5,delete.retention.ms=86400000/5,min.compaction.lag.ms=0/5,'
+  . 'max.compaction.lag.ms=9223372036854775807/5,eventlog.format=binary/1/ro';
 for my $v (0 .. 7)
 {
     ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'create', $v, 'create',
@@ -281,7 +282,7 @@ is(sql(q{SELECT string_agg(name || ':' || partitions || ':' || format || ':' || 
     'pv-0:1:1', 'dup:1:1', 'dup:1:1', 'asg:-1:-1::assign', 'nul:1:1:retention.ms=NULL', 'big:1:1:retention.ms=9223372036854775807');
 is($out, <<'EOT', 'CreateTopics v7 validate_only: errors with messages; a valid topic with its configs, no id');
 topic ck-a error=36 partitions=-1 rf=-1 configs= id=zero msg=topic "ck-a" already exists
-topic vo error=0 partitions=1 rf=1 configs=cleanup.policy=delete/5/ro,retention.ms=604800000/5,retention.bytes=-1/5,segment.ms=86400000/5,segment.bytes=1073741824/5,eventlog.format=binary/1/ro id=zero
+topic vo error=0 partitions=1 rf=1 configs=cleanup.policy=delete/5,retention.ms=604800000/5,retention.bytes=-1/5,segment.ms=86400000/5,segment.bytes=1073741824/5,delete.retention.ms=86400000/5,min.compaction.lag.ms=0/5,max.compaction.lag.ms=9223372036854775807/5,eventlog.format=binary/1/ro id=zero
 topic pv-0 error=36 partitions=-1 rf=-1 configs= id=zero msg=topic "pv-0" already exists
 topic dup error=42 partitions=-1 rf=-1 configs= id=zero msg=topic named more than once in the request
 topic dup error=42 partitions=-1 rf=-1 configs= id=zero msg=topic named more than once in the request
@@ -322,8 +323,8 @@ for my $v (0 .. 4)
     ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'configs', $v,
         '2:ck-a:retention.ms,cleanup.policy,nosuch', '2:nosuch', '4:0:num.partitions', '4:5');
     # name=value/source (v0: is_default)[/ro][~synonym's source][/type/doc]
-    my ($c, $r, $b) = $v == 0 ? ('1/ro', '0', '1/ro') : $v < 3 ? ('5/ro~5', '1~1', '5/ro~5')
-      : ('5/ro~5/t7/doc', '1~1/t5/doc', '5/ro~5/t3/doc');
+    my ($c, $r, $b) = $v == 0 ? ('1', '0', '1/ro') : $v < 3 ? ('5~5', '1~1', '5/ro~5')
+      : ('5~5/t7/doc', '1~1/t5/doc', '5/ro~5/t3/doc');
     is($out, "resource 2:ck-a error=0 configs=cleanup.policy=delete/$c,retention.ms=3600000/$r\n"
         . "resource 2:nosuch error=3 msg=no such topic configs=\n"
         . "resource 4:0 error=0 configs=num.partitions=1/$b\n"
@@ -415,6 +416,31 @@ except KafkaException as e:
 });
 like($out, qr/^_UNSUPPORTED_FEATURE True Idempotent producer not supported by any of the 1 connected broker\(s\)/,
     'librdkafka\'s idempotent producer fails at once with a clear fatal error') or diag($err);
+
+# 7. Compacted topics (issue 17): Kafka's compaction configs map to
+# create_topic's settings, and DescribeConfigs shows them.
+($rc, $out, $err) = run_cmd($python, '-c', $ck_prelude . q{
+show(a.create_topics([NewTopic('ck-compacted', 1, 1, config={'cleanup.policy': 'compact,delete',
+    'delete.retention.ms': '60000', 'min.compaction.lag.ms': '1000', 'max.compaction.lag.ms': '3600000'}),
+                      NewTopic('ck-lags', 1, 1, config={'cleanup.policy': 'compact',
+    'min.compaction.lag.ms': '7200000', 'max.compaction.lag.ms': '3600000'})]))
+fs = a.describe_configs([ConfigResource('topic', 'ck-compacted')])
+for r in fs:
+    for k, e in sorted(fs[r].result(60).items()):
+        if 'compact' in k or 'delete' in k or k == 'cleanup.policy':
+            print(k, e.value, e.source)
+});
+is($out, <<'EOT', 'AdminClient: a compacted topic created and described; bad lags are INVALID_CONFIG') or diag($err);
+ck-compacted ok
+ck-lags INVALID_CONFIG
+cleanup.policy compact,delete 1
+delete.retention.ms 60000 1
+max.compaction.lag.ms 3600000 1
+min.compaction.lag.ms 1000 1
+EOT
+is(sql(q{SELECT concat_ws(':', cleanup_policy, delete_retention, min_compaction_lag, max_compaction_lag)
+           FROM eventlog.topic_catalog WHERE name = 'ck-compacted'}),
+    'compact,delete:00:01:00:00:00:01:01:00:00', 'SQL: the compacted topic\'s settings');
 
 $gwh->signal('TERM');
 $gwh->finish;
