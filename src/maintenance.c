@@ -10,7 +10,9 @@
  * eventlog._maintain_topic() (sql/install/retention.sql), which records
  * active segments, applies retention and rolls segments.  An error in one
  * topic is logged with its context, recorded for the eventlog.maintenance
- * view, and retried next round.
+ * view, and retried next round.  After the topics, the round expires
+ * abandoned Kafka group members and idle idempotent producers
+ * (producer.c).
  *
  * The worker reloads its configuration on SIGHUP (and runs a round at once,
  * so that a new interval applies now) and exits promptly on SIGTERM or
@@ -311,6 +313,7 @@ el_maintenance_main(Datum main_arg)
 		}
 		list_free(topics);
 		el_kafka_expire_groups(round_cxt);
+		el_expire_producers(round_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		/*
