@@ -40,7 +40,11 @@
  */
 #include "pg_eventlog.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -52,9 +56,11 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -76,44 +82,31 @@ PG_FUNCTION_INFO_V1(el_try_lock_producer);
 /* eventlog.producer_id_expiration, in seconds (Kafka's default, 1 day). */
 static int	el_producer_id_expiration = 86400;
 
-typedef enum ElProducerStmt
-{
-	EL_PSTMT_READ,
-	EL_PSTMT_INSERT,
-	EL_PSTMT_UPDATE,
-	EL_PSTMT_COUNT
-} ElProducerStmt;
+/*
+ * The first batch of a producer in a partition inserts its state row with
+ * a statement (foreign keys checked, as the tables' owner); later ones read
+ * and update it directly through the table and index AMs: a statement's
+ * executor start and end cost more than the rest of the check together.
+ */
+static const char *const el_producer_insert_sql =
+"INSERT INTO " EL_SCHEMA_NAME ".producer_state"
+"       (producer_id, topic_id, partition, epoch, first_sequence,"
+"        last_sequence, first_offset, last_used)"
+" VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.now())";
 
-static const char *const el_producer_sql[EL_PSTMT_COUNT] = {
-	[EL_PSTMT_READ] =
-	"SELECT c.epoch, c.owner::pg_catalog.oid, s.epoch, s.first_sequence,"
-	"       s.last_sequence, s.first_offset"
-	"  FROM " EL_SCHEMA_NAME ".producer_catalog c"
-	"  LEFT JOIN " EL_SCHEMA_NAME ".producer_state s"
-	"    ON s.producer_id OPERATOR(pg_catalog.=) c.producer_id"
-	"   AND s.topic_id OPERATOR(pg_catalog.=) $2"
-	"   AND s.partition OPERATOR(pg_catalog.=) $3"
-	" WHERE c.producer_id OPERATOR(pg_catalog.=) $1",
-	[EL_PSTMT_INSERT] =
-	"INSERT INTO " EL_SCHEMA_NAME ".producer_state"
-	"       (producer_id, topic_id, partition, epoch, first_sequence,"
-	"        last_sequence, first_offset, last_used)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.now())",
-	[EL_PSTMT_UPDATE] =
-	"UPDATE " EL_SCHEMA_NAME ".producer_state"
-	"   SET epoch = $4, first_sequence = $5, last_sequence = $6,"
-	"       first_offset = $7, last_used = pg_catalog.now()"
-	" WHERE producer_id OPERATOR(pg_catalog.=) $1"
-	"   AND topic_id OPERATOR(pg_catalog.=) $2"
-	"   AND partition OPERATOR(pg_catalog.=) $3",
+/* The state row's columns (sql/install/producers.sql), checked on use. */
+#define EL_STATE_NATTS 8
+static const Oid el_state_types[EL_STATE_NATTS] = {
+	INT8OID, INT4OID, INT4OID, INT2OID, INT4ARRAYOID, INT4ARRAYOID,
+	INT8ARRAYOID, TIMESTAMPTZOID
+};
+#define EL_CATALOG_NATTS 5
+static const Oid el_catalog_types[EL_CATALOG_NATTS] = {
+	INT8OID, INT2OID, TEXTOID, REGROLEOID, TIMESTAMPTZOID
 };
 
-static const Oid el_producer_argtypes[7] = {
-	INT8OID, INT4OID, INT4OID, INT2OID, INT4ARRAYOID, INT4ARRAYOID, INT8ARRAYOID
-};
-
-/* Saved plans, prepared on first use (the plan cache replans as needed). */
-static SPIPlanPtr el_producer_plans[EL_PSTMT_COUNT];
+/* The INSERT's saved plan, prepared on first use. */
+static SPIPlanPtr el_producer_insert_plan = NULL;
 
 void
 el_producer_init(void)
@@ -198,57 +191,72 @@ el_producer_locktag(LOCKTAG *tag, const ElIdempotence *idem, int32 topic_id,
 	el_locktag(tag, whole_producer ? EL_LOCK_PRODUCER : EL_LOCK_PRODUCER_PARTITION, key);
 }
 
-/* The state tables' owner, as whom their statements run. */
+/* A relation of the extension's schema, by name. */
 static Oid
-el_producer_tables_owner(void)
+el_producer_relid(const char *name)
 {
-	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, false);
-	Oid			relid = get_relname_relid("producer_state", nsp);
-	HeapTuple	tup;
-	Oid			owner;
+	Oid			relid = get_relname_relid(name, get_namespace_oid(EL_SCHEMA_NAME, false));
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("idempotent producers need pg_eventlog 0.3.0"),
 				 errhint("Run ALTER EXTENSION pg_eventlog UPDATE.")));
+	return relid;
+}
+
+/* Refuse a table whose columns are not those the code reads by number. */
+static void
+el_producer_check_shape(Relation rel, int natts, const Oid *types)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		ok = (desc->natts == natts);
+	int			i;
+
+	for (i = 0; ok && i < natts; i++)
+		ok = !TupleDescAttr(desc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == types[i];
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s does not have the columns pg_eventlog made it with",
+						RelationGetRelationName(rel)),
+				 errhint("Undo the ALTER TABLE that changed it.")));
+}
+
+/*
+ * The row of "index" (a primary key of "rel") equal to keys[0..nkeys), as
+ * "snap" sees it, copied; NULL if there is none.
+ */
+static HeapTuple
+el_producer_fetch(Relation rel, const char *index, Snapshot snap,
+				  int nkeys, ScanKey keys)
+{
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	scan = systable_beginscan(rel, el_producer_relid(index), true, snap, nkeys, keys);
+	tup = systable_getnext(scan);
+	if (tup)
+		tup = heap_copytuple(tup);
+	systable_endscan(scan);
+	return tup;
+}
+
+/* The state tables' owner, as whom the INSERT runs. */
+static Oid
+el_producer_tables_owner(void)
+{
+	Oid			relid = el_producer_relid("producer_state");
+	HeapTuple	tup;
+	Oid			owner;
+
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
-}
-
-/*
- * Run statement "which" with a snapshot taken now, as the state tables'
- * owner; the caller has connected SPI and switched to the owner.
- */
-static void
-el_producer_exec(ElProducerStmt which, Datum *args, int expect)
-{
-	int			ret;
-
-	if (el_producer_plans[which] == NULL)
-	{
-		int			pin = el_pin_search_path();
-		SPIPlanPtr	plan = SPI_prepare(el_producer_sql[which],
-									   which == EL_PSTMT_READ ? 3 : 7,
-									   (Oid *) el_producer_argtypes);
-
-		if (plan == NULL)
-			elog(ERROR, "could not prepare a producer statement: %s",
-				 SPI_result_code_string(SPI_result));
-		el_unpin_search_path(pin);
-		SPI_keepplan(plan);
-		el_producer_plans[which] = plan;
-	}
-	/* Not read-only: SPI makes this transaction's earlier writes visible. */
-	ret = SPI_execute_snapshot(el_producer_plans[which], args, NULL,
-							   GetLatestSnapshot(), InvalidSnapshot,
-							   false, true, 0);
-	if (ret != expect)
-		elog(ERROR, "producer statement failed: %s", SPI_result_code_string(ret));
 }
 
 /* Copy a NOT NULL int4[] or int8[] of at most EL_PRODUCER_KEPT_BATCHES. */
@@ -309,12 +317,11 @@ el_producer_check(ElTopic *topic, int32 partition, const ElIdempotence *idem,
 				  int count, ElProducerBatch *b, int64 *first_offset)
 {
 	LOCKTAG		tag;
-	Oid			save_userid;
-	int			save_sec;
-	Datum		args[3];
+	Snapshot	snap;
+	Relation	rel;
+	ScanKeyData keys[3];
 	bool		isnull;
 	HeapTuple	row;
-	TupleDesc	desc;
 	int16		cur_epoch;
 	Oid			owner;
 	int32		expected;
@@ -334,31 +341,29 @@ el_producer_check(ElTopic *topic, int32 partition, const ElIdempotence *idem,
 	el_producer_locktag(&tag, idem, topic->topic_id, partition, false);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(el_producer_tables_owner(),
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	args[0] = Int64GetDatum(idem->producer_id);
-	args[1] = Int32GetDatum(topic->topic_id);
-	args[2] = Int32GetDatum(partition);
-	el_producer_exec(EL_PSTMT_READ, args, SPI_OK_SELECT);
-	SetUserIdAndSecContext(save_userid, save_sec);
-
-	if (SPI_processed != 1)
+	/*
+	 * Read with a snapshot taken now, after the locks, seeing this
+	 * transaction's own earlier batches (hence the command counter).
+	 */
+	CommandCounterIncrement();
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	rel = table_open(el_producer_relid("producer_catalog"), AccessShareLock);
+	el_producer_check_shape(rel, EL_CATALOG_NATTS, el_catalog_types);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(idem->producer_id));
+	row = el_producer_fetch(rel, "producer_catalog_pkey", snap, 1, keys);
+	if (row == NULL)
 		ereport(ERROR,
 				(errcode(EL_ERRCODE_UNKNOWN_PRODUCER),
 				 errmsg("producer %lld does not exist", (long long) idem->producer_id),
 				 errdetail("It was never obtained, or it expired unused (eventlog.producer_id_expiration)."),
 				 errhint("Obtain a producer with eventlog.init_producer().")));
-	row = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	cur_epoch = DatumGetInt16(SPI_getbinval(row, desc, 1, &isnull));
-	owner = DatumGetObjectId(SPI_getbinval(row, desc, 2, &isnull));
+	cur_epoch = DatumGetInt16(heap_getattr(row, 2, RelationGetDescr(rel), &isnull));
+	owner = DatumGetObjectId(heap_getattr(row, 4, RelationGetDescr(rel), &isnull));
+	table_close(rel, AccessShareLock);
 
 	/* Someone else's producer: as if there were none to tell about. */
-	if (!has_privs_of_role(save_userid, owner))
+	if (!has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for producer %lld", (long long) idem->producer_id),
@@ -377,22 +382,37 @@ el_producer_check(ElTopic *topic, int32 partition, const ElIdempotence *idem,
 						idem->epoch),
 				 errdetail("The producer's current epoch is %d.", cur_epoch)));
 
-	(void) SPI_getbinval(row, desc, 3, &isnull);
-	b->exists = !isnull;
-	if (b->exists &&
-		DatumGetInt16(SPI_getbinval(row, desc, 3, &isnull)) == idem->epoch)
+	rel = table_open(el_producer_relid("producer_state"), RowExclusiveLock);
+	el_producer_check_shape(rel, EL_STATE_NATTS, el_state_types);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(idem->producer_id));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(topic->topic_id));
+	ScanKeyInit(&keys[2], 3, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(partition));
+	row = el_producer_fetch(rel, "producer_state_pkey", snap, 3, keys);
+	UnregisterSnapshot(snap);
+	b->exists = (row != NULL);
+	if (b->exists)
 	{
-		int			nf, nl, no;
+		TupleDesc	desc = RelationGetDescr(rel);
 
-		nf = el_kept_array(SPI_getbinval(row, desc, 4, &isnull), false, b->kept_first);
-		nl = el_kept_array(SPI_getbinval(row, desc, 5, &isnull), false, b->kept_last);
-		no = el_kept_array(SPI_getbinval(row, desc, 6, &isnull), true, b->kept_offset);
-		if (nf != nl || nf != no)
-			elog(ERROR, "producer state of producer %lld has arrays of different lengths",
-				 (long long) idem->producer_id);
-		b->nkept = nf;
+		b->tid = row->t_self;
+		if (DatumGetInt16(heap_getattr(row, 4, desc, &isnull)) == idem->epoch)
+		{
+			int			nf, nl, no;
+
+			nf = el_kept_array(heap_getattr(row, 5, desc, &isnull), false, b->kept_first);
+			nl = el_kept_array(heap_getattr(row, 6, desc, &isnull), false, b->kept_last);
+			no = el_kept_array(heap_getattr(row, 7, desc, &isnull), true, b->kept_offset);
+			if (nf != nl || nf != no)
+				elog(ERROR, "producer state of producer %lld has arrays of different lengths",
+					 (long long) idem->producer_id);
+			b->nkept = nf;
+		}
 	}
-	SPI_finish();
+	/* Kept to the end of the transaction, as an UPDATE would. */
+	table_close(rel, NoLock);
 
 	/* A retry of a kept batch: its offsets, nothing stored. */
 	for (i = 0; i < b->nkept; i++)
@@ -438,7 +458,7 @@ el_producer_record(ElProducerBatch *b, int64 first_offset)
 	Datum		firsts[EL_PRODUCER_KEPT_BATCHES];
 	Datum		lasts[EL_PRODUCER_KEPT_BATCHES];
 	Datum		offsets[EL_PRODUCER_KEPT_BATCHES];
-	Datum		args[7];
+	Datum		args[EL_STATE_NATTS];
 	int			skip = (b->nkept == EL_PRODUCER_KEPT_BATCHES) ? 1 : 0;
 	int			n = 0;
 	int			i;
@@ -465,22 +485,48 @@ el_producer_record(ElProducerBatch *b, int64 first_offset)
 	args[6] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8, FLOAT8PASSBYVAL,
 											  TYPALIGN_DOUBLE));
 
+	if (b->exists)
+	{
+		/*
+		 * The version read under the lock is the newest: every writer of the
+		 * row holds the lock, but the expiry and drop_topic, which cannot
+		 * run beside this transaction (the producer's lock; the segment
+		 * this transaction appended to).  No trigger of the table's fires
+		 * (the foreign keys' do nothing when the keys do not change).
+		 */
+		Relation	rel = table_open(el_producer_relid("producer_state"), RowExclusiveLock);
+		bool		nulls[EL_STATE_NATTS] = {false};
+		HeapTuple	tup;
+
+		el_producer_check_shape(rel, EL_STATE_NATTS, el_state_types);
+		args[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+		tup = heap_form_tuple(RelationGetDescr(rel), args, nulls);
+		CatalogTupleUpdate(rel, &b->tid, tup);
+		heap_freetuple(tup);
+		table_close(rel, NoLock);
+		return;
+	}
+
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(el_producer_tables_owner(),
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (b->exists)
-		el_producer_exec(EL_PSTMT_UPDATE, args, SPI_OK_UPDATE);
-	else
-		el_producer_exec(EL_PSTMT_INSERT, args, SPI_OK_INSERT);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("producer %lld was removed while it produced", (long long) b->producer_id),
-				 errdetail("Its state in partition %d was removed by another transaction.",
-						   b->partition)));
+	if (el_producer_insert_plan == NULL)
+	{
+		int			pin = el_pin_search_path();
+		SPIPlanPtr	plan = SPI_prepare(el_producer_insert_sql, 7, (Oid *) el_state_types);
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare a producer statement: %s",
+				 SPI_result_code_string(SPI_result));
+		el_unpin_search_path(pin);
+		SPI_keepplan(plan);
+		el_producer_insert_plan = plan;
+	}
+	if (SPI_execute_plan(el_producer_insert_plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record a producer's batch");
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 }

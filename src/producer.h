@@ -12,6 +12,7 @@
 #define PG_EVENTLOG_PRODUCER_H
 
 #include "fmgr.h"
+#include "storage/itemptr.h"
 
 #include "topic.h"
 
@@ -37,6 +38,7 @@ typedef struct ElProducerBatch
 	int32		first_sequence; /* of the new batch */
 	int32		last_sequence;
 	bool		exists;			/* a producer_state row exists */
+	ItemPointerData tid;		/* where, if it does */
 	int			nkept;			/* kept batches of the same epoch */
 	int32		kept_first[EL_PRODUCER_KEPT_BATCHES];
 	int32		kept_last[EL_PRODUCER_KEPT_BATCHES];
