@@ -5672,8 +5672,8 @@ COMMENT ON FUNCTION @extschema@.produce_binary_batch_idempotent(text, @extschema
  * Expiry, by the maintenance worker (maintenance.c, producer.c): producers
  * neither returned by init_producer nor used to store a batch for
  * "expiration" (eventlog.producer_id_expiration), with their state.  Each
- * under its lock, tried: a producer in use right now is kept, and a batch
- * after the expiry finds it unknown.
+ * under its row lock and its producer lock, both tried: a producer in use
+ * right now is kept, and a batch after the expiry finds it unknown.
  */
 CREATE FUNCTION @extschema@._expire_producers(expiration interval)
 RETURNS bigint
@@ -5691,6 +5691,11 @@ BEGIN
                                  WHERE s.producer_id = c.producer_id AND s.last_used >= horizon)
               ORDER BY c.producer_id
     LOOP
+        -- In init_producer's order (the row, then the producer's lock),
+        -- never waiting: a producer in use is kept.
+        PERFORM FROM @extschema@.producer_catalog c WHERE c.producer_id = p
+            FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
         CONTINUE WHEN NOT @extschema@._try_lock_producer(p);
         -- Checked again under the lock, with this statement's fresh snapshot.
         DELETE FROM @extschema@.producer_catalog c

@@ -101,7 +101,8 @@
  *	  the epoch (_lock_producer, sql/install/producers.sql, after the
  *	  producer_catalog row lock), so that no batch of the older epoch
  *	  commits after it; exclusive, never waits, by the expiry
- *	  (_try_lock_producer in _expire_producers).
+ *	  (_try_lock_producer in _expire_producers, after the producer_catalog
+ *	  row, FOR UPDATE SKIP LOCKED: init_producer's order).
  *	- kind 6, EL_LOCK_PRODUCER_PARTITION, key el_producer_partition_key
  *	  (a hash of producer ID, topic and partition; producer.c): exclusive,
  *	  waited for, held to the end of the transaction, by an idempotent

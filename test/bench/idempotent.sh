@@ -26,7 +26,7 @@ SECS=${SECS:-5}
 WORK=$(mktemp -d /tmp/pg_eventlog-idem-bench.XXXXXX)
 trap 'el_stop_server; rm -rf "$WORK"' EXIT
 el_start_server test/bench/bench.conf
-psql -X -q -v ON_ERROR_STOP=1 <<'EOF'
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'EOF'
 CREATE EXTENSION pg_eventlog;
 SELECT eventlog.create_topic('plain', 4);
 SELECT eventlog.create_topic('idem', 4);
