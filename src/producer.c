@@ -25,16 +25,17 @@
  * the state with a snapshot taken after the wait (not the transaction's:
  * a REPEATABLE READ caller would miss what the first committed): a retry
  * whose first attempt committed gets its offsets, one whose first attempt
- * rolled back is stored.  The state row is written with that snapshot too,
- * so a REPEATABLE READ transaction updates the newest version, and in the
- * transaction that appends the records: it commits or rolls back with
- * them, and is as durable as they are.
+ * rolled back is stored.  The state row found with that snapshot is the
+ * one updated (so a REPEATABLE READ transaction updates the newest
+ * version), in the transaction that appends the records: it commits or
+ * rolls back with them, and is as durable as they are.
  *
- * The caller has no privilege on the state tables: the statements run as
- * their owner, after produce's own checks (the produce privilege, checked
- * before anything is looked up, so that a role without it learns nothing),
- * and the producer must be the caller's (its owner, or a role the caller
- * has the privileges of).
+ * The caller has no privilege on the state tables, and needs none: they
+ * are read and updated through the table AM, after produce's own checks
+ * (the produce privilege, checked before anything is looked up, so that a
+ * role without it learns nothing); the first batch's INSERT runs as their
+ * owner.  The producer must be the caller's (its owner, or a role the
+ * caller has the privileges of).
  *
  *-------------------------------------------------------------------------
  */
