@@ -12,11 +12,13 @@
 #   single-1c, single-4c  one ~100 B record per transaction, 1 and 4 clients
 #   batch100-1c           100 records per transaction (produce_batch), 1 client
 #   binbatch100-1c        100 records per transaction (produce_binary_batch)
-#   row-server            1,000 one-record calls in one transaction, in the
-#                         server (a PL/pgSQL loop): the per-call CPU cost,
-#                         no commit flush, no round trip
+#   txn-server            a procedure running 1,000 transactions of one record
+#                         each, in the server, synchronous_commit off: the CPU
+#                         cost per transaction, no commit flush, no round trip
 # Prints the median TPS of each side over ROUNDS rounds and the ratio
-# idempotent / plain (goal: >= 0.9).  ROUNDS (default 5) and SECS (5).
+# idempotent / plain (goal: >= 0.9).  ROUNDS (default 5), SECS (5), and
+# WORKLOADS (default all: "single:1 single:4 batch100:1 binbatch100:1
+# txn-server:1", name:clients).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=${PG_BINDIR:-/usr/lib/postgresql/15/bin}:$PATH
@@ -32,17 +34,19 @@ SELECT eventlog.create_topic('plain', 4);
 SELECT eventlog.create_topic('idem', 4);
 SELECT eventlog.create_topic('bplain', 4, format => 'binary');
 SELECT eventlog.create_topic('bidem', 4, format => 'binary');
-CREATE FUNCTION row_plain() RETURNS void LANGUAGE plpgsql AS $$
+CREATE PROCEDURE txn_plain() LANGUAGE plpgsql AS $$
 BEGIN
     FOR i IN 0..999 LOOP
         PERFORM eventlog.produce('plain', NULL, '{"payload": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}', partition => 0);
+        COMMIT;
     END LOOP;
 END $$;
-CREATE FUNCTION row_idem(pid bigint) RETURNS void LANGUAGE plpgsql AS $$
+CREATE PROCEDURE txn_idem(pid bigint, base integer) LANGUAGE plpgsql AS $$
 BEGIN
     FOR i IN 0..999 LOOP
         PERFORM eventlog.produce_idempotent('idem', NULL, '{"payload": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}', partition => 0,
-                                            producer_id => pid, producer_epoch => 0, sequence => i);
+                                            producer_id => pid, producer_epoch => 0, sequence => base + i);
+        COMMIT;
     END LOOP;
 END $$;
 EOF
@@ -72,31 +76,32 @@ cat >"$WORK/binbatch100-idem.sql" <<EOF
 SELECT count(*) FROM eventlog.produce_binary_batch_idempotent('bidem', $BBATCH, :client_id, :pid, 0, :seq);
 \set seq :seq + 100
 EOF
-cat >"$WORK/row-server-plain.sql" <<EOF
-SELECT row_plain();
+cat >"$WORK/txn-server-plain.sql" <<EOF
+SET synchronous_commit = off;
+CALL txn_plain();
 EOF
-cat >"$WORK/row-server-idem.sql" <<EOF
-SELECT row_idem(:pid);
-\set pid :pid + 1
+cat >"$WORK/txn-server-idem.sql" <<EOF
+SET synchronous_commit = off;
+CALL txn_idem(:pid, :seq);
+\set seq :seq + 1000
 EOF
 
 # tps NAME SIDE CLIENTS: one pgbench run, a new producer for it.
 tps() {
     local name=$1 side=$2 clients=$3 pid
     pid=$(psql -X -A -t -c 'SELECT producer_id FROM eventlog.init_producer()')
-    if [ "$name" = row-server ]; then
-        # One producer per call: make them in advance.
-        psql -X -q -A -t -c 'SELECT count(*) FROM generate_series(1, 5000), eventlog.init_producer()' >/dev/null
-    fi
+    local mode=prepared
+    # A procedure that commits cannot run as a prepared statement.
+    [ "$name" = txn-server ] && mode=simple
     psql -X -q -c CHECKPOINT
-    pgbench -n -M prepared -c "$clients" -j "$clients" -T "$SECS" -D pid="$pid" -D seq=0 \
+    pgbench -n -M "$mode" -c "$clients" -j "$clients" -T "$SECS" -D pid="$pid" -D seq=0 \
         -f "$WORK/$name-$side.sql" 2>&1 | sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 }
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 printf '%-16s %12s %12s %8s\n' workload plain_tps idem_tps ratio
-for w in single:1 single:4 batch100:1 binbatch100:1 row-server:1; do
+for w in ${WORKLOADS:-single:1 single:4 batch100:1 binbatch100:1 txn-server:1}; do
     name=${w%:*} clients=${w#*:}
     : >"$WORK/p" ; : >"$WORK/i"
     for r in $(seq "$ROUNDS"); do
