@@ -89,6 +89,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	privileges.sql \
 	topics.sql \
 	produce_read.sql \
+	producers.sql \
 	retention.sql \
 	compaction.sql \
 	groups.sql \

@@ -95,6 +95,23 @@
  *	  groups' kind 3 locks (never waits, eventlog._delete_group), and an
  *	  OffsetCommit the group_offsets row locks (it may wait for an SQL
  *	  transactional poll of the same group name, which never takes kind 4).
+ *	- kind 5, EL_LOCK_PRODUCER, key the producer ID (producer.c): shared and
+ *	  waited for by an idempotent produce, held to the end of its
+ *	  transaction; exclusive and waited for by init_producer when it bumps
+ *	  the epoch (_lock_producer, sql/install/producers.sql, after the
+ *	  producer_catalog row lock), so that no batch of the older epoch
+ *	  commits after it; exclusive, never waits, by the expiry
+ *	  (_try_lock_producer in _expire_producers, after the producer_catalog
+ *	  row, FOR UPDATE SKIP LOCKED: init_producer's order).
+ *	- kind 6, EL_LOCK_PRODUCER_PARTITION, key el_producer_partition_key
+ *	  (a hash of producer ID, topic and partition; producer.c): exclusive,
+ *	  waited for, held to the end of the transaction, by an idempotent
+ *	  produce after its kind 5 lock and before taking offsets: two batches
+ *	  of one producer in one partition check and store their sequence
+ *	  numbers one after the other, the second seeing what the first
+ *	  committed (a retry waits for its first attempt's transaction).
+ *	  Several partitions of one producer in one transaction: in the order
+ *	  the calls name them (a cycle is a deadlock PostgreSQL reports).
  *
  * 5. Heavyweight table locks and row locks, in the order taken:
  *	- eventlog.topic_catalog IN SHARE ROW EXCLUSIVE MODE (LOCK TABLE):
@@ -143,8 +160,8 @@
  *	  (notify.c says why).
  *
  * Whole order, outermost first: topic_catalog table lock > topic row >
- * captured table > kind 2 > kind 4 > kind 3 membership > kind 3 partitions > kind 1
- * > segment and catalog table locks, row locks > (no heavyweight wait from
+ * captured table > kind 2 > kind 4 > kind 3 membership > kind 3 partitions >
+ * kind 5 > kind 6 > kind 1 > segment and catalog table locks, row locks > (no heavyweight wait from
  * here on) hash_lock > one slot lock > pin_lock.  One exception:
  *	- a transaction that produced or read holds segment locks when a later
  *	  call waits for a kind 1 lock in recovery, the reverse of a maintenance
@@ -174,7 +191,9 @@ typedef enum ElLockKind
 	EL_LOCK_ROUTING = 1,		/* a partition's counter recovery vs a maintenance round */
 	EL_LOCK_MAINTENANCE = 2,	/* one maintenance round per topic */
 	EL_LOCK_GROUP = 3,			/* a consumer group's partition, or its membership */
-	EL_LOCK_KAFKA_GROUP = 4		/* a Kafka group's coordinator state */
+	EL_LOCK_KAFKA_GROUP = 4,	/* a Kafka group's coordinator state */
+	EL_LOCK_PRODUCER = 5,		/* an idempotent producer's epoch */
+	EL_LOCK_PRODUCER_PARTITION = 6	/* a producer's state in one partition */
 } ElLockKind;
 
 extern void el_locktag(LOCKTAG *tag, ElLockKind kind, int64 key);

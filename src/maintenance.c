@@ -12,7 +12,9 @@
  * compacted topic eventlog._compact_topic() (sql/install/compaction.sql) in
  * another transaction.  An error in one
  * topic is logged with its context, recorded for the eventlog.maintenance
- * view, and retried next round.
+ * view, and retried next round.  After the topics, the round expires
+ * abandoned Kafka group members and idle idempotent producers
+ * (producer.c).
  *
  * The worker reloads its configuration on SIGHUP (and runs a round at once,
  * so that a new interval applies now) and exits promptly on SIGTERM or
@@ -340,6 +342,7 @@ el_maintenance_main(Datum main_arg)
 		list_free(topics);
 		list_free(compacted);
 		el_kafka_expire_groups(round_cxt);
+		el_expire_producers(round_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		/*

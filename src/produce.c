@@ -15,6 +15,13 @@
  *	   never a record readers could have skipped.
  * Every check that can fail on bad input runs before step 2.
  *
+ * The *_idempotent functions (a producer's sequence numbers, producer.c)
+ * run the same C functions with three more arguments: between steps 1 and
+ * 2 they check the batch against the producer's state in its partition (a
+ * retry of a kept batch returns its original offsets and stops there), and
+ * after step 3 they record it.  The plain functions only test the argument
+ * count.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_eventlog.h"
@@ -40,6 +47,7 @@
 #include "hash.h"
 #include "partition.h"
 #include "produce.h"
+#include "producer.h"
 #include "segment.h"
 #include "topic.h"
 
@@ -177,6 +185,28 @@ el_append(ElTopic **topic_io, text *name, int32 partition,
 	return first;
 }
 
+/*
+ * el_append for a producer's batch: checked against the producer's state
+ * first (a retry of a kept batch returns its original first offset, and
+ * nothing is appended), recorded in it after.  The privilege comes first,
+ * so that a role without it learns nothing of the state.
+ */
+static int64
+el_append_idempotent(ElTopic **topic_io, text *name, int32 partition,
+					 const ElRecordIn *records, int count,
+					 const ElIdempotence *idem)
+{
+	ElProducerBatch batch;
+	int64		first;
+
+	el_require_topic_privilege(*topic_io, GetUserId(), EL_PRIV_PRODUCE);
+	if (el_producer_check(*topic_io, partition, idem, count, &batch, &first))
+		return first;
+	first = el_append(topic_io, name, partition, records, count, GetUserId());
+	el_producer_record(&batch, first);
+	return first;
+}
+
 static Datum
 el_position_datum(TupleDesc tupdesc, int32 partition, int64 offset)
 {
@@ -196,7 +226,7 @@ el_position_datum(TupleDesc tupdesc, int32 partition, int64 offset)
 Datum
 el_produce_one(FunctionCallInfo fcinfo, ElTopic *topic, text *name,
 			   const ElRecordIn *rec, bool explicit_set,
-			   int32 explicit_partition)
+			   int32 explicit_partition, const ElIdempotence *idem)
 {
 	TupleDesc	tupdesc;
 	Oid			rettype;
@@ -223,7 +253,10 @@ el_produce_one(FunctionCallInfo fcinfo, ElTopic *topic, text *name,
 		tupdesc = BlessTupleDesc(tupdesc);
 	}
 
-	offset = el_append(&topic, name, partition, rec, 1, GetUserId());
+	if (idem->on)
+		offset = el_append_idempotent(&topic, name, partition, rec, 1, idem);
+	else
+		offset = el_append(&topic, name, partition, rec, 1, GetUserId());
 	result = el_position_datum(tupdesc, partition, offset);
 	if (OidIsValid(rettype))
 		ReleaseTupleDesc(tupdesc);
@@ -234,6 +267,8 @@ el_produce_one(FunctionCallInfo fcinfo, ElTopic *topic, text *name,
  * eventlog.produce(topic text, key text, value jsonb, headers jsonb,
  *                  partition integer, event_time timestamptz)
  *		-> eventlog.position
+ * and eventlog.produce_idempotent(the same, producer_id bigint,
+ *                  producer_epoch integer, sequence integer)
  */
 Datum
 el_produce(PG_FUNCTION_ARGS)
@@ -241,6 +276,7 @@ el_produce(PG_FUNCTION_ARGS)
 	text	   *name;
 	ElTopic    *topic;
 	ElRecordIn	rec;
+	ElIdempotence idem;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -250,6 +286,7 @@ el_produce(PG_FUNCTION_ARGS)
 	topic = el_topic_lookup(name);
 	el_require_format(topic, false, EL_FORMAT_PRODUCE);
 	el_check_writable();
+	el_idempotence_args(fcinfo, 6, !PG_ARGISNULL(4), &idem);
 
 	memset(&rec, 0, sizeof(rec));
 	rec.key = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
@@ -262,7 +299,7 @@ el_produce(PG_FUNCTION_ARGS)
 	}
 	el_check_json_record(&rec);
 	PG_RETURN_DATUM(el_produce_one(fcinfo, topic, name, &rec, !PG_ARGISNULL(4),
-								   PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4)));
+								   PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4), &idem));
 }
 
 /*
@@ -373,17 +410,40 @@ el_batch_partition(ElTopic *topic, const ElRecordIn *rec, bool explicit_set,
  * Append records[0..n), checked, each to its partition parts[i], and put
  * their positions in "store", in input order.  Records going to one
  * partition get consecutive offsets, taken in one step, in input order.
+ * A producer's batch ("idem" on) goes to one partition, named by the
+ * caller, as one batch of the producer's.
  */
 void
 el_produce_records(ElTopic *topic, text *name, const ElRecordIn *recs,
 				   const int32 *parts, int n, Tuplestorestate *store,
-				   TupleDesc tupdesc)
+				   TupleDesc tupdesc, const ElIdempotence *idem)
 {
 	int			i, p, nparts;
 	int64	   *offsets;
 	int		   *count_per_part;
 	int		   *order;
 	ElRecordIn *sorted;
+
+	if (idem->on)
+	{
+		int64		first;
+
+		if (n == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("an idempotent batch must contain at least one record")));
+		first = el_append_idempotent(&topic, name, parts[0], recs, n, idem);
+		for (i = 0; i < n; i++)
+		{
+			Datum		values[2];
+			bool		nulls[2] = {false, false};
+
+			values[0] = Int32GetDatum(parts[0]);
+			values[1] = Int64GetDatum(first + i);
+			tuplestore_putvalues(store, tupdesc, values, nulls);
+		}
+		return;
+	}
 
 	/*
 	 * Group by partition, keeping input order inside each group.  The count
@@ -440,6 +500,8 @@ el_produce_records(ElTopic *topic, text *name, const ElRecordIn *recs,
  *                        headers jsonb[], partition integer,
  *                        event_time timestamptz[])
  *		-> SETOF eventlog.position, in input order
+ * and eventlog.produce_batch_idempotent(the same, producer_id bigint,
+ *                        producer_epoch integer, sequence integer)
  *
  * Keyless records of one call all go to one partition (the next in
  * round-robin order).
@@ -460,6 +522,7 @@ el_produce_batch(PG_FUNCTION_ARGS)
 	Tuplestorestate *store;
 	bool		explicit_set = !PG_ARGISNULL(4);
 	int32		explicit_partition = explicit_set ? PG_GETARG_INT32(4) : 0;
+	ElIdempotence idem;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -474,6 +537,7 @@ el_produce_batch(PG_FUNCTION_ARGS)
 	topic = el_topic_lookup(name);
 	el_require_format(topic, false, EL_FORMAT_PRODUCE);
 	el_check_writable();
+	el_idempotence_args(fcinfo, 6, explicit_set, &idem);
 
 	values_arr = PG_GETARG_ARRAYTYPE_P(2);
 	if (ARR_NDIM(values_arr) > 1)
@@ -510,6 +574,6 @@ el_produce_batch(PG_FUNCTION_ARGS)
 		parts[i] = el_batch_partition(topic, rec, explicit_set, explicit_partition,
 									  &sticky);
 	}
-	el_produce_records(topic, name, recs, parts, n, store, tupdesc);
+	el_produce_records(topic, name, recs, parts, n, store, tupdesc, &idem);
 	return (Datum) 0;
 }

@@ -98,6 +98,8 @@ el_check_binary_record(const ElRecordIn *rec)
  * eventlog.produce_binary(topic text, key bytea, value bytea,
  *                         headers eventlog.header[], partition integer,
  *                         event_time timestamptz) -> eventlog.position
+ * and eventlog.produce_binary_idempotent(the same, producer_id bigint,
+ *                         producer_epoch integer, sequence integer)
  */
 Datum
 el_produce_binary(PG_FUNCTION_ARGS)
@@ -105,6 +107,7 @@ el_produce_binary(PG_FUNCTION_ARGS)
 	text	   *name;
 	ElTopic    *topic;
 	ElRecordIn	rec;
+	ElIdempotence idem;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -114,6 +117,7 @@ el_produce_binary(PG_FUNCTION_ARGS)
 	topic = el_topic_lookup(name);
 	el_require_format(topic, true, EL_FORMAT_PRODUCE);
 	el_check_writable();
+	el_idempotence_args(fcinfo, 6, !PG_ARGISNULL(4), &idem);
 
 	memset(&rec, 0, sizeof(rec));
 	rec.key = PG_ARGISNULL(1) ? NULL : PG_GETARG_BYTEA_PP(1);
@@ -127,7 +131,7 @@ el_produce_binary(PG_FUNCTION_ARGS)
 	}
 	el_check_binary_record(&rec);
 	PG_RETURN_DATUM(el_produce_one(fcinfo, topic, name, &rec, !PG_ARGISNULL(4),
-								   PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4)));
+								   PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4), &idem));
 }
 
 /*
@@ -158,6 +162,8 @@ el_check_message_type(TupleDesc tupdesc)
  * eventlog.produce_binary_batch(topic text, messages eventlog.message[],
  *                               partition integer)
  *		-> SETOF eventlog.position, in input order
+ * and eventlog.produce_binary_batch_idempotent(the same, producer_id bigint,
+ *                               producer_epoch integer, sequence integer)
  *
  * As produce_batch: keyless records of one call go to one partition (the
  * next in round-robin order), and every record is checked before any is
@@ -183,6 +189,7 @@ el_produce_binary_batch(PG_FUNCTION_ARGS)
 	char		typalign;
 	bool		explicit_set = !PG_ARGISNULL(2);
 	int32		explicit_partition = explicit_set ? PG_GETARG_INT32(2) : 0;
+	ElIdempotence idem;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -197,6 +204,7 @@ el_produce_binary_batch(PG_FUNCTION_ARGS)
 	topic = el_topic_lookup(name);
 	el_require_format(topic, true, EL_FORMAT_PRODUCE);
 	el_check_writable();
+	el_idempotence_args(fcinfo, 3, explicit_set, &idem);
 	/* Even for an empty batch: a partition that does not exist is an error. */
 	if (explicit_set)
 		el_check_partition(topic, explicit_partition);
@@ -253,6 +261,6 @@ el_produce_binary_batch(PG_FUNCTION_ARGS)
 									  &sticky);
 	}
 	ReleaseTupleDesc(msgdesc);
-	el_produce_records(topic, name, recs, parts, n, store, tupdesc);
+	el_produce_records(topic, name, recs, parts, n, store, tupdesc, &idem);
 	return (Datum) 0;
 }

@@ -81,7 +81,7 @@ SELECT is(
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    30, 'fifteen gated bodies, twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+    30, 'fifteen gated bodies (init_producer''s too), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 
@@ -127,9 +127,9 @@ SELECT is(
     (SELECT array_agg(c.relname::text ORDER BY c.relname)
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
-    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'partition_catalog', 'segment_catalog',
-          'topic_catalog', 'topic_catalog_topic_id_seq'],
-    'catalog tables, group positions and the topic id sequence are marked for pg_dump (group members, live state, are not)');
+    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'partition_catalog', 'producer_catalog',
+          'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
+    'catalog tables, group positions, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
 
 -- Every object of the extension is commented.
 SELECT is(
