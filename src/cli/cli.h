@@ -53,6 +53,7 @@ extern const char *cli_result_message(PGconn *conn, PGresult *res);
 extern void cli_fail_result(PGconn *conn, PGresult *res) __attribute__((noreturn));
 extern void cli_begin(PGconn *conn);
 extern void cli_commit(PGconn *conn);
+extern int	cli_topic_partitions(PGconn *conn, const char *topic);
 
 /* options.c */
 extern void cli_error(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));

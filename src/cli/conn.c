@@ -166,3 +166,19 @@ cli_commit(PGconn *conn)
 {
 	PQclear(cli_query(conn, "COMMIT", 0, NULL));
 }
+
+/* The topic's partition count; an unknown topic is an error. */
+int
+cli_topic_partitions(PGconn *conn, const char *topic)
+{
+	PGresult   *res = cli_query(conn,
+								"SELECT t.partitions FROM eventlog.topic_catalog t"
+								" WHERE t.name OPERATOR(pg_catalog.=) $1", 1, &topic);
+	int			n;
+
+	if (PQntuples(res) == 0)
+		cli_error("topic \"%s\" does not exist", topic);
+	n = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return n;
+}

@@ -111,22 +111,6 @@ part_index(Consumer *c, int partition)
 	return -1;
 }
 
-/* The topic's partition count; an unknown topic is an error. */
-static int
-topic_partitions(PGconn *conn, const char *topic)
-{
-	PGresult   *res = cli_query(conn,
-								"SELECT t.partitions FROM eventlog.topic_catalog t"
-								" WHERE t.name OPERATOR(pg_catalog.=) $1", 1, &topic);
-	int			n;
-
-	if (PQntuples(res) == 0)
-		cli_error("topic \"%s\" does not exist", topic);
-	n = atoi(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return n;
-}
-
 /* -o: the starting position of every partition read. */
 static void
 start_positions(Consumer *c, const char *spec)
@@ -472,7 +456,7 @@ cmd_consume(int argc, char **argv, bool tail)
 	format_parse(&c.fmt, format, json);
 
 	c.conn = cli_connect();
-	total = topic_partitions(c.conn, c.topic);
+	total = cli_topic_partitions(c.conn, c.topic);
 	if (partition >= total)
 		cli_error("partition %d of topic \"%s\" does not exist (it has %d partitions)",
 				  partition, c.topic, total);
