@@ -5,9 +5,9 @@
  *	  (or per -D delimiter), each value JSON, appended by produce_batch in
  *	  transactions of --batch records.
  *
- * The arrays travel in libpq's binary format (text[] and jsonb[] are a
- * length and the bytes per element), so a line is copied once and never
- * escaped, and the server parses each value as JSON once: 1M lines go at
+ * The arrays travel in libpq's binary format (a text[] is a length and
+ * the bytes per element), so a line is copied once and never escaped, and
+ * the server parses each value as JSON once: 1M lines go at
  * produce_batch's own speed.  While the server appends one batch, the next
  * is read from standard input (one query in flight, PQsendQueryParams).
  *
@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #define TEXTARRAYOID 1009
-#define JSONBARRAYOID 3807
 #define TEXTOID 25
 #define JSONBOID 3802
 #define INT4OID 23
@@ -87,8 +86,8 @@ typedef struct Producer
 	int			batch_size;
 	int64_t		committed;		/* records committed so far */
 	/* growing buffers for the arrays of a query */
-	char	   *arr[3];
-	size_t		arr_size[3];
+	char	   *arr[2];
+	size_t		arr_size[2];
 } Producer;
 
 static void
@@ -218,27 +217,25 @@ batch_add(Batch *b, const char *key, int64_t key_len, const char *val,
 }
 
 /*
- * A one-dimensional array in binary format: element i from get(i), NULL
- * when its length is -1; jsonb elements start with their version byte.
+ * A one-dimensional text[] in binary format: per element its length (-1:
+ * NULL) and its bytes.  kind 0: the records' keys (or -k's), 1: values.
  */
 static int
-build_array(Producer *pr, int which, uint32_t elemtype, Batch *b, int from,
-			int to, int kind)
+build_array(Producer *pr, int which, Batch *b, int from, int to, int kind)
 {
 	size_t		need = 20;
 	size_t		pos = 20;
 	bool		hasnull = false;
 	char	   *p;
-	size_t		hlen = pr->headers ? strlen(pr->headers) : 0;
-	const char *fixed = pr->fixed_key;
+	const char *fixed = kind == 0 ? pr->fixed_key : NULL;
 	size_t		flen = fixed ? strlen(fixed) : 0;
 
 	for (int i = from; i < to; i++)
 	{
-		int64_t		len = kind == 0 ? (fixed ? (int64_t) flen : b->recs[i].key_len)
-			: kind == 1 ? b->recs[i].val_len : (int64_t) hlen;
+		int64_t		len = fixed ? (int64_t) flen
+			: kind == 0 ? b->recs[i].key_len : b->recs[i].val_len;
 
-		need += 4 + (len > 0 ? len : 0) + (elemtype == JSONBOID ? 1 : 0);
+		need += 4 + (len > 0 ? len : 0);
 	}
 	if (need > pr->arr_size[which])
 	{
@@ -251,20 +248,20 @@ build_array(Producer *pr, int which, uint32_t elemtype, Batch *b, int from,
 		const char *data;
 		int64_t		len;
 
-		if (kind == 0)
+		if (fixed)
 		{
-			data = fixed ? fixed : b->data + b->recs[i].key_off;
-			len = fixed ? (int64_t) flen : b->recs[i].key_len;
+			data = fixed;
+			len = (int64_t) flen;
 		}
-		else if (kind == 1)
+		else if (kind == 0)
 		{
-			data = b->data + b->recs[i].val_off;
-			len = b->recs[i].val_len;
+			data = b->data + b->recs[i].key_off;
+			len = b->recs[i].key_len;
 		}
 		else
 		{
-			data = pr->headers;
-			len = hlen;
+			data = b->data + b->recs[i].val_off;
+			len = b->recs[i].val_len;
 		}
 		if (len < 0)
 		{
@@ -273,37 +270,40 @@ build_array(Producer *pr, int which, uint32_t elemtype, Batch *b, int from,
 			hasnull = true;
 			continue;
 		}
-		if (elemtype == JSONBOID)
-		{
-			put32(p + pos, (uint32_t) len + 1);
-			p[pos + 4] = 1;
-			pos += 5;
-		}
-		else
-		{
-			put32(p + pos, (uint32_t) len);
-			pos += 4;
-		}
+		put32(p + pos, (uint32_t) len);
+		pos += 4;
 		memcpy(p + pos, data, len);
 		pos += len;
 	}
 	put32(p, 1);
 	put32(p + 4, hasnull ? 1 : 0);
-	put32(p + 8, elemtype);
+	put32(p + 8, TEXTOID);
 	put32(p + 12, (uint32_t) (to - from));
 	put32(p + 16, 1);
 	return (int) pos;
 }
 
+/*
+ * The values travel as text and become jsonb one row at a time, so that
+ * each value's parse garbage goes with its row (jsonb[]'s binary input
+ * keeps every element's until the end of the query: page faults that made
+ * a batch twice as slow).  The headers, the same for every record, travel
+ * once.
+ */
 static const char *produce_sql =
-"SELECT pg_catalog.count(*) FROM eventlog.produce_batch($1, $2, $3, $4, $5)";
+"SELECT pg_catalog.count(*) FROM eventlog.produce_batch($1, $2,"
+" (SELECT pg_catalog.array_agg(u.v::jsonb ORDER BY u.i)"
+"   FROM pg_catalog.unnest($3::text[]) WITH ORDINALITY AS u(v, i)),"
+" CASE WHEN $4::jsonb IS NOT NULL"
+"  THEN pg_catalog.array_fill($4::jsonb, ARRAY[pg_catalog.cardinality($3::text[])]) END,"
+" $5)";
 
 /* Sends records [from, to) of the batch as one produce_batch. */
 static void
 send_range(Producer *pr, Batch *b, int from, int to)
 {
-	static const unsigned int types[] = {TEXTOID, TEXTARRAYOID, JSONBARRAYOID, JSONBARRAYOID, INT4OID};
-	static const int formats[] = {0, 1, 1, 1, 0};
+	static const unsigned int types[] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, JSONBOID, INT4OID};
+	static const int formats[] = {0, 1, 1, 0, 0};
 	const char *values[5];
 	int			lengths[5] = {0, 0, 0, 0, 0};
 	bool		keys = pr->fixed_key != NULL || pr->key_delim != NULL;
@@ -314,16 +314,12 @@ send_range(Producer *pr, Batch *b, int from, int to)
 	values[4] = pr->partition;
 	if (keys)
 	{
-		lengths[1] = build_array(pr, 0, TEXTOID, b, from, to, 0);
+		lengths[1] = build_array(pr, 0, b, from, to, 0);
 		values[1] = pr->arr[0];
 	}
-	lengths[2] = build_array(pr, 1, JSONBOID, b, from, to, 1);
+	lengths[2] = build_array(pr, 1, b, from, to, 1);
 	values[2] = pr->arr[1];
-	if (pr->headers)
-	{
-		lengths[3] = build_array(pr, 2, JSONBOID, b, from, to, 2);
-		values[3] = pr->arr[2];
-	}
+	values[3] = pr->headers;
 	if (!PQsendQueryParams(pr->conn, produce_sql, 5, types, values, lengths, formats, 0))
 		cli_error("%s", cli_result_message(pr->conn, NULL));
 }
@@ -381,7 +377,7 @@ batch_failed(Producer *pr, Batch *b, PGresult *res)
 	msg = cli_strdup(cli_result_message(pr->conn, res));
 	PQclear(res);
 	if (PQstatus(pr->conn) != CONNECTION_OK)
-		cli_error("%s (%lld records were committed; lines %lld to %lld may or may not have been)",
+		cli_error("%s (records committed: %lld, and lines %lld to %lld may or may not be)",
 				  msg, (long long) pr->committed, (long long) b->recs[0].line,
 				  (long long) b->recs[b->n - 1].line);
 
@@ -391,29 +387,35 @@ batch_failed(Producer *pr, Batch *b, PGresult *res)
 		send_range(pr, b, i, i + 1);
 		if ((r2 = finish_send(pr)) != NULL)
 		{
+			const char *state = PQresultErrorField(r2, PG_DIAG_SQLSTATE);
+
 			bad = i;
 			free(msg);
 			msg = cli_strdup(cli_result_message(pr->conn, r2));
+			/* Not the line's fault (privileges, the server): no line number. */
+			if (state == NULL || (strncmp(state, "22", 2) != 0 && strncmp(state, "54", 2) != 0))
+				cli_error("%s (records committed before line %lld: %lld)",
+						  msg, (long long) b->recs[0].line, (long long) pr->committed);
 			PQclear(r2);
 		}
 	}
 	PQclear(PQexec(pr->conn, "ROLLBACK"));
 	if (bad < 0)
-		cli_error("lines %lld to %lld: %s (%lld records before them were committed)",
+		cli_error("lines %lld to %lld: %s (records committed before them: %lld)",
 				  (long long) b->recs[0].line, (long long) b->recs[b->n - 1].line,
 				  msg, (long long) pr->committed);
 	if (bad > 0)
 	{
 		send_range(pr, b, 0, bad);
 		if ((r2 = finish_send(pr)) != NULL)
-			cli_error("line %lld: %s (%lld records before it were committed; lines %lld to %lld, before it, were not: %s)",
+			cli_error("line %lld: %s (records committed: %lld, not lines %lld to %lld before it: %s)",
 					  (long long) b->recs[bad].line, msg, (long long) pr->committed,
 					  (long long) b->recs[0].line, (long long) b->recs[bad - 1].line,
 					  cli_result_message(pr->conn, r2));
 		pr->committed += bad;
 		echo_range(pr, b, 0, bad);
 	}
-	cli_error("line %lld: %s (%lld records before it were committed)",
+	cli_error("line %lld: %s (records committed before it: %lld)",
 			  (long long) b->recs[bad].line, msg, (long long) pr->committed);
 }
 
@@ -479,6 +481,7 @@ cmd_produce(int argc, char **argv)
 	char	  **hdrs = NULL;
 	int			nhdrs = 0;
 	int64_t		line = 0;
+	int			nparts;
 	char	   *rec;
 	size_t		len;
 	int			c;
@@ -542,6 +545,10 @@ cmd_produce(int argc, char **argv)
 		pr.headers = headers_json(hdrs, nhdrs);
 
 	pr.conn = cli_connect();
+	nparts = cli_topic_partitions(pr.conn, pr.topic);
+	if (pr.partition && atoi(pr.partition) >= nparts)
+		cli_error("partition %s of topic \"%s\" does not exist (it has %d partitions)",
+				  pr.partition, pr.topic, nparts);
 	in.size = 1 << 20;
 	in.buf = cli_malloc(in.size);
 	in.start = in.end = 0;
@@ -571,7 +578,7 @@ cmd_produce(int argc, char **argv)
 					in_flight = true;
 					complete(&pr, b, &in_flight);
 				}
-				cli_error("line %lld: no key delimiter in the line (%lld records before it were committed)",
+				cli_error("line %lld: no key delimiter in the line (records committed before it: %lld)",
 						  (long long) line, (long long) pr.committed);
 			}
 			if (sep)
