@@ -83,6 +83,7 @@ extern void cli_table_init(CliTable *t, int ncols, const char *const *header);
 extern void cli_table_add(CliTable *t, const char *const *row);
 extern void cli_table_add_result(CliTable *t, PGresult *res);
 extern void cli_table_print(CliTable *t);
+extern void (*cli_reader_gone_hook) (void);
 extern void cli_write(const void *buf, size_t len);
 extern void cli_puts(const char *s);
 extern void cli_flush(void);

@@ -111,21 +111,21 @@ part_index(Consumer *c, int partition)
 	return -1;
 }
 
-/* -o: the starting position of every partition read. */
-static void
-start_positions(Consumer *c, const char *spec)
+/* -o's kind, and its number or time; checked before connecting. */
+typedef struct OffsetSpec
 {
-	const char *values[4];
 	const char *kind;
-	const char *num = NULL;
-	const char *ts = NULL;
-	PGresult   *res;
-	char	   *parts;
+	const char *num;
+	const char *ts;
+} OffsetSpec;
 
-	if (strcmp(spec, "beginning") == 0)
-		kind = "beginning";
-	else if (strcmp(spec, "end") == 0)
-		kind = "end";
+static void
+parse_offset(const char *cmd, const char *spec, OffsetSpec *o)
+{
+	o->num = NULL;
+	o->ts = NULL;
+	if (strcmp(spec, "beginning") == 0 || strcmp(spec, "end") == 0 || strcmp(spec, "stored") == 0)
+		o->kind = spec;
 	else if (spec[0] == '@' && spec[1] != '\0')
 	{
 		const char *p = spec + 1;
@@ -134,29 +134,42 @@ start_positions(Consumer *c, const char *spec)
 			p++;
 		if (*p == '\0')
 		{
-			kind = "ms";
-			num = spec + 1;
+			cli_int_arg(cmd, "-o", spec + 1, 0, INT64_MAX / 1000);
+			o->kind = "ms";
+			o->num = spec + 1;
 		}
 		else
 		{
-			kind = "time";
-			ts = spec + 1;
+			o->kind = "time";
+			o->ts = spec + 1;
 		}
 	}
 	else if (spec[0] == '-' && spec[1] != '\0')
 	{
-		cli_int_arg("consume", "-o", spec + 1, 0, INT64_MAX);
-		kind = "relative";
-		num = spec + 1;
+		cli_int_arg(cmd, "-o", spec + 1, 0, INT64_MAX);
+		o->kind = "relative";
+		o->num = spec + 1;
 	}
 	else if (spec[0] >= '0' && spec[0] <= '9')
 	{
-		cli_int_arg("consume", "-o", spec, 0, INT64_MAX);
-		kind = "absolute";
-		num = spec;
+		cli_int_arg(cmd, "-o", spec, 0, INT64_MAX);
+		o->kind = "absolute";
+		o->num = spec;
 	}
 	else
-		cli_usage("consume", "invalid offset \"%s\": beginning, end, stored, N, -N or @TIME expected", spec);
+		cli_usage(cmd, "invalid offset \"%s\": beginning, end, stored, N, -N or @TIME expected", spec);
+}
+
+/* -o: the starting position of every partition read. */
+static void
+start_positions(Consumer *c, OffsetSpec *o)
+{
+	const char *values[4];
+	const char *kind = o->kind;
+	const char *num = o->num;
+	const char *ts = o->ts;
+	PGresult   *res;
+	char	   *parts;
 
 	parts = array_text(c, false, NULL);
 	values[0] = c->topic;
@@ -308,6 +321,20 @@ commit_printed(Consumer *c, bool *touched)
 	memset(touched, 0, sizeof(bool) * c->nparts);
 }
 
+/* The member leaves at once, committing nothing, when the reader has gone. */
+static Consumer *leaving;
+
+static void
+leave_group(void)
+{
+	Consumer   *c = leaving;
+
+	leaving = NULL;
+	if (c)
+		PQclear(PQexecParams(c->conn, "SELECT eventlog.leave($1, $2, $3)", 3, NULL,
+							 (const char *[]) {c->topic, c->group, c->member}, NULL, NULL, 0));
+}
+
 static void
 consume_group(Consumer *c)
 {
@@ -328,6 +355,8 @@ consume_group(Consumer *c)
 			 format_columns(&c->fmt));
 	for (int i = 0; i < c->nparts; i++)
 		c->pos[i] = -1;
+	leaving = c;
+	cli_reader_gone_hook = leave_group;
 
 	while (more && !cli_interrupted)
 	{
@@ -380,9 +409,7 @@ consume_group(Consumer *c)
 		if (n == 0 && c->exit_at_end)
 			break;
 	}
-	res = PQexecParams(c->conn, "SELECT eventlog.leave($1, $2, $3)", 3, NULL,
-					   (const char *[]) {c->topic, c->group, c->member}, NULL, NULL, 0);
-	PQclear(res);
+	leave_group();
 	free(touched);
 }
 
@@ -396,6 +423,7 @@ cmd_consume(int argc, char **argv, bool tail)
 	};
 	const char *cmd = tail ? "tail" : "consume";
 	Consumer	c;
+	OffsetSpec	ospec;
 	const char *offset = tail ? "end" : "beginning";
 	const char *format = NULL;
 	bool		json = false;
@@ -453,6 +481,7 @@ cmd_consume(int argc, char **argv, bool tail)
 		cli_usage(cmd, "-o cannot be used with -g: the group's committed positions are used (move them with \"group reset\")");
 	if (!c.group && strcmp(offset, "stored") == 0)
 		cli_usage(cmd, "-o stored needs -g GROUP");
+	parse_offset(cmd, offset, &ospec);
 	format_parse(&c.fmt, format, json);
 
 	c.conn = cli_connect();
@@ -477,7 +506,7 @@ cmd_consume(int argc, char **argv, bool tail)
 	}
 	else
 	{
-		start_positions(&c, offset);
+		start_positions(&c, &ospec);
 		consume_reads(&c);
 	}
 	PQfinish(c.conn);

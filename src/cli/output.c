@@ -42,12 +42,19 @@ cli_strdup(const char *s)
 	return memcpy(cli_malloc(n), s, n);
 }
 
+/* Run before a quiet exit once the reader has gone (consume -g leaves). */
+void		(*cli_reader_gone_hook) (void) = NULL;
+
 static void
 stdout_failed(void)
 {
 	/* The reader went away (EPIPE, SIGPIPE being ignored): stop quietly. */
 	if (errno == EPIPE)
+	{
+		if (cli_reader_gone_hook)
+			cli_reader_gone_hook();
 		exit(EXIT_SUCCESS);
+	}
 	cli_error("could not write to standard output: %s", strerror(errno));
 }
 
