@@ -15,10 +15,10 @@
  * records past its position: no busy loop, no CPU while idle.
  *
  * With a group, eventlog.poll as a named member (wait shorter than the
- * session timeout), and after the records are written and flushed, an
- * explicit commit of each partition's next offset: what was not printed
- * (the reader went away, -c) is not committed.  The member leaves at the
- * end.
+ * session timeout), and once the records are written and flushed, a
+ * commit of what the poll returned (or, when -c cut a poll short, of each
+ * partition's next offset): what was not printed is never committed.  The
+ * member leaves at the end, and at once when the reader goes away.
  *
  *-------------------------------------------------------------------------
  */
