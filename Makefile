@@ -77,6 +77,24 @@ kafka-gateway-clean:
 	$(KAFKA_MAKE) clean
 .PHONY: kafka-gateway kafka-gateway-install kafka-gateway-uninstall kafka-gateway-clean
 
+# The command-line tool, pg_eventlog (src/cli/, docs/cli.md): a libpq
+# program built and installed beside the gateway, the same way.
+CLI_MAKE = $(MAKE) -C src/cli CC='$(CC)' PG_INCLUDEDIR='$(includedir)' \
+	PG_LIBDIR='$(libdir)' PG_BINDIR='$(bindir)'
+all: cli
+install: cli-install
+uninstall: cli-uninstall
+clean: cli-clean
+cli:
+	$(CLI_MAKE) all
+cli-install:
+	$(CLI_MAKE) install
+cli-uninstall:
+	$(CLI_MAKE) uninstall
+cli-clean:
+	$(CLI_MAKE) clean
+.PHONY: cli cli-install cli-uninstall cli-clean
+
 # The install script's sources, in the order CREATE EXTENSION runs them.
 # The order matters where a statement names an object when it runs: tables
 # and types before the views, SQL-language functions and COMMENTs that use
