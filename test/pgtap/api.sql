@@ -81,7 +81,7 @@ SELECT is(
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    30, 'fifteen gated bodies (init_producer''s too), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+    31, 'sixteen gated bodies (compact''s and init_producer''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 
