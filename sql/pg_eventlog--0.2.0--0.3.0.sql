@@ -6204,6 +6204,77 @@ COMMENT ON FUNCTION @extschema@._compact_topic(integer, boolean) IS
 
 CREATE FUNCTION @extschema@._compact(topic text)
 RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tid integer;
+    policy text;
+BEGIN
+    PERFORM @extschema@._require_shmem();
+    PERFORM @extschema@._check_topic_name(topic);
+    SELECT c.topic_id, c.cleanup_policy INTO tid, policy
+      FROM @extschema@.topic_catalog c WHERE c.name = _compact.topic;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM @extschema@._authorize(topic, 'owner');
+    IF policy NOT IN ('compact', 'compact,delete') THEN
+        RAISE EXCEPTION 'topic "%" is not compacted', topic
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Its cleanup_policy is ''%s''.', policy),
+                  HINT = 'Set its cleanup_policy to ''compact'' or ''compact,delete'' with eventlog.alter_topic.';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._compact_topic(tid, true);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._compact(text) IS
+'internal: the body of eventlog.compact, run as the extension owner on behalf of the caller eventlog.compact notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._compact(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.compact(topic text)
+RETURNS SETOF @extschema@.maintenance_action
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.compact(text) IS
+'compacts a compacted topic now (the maintenance worker does when due) and returns what it did: segments compacted (bytes: what was reclaimed) or skipped because someone held them; only the topic''s owner may';
+
+CREATE VIEW @extschema@.compaction AS
+    SELECT t.name AS topic, pc.partition, t.cleanup_policy,
+           coalesce(cc.cleaned_offset, 0) AS cleaned_offset,
+           cc.dirty_ratio, cc.last_compaction,
+           coalesce(cc.rounds, 0) AS rounds,
+           coalesce(cc.records_removed, 0) AS records_removed,
+           coalesce(cc.bytes_reclaimed, 0) AS bytes_reclaimed,
+           cc.next_tombstone_expiry
+      FROM @extschema@.topic_catalog t
+      JOIN @extschema@.partition_catalog pc USING (topic_id)
+      LEFT JOIN @extschema@.compaction_catalog cc USING (topic_id, partition)
+     WHERE t.cleanup_policy IN ('compact', 'compact,delete');
+COMMENT ON VIEW @extschema@.compaction IS
+'one row per partition of a compacted topic: the offset below which its sealed log is compacted, the dirty share of its sealed log at the last round (compaction runs at 0.5), the last compaction, rounds, records removed, bytes reclaimed, and when the oldest tombstone kept expires';
+GRANT SELECT ON @extschema@.compaction TO PUBLIC;
+
+REVOKE ALL ON FUNCTION
+    @extschema@._compact_partition(@extschema@.topic_catalog, integer, boolean),
+    @extschema@._compact_segments(integer, integer, name[], timestamptz),
+    @extschema@._compact_topic(integer, boolean)
+  FROM PUBLIC;
+
+CREATE OR REPLACE VIEW @extschema@.topics AS
+    SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
+           t.segment_interval, t.segment_bytes,
+           coalesce(sum(p.records), 0)::bigint AS records,
+           coalesce(sum(p.bytes), 0)::bigint AS bytes,
+           t.created_at, t.owner, t.format,
+           t.cleanup_policy, t.delete_retention, t.min_compaction_lag, t.max_compaction_lag
+      FROM @extschema@.topic_catalog t
+      LEFT JOIN @extschema@.partitions p ON p.topic = t.name
+     GROUP BY t.topic_id;
+COMMENT ON VIEW @extschema@.topics IS
+'one row per topic: its settings, the records (offsets) and bytes it holds, its owner, its format (json or binary), and its compaction settings';
+
 
 -- Idempotent producers (issue 16): sql/install/producers.sql, all new objects.
 /* ------------------------------------------------------------------------
@@ -6297,72 +6368,6 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tid integer;
-    policy text;
-BEGIN
-    PERFORM @extschema@._require_shmem();
-    PERFORM @extschema@._check_topic_name(topic);
-    SELECT c.topic_id, c.cleanup_policy INTO tid, policy
-      FROM @extschema@.topic_catalog c WHERE c.name = _compact.topic;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'undefined_object';
-    END IF;
-    PERFORM @extschema@._authorize(topic, 'owner');
-    IF policy NOT IN ('compact', 'compact,delete') THEN
-        RAISE EXCEPTION 'topic "%" is not compacted', topic
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = format('Its cleanup_policy is ''%s''.', policy),
-                  HINT = 'Set its cleanup_policy to ''compact'' or ''compact,delete'' with eventlog.alter_topic.';
-    END IF;
-    RETURN QUERY SELECT * FROM @extschema@._compact_topic(tid, true);
-END
-$$;
-COMMENT ON FUNCTION @extschema@._compact(text) IS
-'internal: the body of eventlog.compact, run as the extension owner on behalf of the caller eventlog.compact notes (see src/acl.c)';
-REVOKE ALL ON FUNCTION @extschema@._compact(text) FROM PUBLIC;
-
-CREATE FUNCTION @extschema@.compact(topic text)
-RETURNS SETOF @extschema@.maintenance_action
-AS 'MODULE_PATHNAME', 'el_gate'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.compact(text) IS
-'compacts a compacted topic now (the maintenance worker does when due) and returns what it did: segments compacted (bytes: what was reclaimed) or skipped because someone held them; only the topic''s owner may';
-
-CREATE VIEW @extschema@.compaction AS
-    SELECT t.name AS topic, pc.partition, t.cleanup_policy,
-           coalesce(cc.cleaned_offset, 0) AS cleaned_offset,
-           cc.dirty_ratio, cc.last_compaction,
-           coalesce(cc.rounds, 0) AS rounds,
-           coalesce(cc.records_removed, 0) AS records_removed,
-           coalesce(cc.bytes_reclaimed, 0) AS bytes_reclaimed,
-           cc.next_tombstone_expiry
-      FROM @extschema@.topic_catalog t
-      JOIN @extschema@.partition_catalog pc USING (topic_id)
-      LEFT JOIN @extschema@.compaction_catalog cc USING (topic_id, partition)
-     WHERE t.cleanup_policy IN ('compact', 'compact,delete');
-COMMENT ON VIEW @extschema@.compaction IS
-'one row per partition of a compacted topic: the offset below which its sealed log is compacted, the dirty share of its sealed log at the last round (compaction runs at 0.5), the last compaction, rounds, records removed, bytes reclaimed, and when the oldest tombstone kept expires';
-GRANT SELECT ON @extschema@.compaction TO PUBLIC;
-
-REVOKE ALL ON FUNCTION
-    @extschema@._compact_partition(@extschema@.topic_catalog, integer, boolean),
-    @extschema@._compact_segments(integer, integer, name[], timestamptz),
-    @extschema@._compact_topic(integer, boolean)
-  FROM PUBLIC;
-
-CREATE OR REPLACE VIEW @extschema@.topics AS
-    SELECT t.name AS topic, t.partitions, t.retention, t.retention_bytes,
-           t.segment_interval, t.segment_bytes,
-           coalesce(sum(p.records), 0)::bigint AS records,
-           coalesce(sum(p.bytes), 0)::bigint AS bytes,
-           t.created_at, t.owner, t.format,
-           t.cleanup_policy, t.delete_retention, t.min_compaction_lag, t.max_compaction_lag
-      FROM @extschema@.topic_catalog t
-      LEFT JOIN @extschema@.partitions p ON p.topic = t.name
-     GROUP BY t.topic_id;
-COMMENT ON VIEW @extschema@.topics IS
-'one row per topic: its settings, the records (offsets) and bytes it holds, its owner, its format (json or binary), and its compaction settings';
-
     caller regrole := @extschema@._caller();
     cur @extschema@.producer_catalog;
 BEGIN
