@@ -15,7 +15,8 @@
  * kill between the rename and the commit leaves a file whose range is at
  * or past the committed position, which the next run takes as written: it
  * commits LAST + 1 before reading anything.  One export at a time per
- * directory (a lock file); the group should be the export's own (seek
+ * directory (a lock file) and per topic and group (an advisory lock on
+ * the server); the group should be the export's own (seek
  * refuses partitions a member or transaction of the group holds).
  *
  * Progress (records, records/s, bytes, ETA) goes to standard error when it
@@ -404,6 +405,19 @@ cmd_export(int argc, char **argv)
 
 	e.conn = cli_connect();
 	e.nparts = cli_topic_partitions(e.conn, e.topic);
+
+	/*
+	 * One export per topic and group, whatever the directory: two would
+	 * read the same positions and write the same records into both
+	 * directories.  A session-level lock, released when the run ends or
+	 * dies.
+	 */
+	res = cli_query(e.conn,
+					"SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext($1),"
+					" pg_catalog.hashtext($2))", 2, (const char *[]) {e.topic, e.group});
+	if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
+		cli_error("another export of topic \"%s\" for group \"%s\" is running", e.topic, e.group);
+	PQclear(res);
 	e.pos = cli_malloc(sizeof(int64_t) * e.nparts);
 	e.end = cli_malloc(sizeof(int64_t) * e.nparts);
 	snprintf(nparts, sizeof(nparts), "%d", e.nparts);

@@ -211,6 +211,18 @@ flock($lock, LOCK_EX) or die;
 ($rc, $out, $err) = cli('export', 'ex', '--group', 'ex1', '--dir', "$dir/a");
 ok($rc == 1 && one_line_error($err, qr/another export is writing to/), 'a second export of a directory is refused');
 close $lock;
+# One export per topic and group, even into another directory (which would
+# write the same records twice): the running one holds a session advisory
+# lock keyed by the names' hashes.
+$s = $node->background_psql('postgres');
+$s->query_safe(q{SELECT pg_advisory_lock(hashtext('ex'), hashtext('ex1'))});
+($rc, $out, $err) = cli('export', 'ex', '--group', 'ex1', '--dir', "$dir/b");
+ok($rc == 1 && one_line_error($err, qr/another export of topic "ex" for group "ex1" is running/),
+    'a second export of a group into another directory is refused') or diag($err);
+opendir(my $bdh, "$dir/b") or die;
+is(scalar(grep { !/^\./ } readdir $bdh), 0, 'and it wrote no file');
+closedir $bdh;
+$s->quit;
 
 # Progress on a terminal only (script gives it a pseudo-terminal).
 $node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.produce_batch('ex', NULL,
