@@ -436,6 +436,21 @@ complete(Producer *pr, Batch *b, bool *in_flight)
 	b->used = 0;
 }
 
+/*
+ * -T and the reader of standard output went away (produce -T | head):
+ * the rest of the input is not produced, which must not look like
+ * success.  Nothing is in flight when records are echoed, so the count is
+ * exact and the input can be resumed after it.
+ */
+static Producer *echo_producer;
+
+static void
+echo_reader_gone(void)
+{
+	cli_error("standard output was closed while echoing: the rest of the input was not produced (records committed: %lld)",
+			  (long long) echo_producer->committed);
+}
+
 /* "name=value" pairs as a JSON object of strings. */
 static char *
 headers_json(char **pairs, int n)
@@ -544,6 +559,11 @@ cmd_produce(int argc, char **argv)
 	if (nhdrs > 0)
 		pr.headers = headers_json(hdrs, nhdrs);
 
+	if (pr.echo)
+	{
+		echo_producer = &pr;
+		cli_reader_gone_hook = echo_reader_gone;
+	}
 	pr.conn = cli_connect();
 	nparts = cli_topic_partitions(pr.conn, pr.topic);
 	if (pr.partition && atoi(pr.partition) >= nparts)

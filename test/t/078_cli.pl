@@ -198,6 +198,17 @@ my $sh = "'$cli' -d '" . $node->connstr('postgres') . "' consume c -e | head -n 
 IPC::Run::run([ 'bash', '-c', $sh ], '>', \$out, '2>', \$err);
 is($out, qq({"a": 1}\nstatus 0\n), 'piped into head: quiet, exit 0');
 is($err, '', 'piped into head: nothing on stderr');
+# produce -T into a reader that goes away: the rest of the input is not
+# produced, so it fails and says how many records are committed.
+$node->safe_psql('postgres', q{SELECT eventlog.create_topic('tq', 1)});
+$sh = "seq 1 5000 | '$cli' -d '" . $node->connstr('postgres')
+  . "' produce tq --batch 1000 -T | head -n 1; echo \"status \${PIPESTATUS[1]}\"";
+($out, $err) = ('', '');
+IPC::Run::run([ 'bash', '-c', $sh ], '>', \$out, '2>', \$err);
+my $tq = $node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read('tq', 0, 0, 10000)});
+is($out, "1\nstatus 1\n", 'produce -T piped into head: exit 1');
+ok(one_line_error($err, qr/standard output was closed while echoing: the rest of the input was not produced \(records committed: \Q$tq\E\)/)
+    && $tq < 5000, 'and it says how many records were committed') or diag("$tq $err");
 
 # Following: the long poll, no busy loop; records as they commit.
 sub waiting_in_poll
