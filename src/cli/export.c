@@ -248,6 +248,21 @@ write_record(Export *e, FILE *f, PGresult *res, int r)
 			PQgetisnull(res, r, 3) ? "null" : hdr, ts);
 }
 
+/*
+ * The temporary file being written, removed when the run fails (a query
+ * refused for lack of privileges, the server gone): an error leaves
+ * nothing partial behind.  Only a kill leaves it, for the next run.
+ */
+static int	tmp_dirfd = -1;
+static char tmp_current[512];
+
+static void
+remove_tmp(void)
+{
+	if (tmp_dirfd >= 0 && tmp_current[0] != '\0')
+		unlinkat(tmp_dirfd, tmp_current, 0);
+}
+
 /* One file of partition p from e->pos[p]; false when nothing was left. */
 static bool
 export_file(Export *e, int p)
@@ -268,6 +283,8 @@ export_file(Export *e, int p)
 	fd = openat(e->dirfd, tmpname, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
 		cli_error("could not create \"%s/%s\": %s", e->dir, tmpname, strerror(errno));
+	tmp_dirfd = e->dirfd;
+	snprintf(tmp_current, sizeof(tmp_current), "%s", tmpname);
 	if (e->csv)
 		fputs("topic,partition,offset,key,value,headers,event_time\n", f);
 
@@ -311,12 +328,14 @@ export_file(Export *e, int p)
 	if (written == 0)
 	{
 		unlinkat(e->dirfd, tmpname, 0);
+		tmp_current[0] = '\0';
 		return false;
 	}
 	snprintf(name, sizeof(name), "%s-%d-%020lld-%020lld.%s", e->topic, p,
 			 (long long) first, (long long) last, ext);
 	if (renameat(e->dirfd, tmpname, e->dirfd, name) != 0 || fsync(e->dirfd) != 0)
 		cli_error("could not rename \"%s/%s\": %s", e->dir, tmpname, strerror(errno));
+	tmp_current[0] = '\0';
 #ifdef EL_TEST_HOOKS
 	{
 		/* Test builds: die between the rename and the commit (test/t). */
@@ -403,6 +422,7 @@ cmd_export(int argc, char **argv)
 	if (flock(lockfd, LOCK_EX | LOCK_NB) != 0)
 		cli_error("another export is writing to \"%s\"", e.dir);
 
+	atexit(remove_tmp);
 	e.conn = cli_connect();
 	e.nparts = cli_topic_partitions(e.conn, e.topic);
 

@@ -223,6 +223,15 @@ opendir(my $bdh, "$dir/b") or die;
 is(scalar(grep { !/^\./ } readdir $bdh), 0, 'and it wrote no file');
 closedir $bdh;
 $s->quit;
+# An export that fails mid-file (here a role that may not read the topic)
+# leaves no temporary file behind.
+$node->safe_psql('postgres', q{CREATE ROLE nobody LOGIN});
+($rc, $out, $err) = cli('--no-d', '-d', $node->connstr('postgres') . ' user=nobody',
+    'export', 'ex', '--group', 'np', '--dir', "$dir/np");
+ok($rc == 1 && one_line_error($err, qr/permission denied/), 'export without the privilege') or diag($err);
+opendir($bdh, "$dir/np") or die;
+is(join(',', grep { !/^\./ } readdir $bdh), '', 'and it leaves no temporary file');
+closedir $bdh;
 
 # Progress on a terminal only (script gives it a pseudo-terminal).
 $node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.produce_batch('ex', NULL,
