@@ -13,9 +13,12 @@
  */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void
 help(void)
@@ -40,11 +43,34 @@ help(void)
 		   "1 error, 2 wrong command line.\n");
 }
 
+/*
+ * Standard input, output and error closed by the caller (cron, "<&-",
+ * ">&-") become /dev/null: otherwise the connection's socket takes the
+ * lowest free descriptor, and produce reads the server's replies as
+ * records, or consume writes records into the connection.
+ */
+static void
+open_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+	{
+		if (fcntl(fd, F_GETFD) == -1 && errno == EBADF)
+		{
+			int			nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+
+			if (nfd != fd)
+				exit(EXIT_FAILURE);
+		}
+	}
+}
+
 int
 main(int argc, char **argv)
 {
 	int			i = 1;
 	const char *cmd;
+
+	open_std_fds();
 
 	/* A reader that went away is seen as EPIPE by the writes (output.c). */
 	signal(SIGPIPE, SIG_IGN);

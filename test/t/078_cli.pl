@@ -198,6 +198,17 @@ my $sh = "'$cli' -d '" . $node->connstr('postgres') . "' consume c -e | head -n 
 IPC::Run::run([ 'bash', '-c', $sh ], '>', \$out, '2>', \$err);
 is($out, qq({"a": 1}\nstatus 0\n), 'piped into head: quiet, exit 0');
 is($err, '', 'piped into head: nothing on stderr');
+# Standard input or output closed by the caller: /dev/null, not the
+# connection's socket (which takes the lowest free descriptor).
+$sh = "'$cli' -d '" . $node->connstr('postgres') . "' consume c -e >&-; echo \"status \$?\" >&2";
+($out, $err) = ('', '');
+IPC::Run::run([ 'bash', '-c', $sh ], '>', \$out, '2>', \$err);
+is($err, "status 0\n", 'consume with standard output closed: exit 0, no error');
+$sh = "'$cli' -d '" . $node->connstr('postgres') . "' produce c <&-; echo \"status \$?\"";
+($out, $err) = ('', '');
+IPC::Run::run([ 'bash', '-c', $sh ], '>', \$out, '2>', \$err);
+is("$out$err", "status 0\n", 'produce with standard input closed: nothing to produce, exit 0');
+
 # produce -T into a reader that goes away: the rest of the input is not
 # produced, so it fails and says how many records are committed.
 $node->safe_psql('postgres', q{SELECT eventlog.create_topic('tq', 1)});
