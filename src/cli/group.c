@@ -242,6 +242,7 @@ group_reset(int argc, char **argv)
 		const char *values[5] = {topic, group, parts, mode, arg};
 		PGresult   *res;
 
+		/* numeric: a large --shift-by is clamped, not a bigint overflow */
 		res = cli_query(conn,
 						"SELECT $2::text, $1::text, u.p, g.committed_offset,"
 						" GREATEST(eventlog.log_start_offset($1, u.p), LEAST(eventlog.high_watermark($1, u.p),"
@@ -251,7 +252,7 @@ group_reset(int argc, char **argv)
 						"   WHEN 'offset' THEN $5::text::bigint"
 						"   WHEN 'datetime' THEN eventlog.offset_for_time($1, u.p, $5::text::timestamptz)"
 						"   ELSE coalesce(g.committed_offset, eventlog.log_start_offset($1, u.p))"
-						"        + $5::text::bigint END))"
+						"        + $5::text::numeric END))::bigint"
 						" FROM pg_catalog.unnest(coalesce($3::integer[],"
 						"   (SELECT pg_catalog.array_agg(s.p) FROM pg_catalog.generate_series(0,"
 						"      (SELECT t.partitions - 1 FROM eventlog.topic_catalog t"

@@ -77,6 +77,9 @@ is(committed('readers', 'g'), '0:5,1:1', '--shift-by with a partition list, --ex
 is(committed('readers', 'g'), '0:0,1:0', '--shift-by stops at the log start');
 ($rc, $out, $err) = cli(qw(group reset readers --topic g --to-offset 4 --execute));
 is(committed('readers', 'g'), '0:4,1:3', '--to-offset is kept below the high watermark');
+($rc, $out, $err) = cli(qw(group reset readers --topic g --shift-by 9223372036854775807));
+like($out, qr/^GROUP +TOPIC +PARTITION +CURRENT +NEW\nreaders +g +0 +4 +5\nreaders +g +1 +3 +3\n\z/,
+    'a huge --shift-by is kept below the high watermark, not an overflow') or diag($err);
 ($rc, $out, $err) = cli(qw(group reset readers --topic g --to-latest --execute));
 is(committed('readers', 'g'), '0:5,1:3', '--to-latest');
 ($rc, $out, $err) = cli(qw(group reset readers --topic g --to-datetime 2000-01-01T00:00:00Z --execute));
