@@ -31,6 +31,21 @@
  * each partition's rows at its byte limit, so records far larger than that
  * average do not bring the gateway thousands of times what it can send.
  *
+ * Idle consumers: a consumer with nothing to read sends a Fetch every
+ * fetch.wait.max.ms (librdkafka: 500 ms), each a query of about 330 us in
+ * the server.  So a Fetch that waited its whole max_wait_ms and found
+ * nothing in any partition (no records, no error) leaves
+ * eventlog._kafka_await running on the session for the same partitions and
+ * offsets (pg.c: kpg_await_start), and the next Fetch with the same ones
+ * waits on that instead of querying (kpg_await_wait): if it ends within
+ * max_wait_ms (a record readable, a topic dropped, its own timeout, an
+ * error), the Fetch reads as usual with the rest of its wait; else the
+ * answer is empty, with the marks (log start, stable offset) of the answer
+ * that started the await, and the await goes on.  A commit while the await
+ * runs ends it, one before it started is seen by its first look, so no
+ * record comes later than without it.  Any other use of the session ends it
+ * first (kpg_connect), and so does the connection's end (kpg_close).
+ *
  * Fetch sessions (KIP-227): none are created.  A request with session id
  * 0 is answered in full with session id 0, which tells the client that no
  * session exists, so it keeps sending full requests; forgotten topics only
@@ -245,6 +260,33 @@ query_error(const char *sqlstate)
 	return KERR_LEADER_NOT_AVAILABLE;
 }
 
+/*
+ * After a Fetch that found nothing readable anywhere after its whole wait,
+ * the await for the next ones (pg.c), with the log start and stable offsets
+ * they answer with while it is pending.
+ */
+static void
+start_await(KConn *conn, const char *key, const FetchPart *parts, const int *items,
+			int nitems, char *const *params)
+{
+	char	   *marks;
+
+	for (int i = 0; i < nitems; i++)
+		if (parts[items[i]].error != KERR_NONE || parts[items[i]].nrows > 0)
+			return;
+	marks = malloc((size_t) nitems * 16);
+	if (marks == NULL)
+		return;
+	for (int i = 0; i < nitems; i++)
+	{
+		memcpy(marks + 16 * i, &parts[items[i]].log_start, 8);
+		memcpy(marks + 16 * i + 8, &parts[items[i]].stable, 8);
+	}
+	kpg_await_start(conn, key, marks, (size_t) nitems * 16,
+					(const char *const *) params);
+	free(marks);
+}
+
 KHandlerResult
 khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 {
@@ -271,6 +313,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	KWriter		scratch;
 	KHandlerResult result = KH_OK;
 	char	   *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+	char	   *await_key = NULL;
 
 	kw_init(&scratch, (size_t) K_FETCH_MAX_BYTES * 2);
 
@@ -430,6 +473,39 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 		if (params[0] == NULL || params[1] == NULL || params[2] == NULL || params[3] == NULL ||
 			params[5] == NULL)
 			goto oom;
+		/* An idle consumer's Fetch: every partition queried, and a wait. */
+		if (nitems > 0 && nitems == nparts && wait_ms > 0)
+		{
+			size_t		l0 = strlen(params[0]);
+			size_t		l1 = strlen(params[1]);
+			size_t		l2 = strlen(params[2]);
+
+			await_key = malloc(l0 + l1 + l2 + 3);
+			if (await_key == NULL)
+				goto oom;
+			memcpy(await_key, params[0], l0);
+			await_key[l0] = '|';
+			memcpy(await_key + l0 + 1, params[1], l1);
+			await_key[l0 + 1 + l1] = '|';
+			memcpy(await_key + l0 + l1 + 2, params[2], l2 + 1);
+		}
+		if (nitems > 0 && await_key != NULL)
+		{
+			int32_t		left = wait_ms;
+			const void *extra;
+
+			if (kpg_await_wait(conn, await_key, &left, &extra))
+			{
+				/* Nothing readable yet: empty, with the marks of the last answer. */
+				for (int i = 0; i < nitems && extra != NULL; i++)
+				{
+					memcpy(&parts[items[i]].log_start, (const char *) extra + 16 * i, 8);
+					memcpy(&parts[items[i]].stable, (const char *) extra + 16 * i + 8, 8);
+				}
+				nitems = 0;
+			}
+			snprintf(wait_text, sizeof(wait_text), "%d", (int) left);
+		}
 		if (nitems > 0)
 		{
 			const char *const p6[6] = {params[0], params[1], params[2], params[3], wait_text,
@@ -484,6 +560,8 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 					else if (row == p->first_row + p->nrows)
 						p->nrows++;
 				}
+				if (await_key != NULL)
+					start_await(conn, await_key, parts, items, nitems, params);
 			}
 		}
 	}
@@ -551,6 +629,7 @@ oom:
 done:
 	for (int i = 0; i < 6; i++)
 		free(params[i]);
+	free(await_key);
 	PQclear(res);
 	free(items);
 	free(hbuf);

@@ -35,6 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static void await_end(KConn *conn);
 
 static pthread_mutex_t cluster_id_mutex = PTHREAD_MUTEX_INITIALIZER;
 static char cluster_id[23];
@@ -68,6 +71,20 @@ kpg_close(KConn *conn)
 	PGconn	   *pg;
 	PGcancel   *cancel;
 
+	/*
+	 * A pending await would keep its backend asleep after PQfinish until its
+	 * timeout (a sleeping backend does not read its socket): cancel it.
+	 */
+	if (conn->await_pending && conn->pg != NULL && conn->pg_cancel != NULL &&
+		PQconsumeInput(conn->pg) && PQisBusy(conn->pg))
+	{
+		char		errbuf[256];
+
+		(void) PQcancel(conn->pg_cancel, errbuf, sizeof(errbuf));
+	}
+	conn->await_pending = false;
+	free(conn->await_key);
+	conn->await_key = NULL;
 	kregistry_lock();
 	pg = conn->pg;
 	cancel = conn->pg_cancel;
@@ -112,6 +129,164 @@ session_alive(PGconn *pg)
 			return false;
 	}
 	return PQstatus(pg) == CONNECTION_OK;
+}
+
+/*
+ * The idle Fetch's await (api_fetch.c): eventlog._kafka_await over the
+ * partitions and offsets of a Fetch that came back empty after its whole
+ * wait, sent without waiting for its result, so that the next Fetches of
+ * the same partitions and offsets wait on this session's socket instead of
+ * each running a query (an idle consumer long-polling every 500 ms cost the
+ * server about 330 us per Fetch).  It ends with true when a record becomes
+ * readable (or a topic of the database is dropped), false after
+ * K_AWAIT_MS, or an error (a topic dropped or a privilege revoked before
+ * it started, the backend terminated); whatever it is, the Fetch after it
+ * reads as usual and reports what there is to report.
+ */
+#define K_AWAIT_MS	"30000"
+
+static const char *const await_sql =
+"SELECT eventlog._kafka_await($1::pg_catalog.text[], $2::pg_catalog.int4[],"
+"                             $3::pg_catalog.int8[], $4::pg_catalog.int4)";
+
+/*
+ * Ends a pending await, if any: cancels it unless it has finished, then
+ * reads its results up to the end, so that the session is idle again (or
+ * found broken, and kpg_connect reconnects).  Its outcome does not matter:
+ * the request that ends it queries on its own.
+ */
+static void
+await_end(KConn *conn)
+{
+	PGresult   *res;
+
+	if (!conn->await_pending)
+		return;
+	conn->await_pending = false;
+	free(conn->await_key);
+	conn->await_key = NULL;
+	if (conn->pg == NULL)
+		return;
+	if (PQconsumeInput(conn->pg) && PQisBusy(conn->pg) && conn->pg_cancel != NULL)
+	{
+		char		errbuf[256];
+
+		/* A cancel that arrives after the await ended is ignored by an idle backend. */
+		(void) PQcancel(conn->pg_cancel, errbuf, sizeof(errbuf));
+	}
+	while ((res = PQgetResult(conn->pg)) != NULL)
+		PQclear(res);
+}
+
+void
+kpg_await_start(KConn *conn, const char *key, const void *extra, size_t extra_len,
+				const char *const *params)
+{
+	const char *p4[4] = {params[0], params[1], params[2], K_AWAIT_MS};
+	size_t		klen = strlen(key) + 1;
+
+	await_end(conn);
+	if (conn->pg == NULL || PQstatus(conn->pg) != CONNECTION_OK || kshutting_down())
+		return;
+	conn->await_key = malloc(klen + extra_len);
+	if (conn->await_key == NULL)
+		return;
+	memcpy(conn->await_key, key, klen);
+	if (extra_len > 0)
+		memcpy(conn->await_key + klen, extra, extra_len);
+	if (!PQsendQueryParams(conn->pg, await_sql, 4, NULL, p4, NULL, NULL, 0))
+	{
+		klog(KLOG_DEBUG, "conn %llu (%s): cannot send an idle Fetch's await: %s",
+			 (unsigned long long) conn->id, conn->peer, kpg_trimmed(PQerrorMessage(conn->pg)));
+		free(conn->await_key);
+		conn->await_key = NULL;
+		return;
+	}
+	conn->await_pending = true;
+}
+
+bool
+kpg_await_wait(KConn *conn, const char *key, int32_t *wait_ms, const void **extra)
+{
+	struct timespec start;
+	int64_t		elapsed = 0;
+	bool		finished = false;
+	bool		hung_up = false;
+
+	*extra = NULL;
+	if (!conn->await_pending)
+		return false;
+	if (conn->pg == NULL || *wait_ms <= 0 || strcmp(conn->await_key, key) != 0)
+	{
+		await_end(conn);
+		return false;
+	}
+	/* Shutdown cancels what it sees in flight (main.c), this wait too. */
+	kregistry_lock();
+	if (kshutting_down())
+	{
+		kregistry_unlock();
+		await_end(conn);
+		return false;
+	}
+	conn->in_query = true;
+	kregistry_unlock();
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;)
+	{
+		struct timespec now;
+		struct pollfd pfds[2];
+		int64_t		left;
+		int			rc;
+
+		if (!PQconsumeInput(conn->pg) || !PQisBusy(conn->pg))
+		{
+			finished = true;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed = (int64_t) (now.tv_sec - start.tv_sec) * 1000 +
+			(now.tv_nsec - start.tv_nsec) / 1000000;
+		left = (int64_t) *wait_ms - elapsed;
+		if (left <= 0)
+			break;
+		pfds[0].fd = PQsocket(conn->pg);
+		pfds[0].events = POLLIN;
+		pfds[0].revents = 0;
+		pfds[1].fd = conn->fd;
+		pfds[1].events = POLLRDHUP;
+		pfds[1].revents = 0;
+		rc = poll(pfds, 2, (int) (left > 1000000000 ? 1000000000 : left));
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (rc > 0 && (pfds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
+		{
+			hung_up = true;
+			break;
+		}
+	}
+	kregistry_lock();
+	conn->in_query = false;
+	kregistry_unlock();
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed = (int64_t) (now.tv_sec - start.tv_sec) * 1000 +
+			(now.tv_nsec - start.tv_nsec) / 1000000;
+	}
+	if (elapsed > *wait_ms)
+		elapsed = *wait_ms;
+	*wait_ms -= (int32_t) elapsed;
+	if (finished || hung_up)
+	{
+		/* Read its result (finished) or cancel it (the client has gone). */
+		await_end(conn);
+		*extra = NULL;
+		return hung_up;
+	}
+	*extra = conn->await_key + strlen(conn->await_key) + 1;
+	return true;
 }
 
 /*
@@ -176,6 +351,8 @@ kpg_connect(KConn *conn)
 	PGresult   *res;
 	PGcancel   *cancel;
 
+	/* Every use of the session but the idle Fetch's own ends its await. */
+	await_end(conn);
 	if (conn->pg != NULL)
 	{
 		if (session_alive(conn->pg))

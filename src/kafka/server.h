@@ -95,6 +95,9 @@ typedef struct KConn
 	PGcancel   *pg_cancel;		/* under the registry's lock */
 	bool		in_query;		/* under the registry's lock */
 	bool		fetch_prepared; /* pg has Fetch's statement prepared (pg.c) */
+	bool		await_pending;	/* pg runs an idle Fetch's await (pg.c) */
+	char	   *await_key;		/* what it waits for (kpg_await_start), then
+								 * its extra bytes */
 	struct KConn *prev;			/* the registry's list, under its lock */
 	struct KConn *next;
 	struct ssl_st *ssl;			/* TLS (io.c); NULL on plain TCP */
@@ -253,6 +256,20 @@ extern PGresult *kpg_exec_binary(KConn *conn, const char *sql, int nparams,
  */
 extern PGresult *kpg_exec_fetch(KConn *conn, const char *sql, int nparams,
 								const char *const *params, char sqlstate[6]);
+/*
+ * The idle Fetch's wait that outlives a request (api_fetch.c): after an
+ * empty Fetch, kpg_await_start sends eventlog._kafka_await(params[0..2])
+ * without waiting for it, and keeps the key and extra_len bytes of extra
+ * with it; the next Fetch with the same key calls kpg_await_wait, which
+ * waits up to *wait_ms (less the time it waited on return) and is true if
+ * the await is still pending then (answer empty, with *extra), false if it
+ * ended or there was none (read as usual).  Every other use of
+ * the session ends it first (cancel, drain).
+ */
+extern void kpg_await_start(KConn *conn, const char *key, const void *extra,
+							size_t extra_len, const char *const *params);
+extern bool kpg_await_wait(KConn *conn, const char *key, int32_t *wait_ms,
+						   const void **extra);
 /*
  * kpg_exec_msg with per-parameter lengths and formats (1: PostgreSQL's binary
  * format), for Produce's records.

@@ -27,6 +27,7 @@ versions, and broken frames.  Usage:
   kafka_probe.py HOST PORT fetchmany VERSION WAIT TOPIC:PARTITION:OFFSET ...
   kafka_probe.py HOST PORT listoffsets VERSION TOPIC PARTITION TIMESTAMP
   kafka_probe.py HOST PORT fetchhostile TOPIC   (absurd Fetch/ListOffsets requests)
+  kafka_probe.py HOST PORT session       (requests on one connection from stdin)
 
 It prints one line per finding; the TAP test compares them.
 """
@@ -990,14 +991,9 @@ def list_offsets_request(version, topic, partition, ts, corr=1):
     return frame(b)
 
 
-def cmd_listoffsets(host, port, version, topic, partition, ts):
+def parse_list_offsets(version, data):
     flex = version >= 6
-    s = connect(host, port)
-    s.sendall(list_offsets_request(version, topic, partition, ts))
-    data = read_frame(s)
-    if data is None:
-        print('closed')
-        return
+    lines = []
     r = Reader(data)
     r.i32()
     if flex:
@@ -1011,17 +1007,69 @@ def cmd_listoffsets(host, port, version, topic, partition, ts):
             err = r.i16()
             if version == 0:
                 offs = [i64(r) for _ in range(r.array_len(flex))]
-                print('%s/%d error=%d offsets=%s' % (name, p, err, offs))
+                lines.append('%s/%d error=%d offsets=%s' % (name, p, err, offs))
             else:
                 t = i64(r)
                 off = i64(r)
                 if version >= 4:
                     r.i32()
-                print('%s/%d error=%d timestamp=%d offset=%d' % (name, p, err, t, off))
+                lines.append('%s/%d error=%d timestamp=%d offset=%d' % (name, p, err, t, off))
             r.tags(flex)
         r.tags(flex)
     r.tags(flex)
-    print('rest=%d' % r.rest())
+    lines.append('rest=%d' % r.rest())
+    return lines
+
+
+def cmd_listoffsets(host, port, version, topic, partition, ts):
+    s = connect(host, port)
+    s.sendall(list_offsets_request(version, topic, partition, ts))
+    data = read_frame(s)
+    if data is None:
+        print('closed')
+        return
+    for line in parse_list_offsets(version, data):
+        print(line)
+
+
+def cmd_session(host, port):
+    """Requests on one connection, one per line of stdin:
+         fetch WAIT TOPIC:PARTITION:OFFSET ...   (Fetch v11)
+         metadata TOPIC                          (Metadata v1: answered or not)
+         listoffsets TOPIC PARTITION TIMESTAMP   (ListOffsets v5)
+       each answer's lines, then a line '.'."""
+    s = connect(host, port)
+    corr = 0
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        corr += 1
+        if words[0] == 'fetch':
+            topics = []
+            for spec in words[2:]:
+                t, p, o = spec.rsplit(':', 2)
+                if not topics or topics[-1][0] != t:
+                    topics.append((t, []))
+                topics[-1][1].append((int(p), int(o), 1048576))
+            s.sendall(fetch_request(11, topics, wait=int(words[1]), corr=corr))
+            data = read_frame(s)
+            out = ['closed'] if data is None else parse_fetch(11, data)
+        elif words[0] == 'metadata':
+            s.sendall(metadata_request(1, [words[1]], corr=corr))
+            data = read_frame(s)
+            out = ['closed'] if data is None else ['metadata answered']
+        elif words[0] == 'listoffsets':
+            s.sendall(list_offsets_request(5, words[1], int(words[2]), int(words[3]), corr=corr))
+            data = read_frame(s)
+            out = ['closed'] if data is None else parse_list_offsets(5, data)
+        else:
+            out = ['unknown command']
+        for o in out:
+            print(o)
+        print('.', flush=True)
+        if data is None:
+            return
 
 
 def cmd_fetchhostile(host, port, topic):
@@ -1121,6 +1169,8 @@ def main():
         cmd_fetch(host, port, int(args[0]), args[1], int(args[2]), int(args[3]), args[4:])
     elif cmd == 'fetchmany':
         cmd_fetchmany(host, port, int(args[0]), int(args[1]), args[2:])
+    elif cmd == 'session':
+        cmd_session(host, port)
     elif cmd == 'listoffsets':
         cmd_listoffsets(host, port, int(args[0]), args[1], int(args[2]), int(args[3]))
     elif cmd == 'fetchhostile':

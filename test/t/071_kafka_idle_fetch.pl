@@ -1,0 +1,152 @@
+# The idle consumer's Fetch (src/kafka/api_fetch.c, pg.c): after a Fetch
+# that found nothing after its whole wait, the gateway leaves
+# eventlog._kafka_await running on the connection's session, and the next
+# Fetches of the same partitions and offsets wait on it instead of querying.
+# A record produced meanwhile is read at once; a Fetch of other offsets,
+# Metadata and ListOffsets on the same connection end the await first; a
+# topic dropped meanwhile is reported by the next Fetch; a backend
+# terminated meanwhile is reconnected; a client that hangs up takes its
+# await with it; a Fetch without a wait leaves none.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
+use Test::More;
+use KafkaGatewayTest;
+
+my $python = '/usr/bin/python3';
+my $probe = "$ENV{TESTDIR}/test/t/kafka_probe.py";
+$probe = 'test/t/kafka_probe.py' unless -f $probe;
+
+my $node = PostgreSQL::Test::Cluster->new('kidle');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_eventlog'");
+$node->start;
+$node->safe_psql('postgres', q{
+    CREATE EXTENSION pg_eventlog;
+    SELECT eventlog.create_topic('idle', 1, format => 'binary');
+    SELECT eventlog.create_topic('doomed', 1, format => 'binary');
+});
+my $gw = $node->config_data('--bindir') . '/pg_eventlog_kafka';
+my $tmp = PostgreSQL::Test::Utils::tempdir();
+my $port = PostgreSQL::Test::Cluster::get_free_port();
+my ($gwh, $gwlog) = spawn_gateway($gw, $tmp, 'main', qr/serving database/,
+    '--dsn', $node->connstr('postgres'), '--listen', "127.0.0.1:$port");
+
+# One client connection, driven a request at a time.
+my ($in, $out, $err) = ('', '', '');
+my $timer = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
+my $ph = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'session' ],
+    '<', \$in, '>', \$out, '2>', \$err, $timer);
+sub send_req
+{
+    my ($line) = @_;
+    $out = '';
+    $in .= "$line\n";
+    $ph->pump while length $in;
+}
+sub answer
+{
+    $timer->start($PostgreSQL::Test::Utils::timeout_default);
+    $ph->pump until $out =~ /^\.$/m || $timer->is_expired;
+    my $a = $out;
+    $out = '';
+    return $a;
+}
+sub req
+{
+    send_req(@_);
+    return answer();
+}
+
+# The gateway's session while an await runs in it.
+my $awaiting = q{SELECT count(*) FROM pg_stat_activity
+    WHERE application_name = 'pg_eventlog_kafka' AND state = 'active'
+      AND query LIKE '%_kafka_await%'};
+sub await_started
+{
+    return $node->safe_psql('postgres', q{SELECT query_start FROM pg_stat_activity
+        WHERE application_name = 'pg_eventlog_kafka' AND state = 'active'
+          AND query LIKE '%_kafka_await%'});
+}
+
+# 1. An empty Fetch leaves an await; the next one of the same offsets runs no query.
+like(req('fetch 100 idle:0:0'), qr{^idle/0 error=0 hw=0 lso=0 start=0 records=0 offsets=$}m,
+    'an idle Fetch: empty');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"),
+    'after it the gateway session runs _kafka_await');
+my $started = await_started();
+like(req('fetch 100 idle:0:0'), qr{^idle/0 error=0 hw=0 lso=0 start=0 records=0 offsets=$}m,
+    'the next Fetch of the same offset: empty, with the same marks');
+is(await_started(), $started, 'answered without a query: the same await still runs');
+
+# 2. A record produced from SQL during the wait of a Fetch on the await: read at once
+# (the Fetch waits up to 10 minutes: only the await's result can end it early).
+send_req('fetch 600000 idle:0:0');
+$node->safe_psql('postgres', q{SELECT eventlog.produce_binary('idle', NULL, '\x01')});
+like(answer(), qr{^idle/0 error=0 hw=1 lso=1 start=0 records=1 offsets=0$}m,
+    'a record produced while a Fetch waits on the await: returned at once');
+is($node->safe_psql('postgres', $awaiting), '0', 'no await after a Fetch that returned records');
+
+# 3. A record produced between Fetches, while the await is pending.
+like(req('fetch 100 idle:0:1'), qr{^idle/0 error=0 hw=1 lso=1 start=0 records=0 offsets=$}m,
+    'empty at the end');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await for offset 1');
+$node->safe_psql('postgres', q{SELECT eventlog.produce_binary('idle', NULL, '\x02')});
+like(req('fetch 600000 idle:0:1'), qr{^idle/0 error=0 hw=2 lso=2 start=0 records=1 offsets=1$}m,
+    'a record produced while the await is pending: the next Fetch returns it');
+
+# 4. A Fetch of other offsets ends the await and reads.
+like(req('fetch 100 idle:0:2'), qr{records=0}, 'empty at offset 2');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await for offset 2');
+like(req('fetch 100 idle:0:0'), qr{^idle/0 error=0 hw=2 lso=2 start=0 records=2 offsets=0,1$}m,
+    'a Fetch from offset 0 instead: read at once');
+is($node->safe_psql('postgres', $awaiting), '0', 'and the await is gone');
+
+# 5. Metadata and ListOffsets on the same connection end the await and are answered.
+like(req('fetch 100 idle:0:2'), qr{records=0}, 'empty at offset 2 again');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await');
+like(req('metadata idle'), qr{^metadata answered$}m, 'Metadata during the await: answered');
+is($node->safe_psql('postgres', $awaiting), '0', 'and the await is gone');
+like(req('fetch 100 idle:0:2'), qr{records=0}, 'empty');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await again');
+like(req('listoffsets idle 0 -1'), qr{^idle/0 error=0 timestamp=-1 offset=2$}m,
+    'ListOffsets during the await: answered');
+is($node->safe_psql('postgres', $awaiting), '0', 'and the await is gone');
+
+# 6. A Fetch without a wait leaves no await.
+like(req('fetch 0 idle:0:2'), qr{records=0}, 'a Fetch with max_wait_ms 0: empty');
+is($node->safe_psql('postgres', $awaiting), '0', 'and no await after it');
+
+# 7. A topic dropped during the await: the next Fetch reports it.
+like(req('fetch 100 doomed:0:0'), qr{^doomed/0 error=0 .*records=0}m, 'empty in a topic');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await on it');
+$node->safe_psql('postgres', q{SELECT eventlog.drop_topic('doomed')});
+like(req('fetch 600000 doomed:0:0'), qr{^doomed/0 error=3 }m,
+    'the topic dropped during the await: the next Fetch says UNKNOWN_TOPIC_OR_PARTITION');
+
+# 8. The session's backend terminated during the await: the next Fetch reconnects.
+like(req('fetch 100 idle:0:2'), qr{records=0}, 'empty at offset 2');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await');
+$node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+    WHERE application_name = 'pg_eventlog_kafka' AND query LIKE '%_kafka_await%'});
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 0"), 'its backend terminated');
+like(req('fetch 100 idle:0:2'), qr{^idle/0 error=0 hw=2 lso=2 start=0 records=0 offsets=$}m,
+    'the next Fetch is answered from a new session');
+$node->safe_psql('postgres', q{SELECT eventlog.produce_binary('idle', NULL, '\x03')});
+like(req('fetch 600000 idle:0:2'), qr{^idle/0 error=0 hw=3 lso=3 start=0 records=1 offsets=2$}m,
+    'and reads what is produced');
+
+# 9. A client that hangs up during the await takes it with it.
+like(req('fetch 100 idle:0:3'), qr{records=0}, 'empty at offset 3');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await');
+$ph->kill_kill;
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 0"),
+    'the client hangs up: its await ends at once, not after its timeout');
+
+ok(!grep({ /query failed/ } split /\n/, slurp_file($gwlog)), 'no query failed in the log')
+    or diag(slurp_file($gwlog));
+$gwh->kill_kill;
+$node->stop;
+done_testing();
