@@ -131,6 +131,16 @@ SELECT * FROM eventlog.seek('cmp.round', 'cmp.g', '3', partition => 0);
 SELECT offset_id, key FROM eventlog.poll('cmp.round', 'cmp.g', 2);
 SELECT offset_id, key FROM eventlog.poll('cmp.round', 'cmp.g', 10);
 
+-- Settings beyond timestamptz's range (Kafka users write Long.MAX_VALUE for
+-- "forever") hold compaction back, or keep tombstones forever, rather than
+-- failing every round with "timestamp out of range".
+SELECT eventlog.alter_topic('cmp.round', delete_retention => '300000 years',
+                            min_compaction_lag => '100000 years', max_compaction_lag => '100000 years');
+SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
+SELECT eventlog.alter_topic('cmp.round', min_compaction_lag => '0', max_compaction_lag => '-1 second');
+SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
+SELECT next_tombstone_expiry FROM eventlog.compaction WHERE topic = 'cmp.round';
+
 -- The next round, with delete_retention 0: k2's tombstone goes, and k2's
 -- value before it.  min_compaction_lag holds a segment back while it is young.
 SELECT eventlog.alter_topic('cmp.round', delete_retention => '0', min_compaction_lag => '1 hour');

@@ -85,6 +85,9 @@ DECLARE
     removed bigint := 0;
     reclaimed bigint := 0;
     tomb timestamptz;
+    lag_horizon timestamptz;
+    max_lag_horizon timestamptz;
+    delete_horizon timestamptz;
     saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     drop_lock_timeout text := CASE
         WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
@@ -99,6 +102,25 @@ BEGIN
      WHERE x.topic_id = t.topic_id AND x.partition = p;
     SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
     stable := @extschema@.last_stable_offset(t.name, p);
+    -- The settings may be as long as an interval can be ('100000 years'
+    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
+    -- of timestamptz, the horizon is -infinity rather than an error that
+    -- would stop every round of the topic.
+    BEGIN
+        lag_horizon := pg_catalog.now() - t.min_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        lag_horizon := '-infinity';
+    END;
+    BEGIN
+        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        max_lag_horizon := '-infinity';
+    END;
+    BEGIN
+        delete_horizon := pg_catalog.now() - t.delete_retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        delete_horizon := '-infinity';
+    END;
 
     -- The cleanable segments: sealed, oldest first, up to the first one
     -- with an offset in flight or a record younger than min_compaction_lag.
@@ -113,7 +135,7 @@ BEGIN
                OR seg.nxt IS NULL OR seg.nxt > stable;
         SELECT st.oldest, st.newest INTO oldest, newest
           FROM @extschema@._segment_times(seg.table_name) st;
-        EXIT WHEN newest IS NOT NULL AND newest > pg_catalog.now() - t.min_compaction_lag;
+        EXIT WHEN newest IS NOT NULL AND newest > lag_horizon;
         -- A segment someone holds (a reader's open transaction) could not be
         -- swapped: the range ends before it, rather than rewriting what
         -- would be thrown away.  The probe's lock goes with its sub-block.
@@ -155,7 +177,7 @@ BEGIN
     IF NOT (force
             OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
             OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
-                AND oldest_dirty < pg_catalog.now() - t.max_compaction_lag)
+                AND oldest_dirty < max_lag_horizon)
             OR cc.next_tombstone_expiry <= pg_catalog.now()) THEN
         RETURN;
     END IF;
@@ -165,7 +187,7 @@ BEGIN
     -- deleted, in earlier segments, is gone too.
     i := 0;
     FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs,
-                                                         pg_catalog.now() - t.delete_retention)
+                                                         delete_horizon)
     LOOP
         i := i + 1;
         IF c.oldest_tombstone IS NOT NULL THEN
@@ -231,6 +253,11 @@ BEGIN
         RETURN NEXT r;
     END LOOP;
 
+    BEGIN
+        tomb := tomb + t.delete_retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        tomb := 'infinity';
+    END;
     UPDATE @extschema@.compaction_catalog x
        SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset ELSE range_end END,
            dirty_ratio = CASE WHEN busy THEN x.dirty_ratio ELSE 0 END,
@@ -240,7 +267,7 @@ BEGIN
            bytes_reclaimed = x.bytes_reclaimed + reclaimed,
            -- After a skipped segment, retry next round.
            next_tombstone_expiry = CASE WHEN busy THEN pg_catalog.now()
-                                        ELSE tomb + t.delete_retention END
+                                        ELSE tomb END
      WHERE x.topic_id = t.topic_id AND x.partition = p;
 END
 $$;
