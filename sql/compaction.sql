@@ -105,6 +105,13 @@ SELECT action, segment, first_offset, next_offset, bytes IS NOT NULL AS bytes_co
 SELECT offset_id, key, value FROM eventlog.read('cmp.round', 0, 0);
 -- Nothing more to do: the sealed log is clean.
 SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
+-- A round that is not due (the worker's, every maintenance interval) takes
+-- no lock on the segments: probing one with ACCESS EXCLUSIVE takes an xid
+-- and writes WAL, per sealed segment, per partition, per round.
+BEGIN;
+SELECT count(*) AS actions FROM eventlog._compact_topic(eventlog._topic_id('cmp.round'), false);
+SELECT pg_current_xact_id_if_assigned() IS NULL AS took_no_xid;
+COMMIT;
 SELECT topic, partition, cleanup_policy, cleaned_offset, dirty_ratio, rounds, records_removed,
        bytes_reclaimed > 0 AS reclaimed, last_compaction IS NOT NULL AS compacted,
        next_tombstone_expiry > now() + interval '23 hours' AS tombstone_expires_in_a_day

@@ -6544,6 +6544,7 @@ REVOKE ALL ON FUNCTION @extschema@._expire_producers(interval) FROM PUBLIC;
 
 -- Compaction: a delete_retention or compaction lag beyond timestamptz's
 -- range no longer makes every round of the topic fail.
+-- A round that is not due takes no lock on the segments.
 CREATE OR REPLACE FUNCTION @extschema@._compact_partition(t @extschema@.topic_catalog, p integer,
                                               force boolean)
 RETURNS SETOF @extschema@.maintenance_action
@@ -6626,25 +6627,6 @@ BEGIN
         SELECT st.oldest, st.newest INTO oldest, newest
           FROM @extschema@._segment_times(seg.table_name) st;
         EXIT WHEN newest IS NOT NULL AND newest > lag_horizon;
-        -- A segment someone holds (a reader's open transaction) could not be
-        -- swapped: the range ends before it, rather than rewriting what
-        -- would be thrown away.  The probe's lock goes with its sub-block.
-        BEGIN
-            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
-                           seg.table_name);
-            RAISE EXCEPTION USING ERRCODE = 'EL017';
-        EXCEPTION
-            WHEN lock_not_available THEN
-                r.action := 'skipped (busy)';
-                r.segment := seg.table_name;
-                r.first_offset := seg.base_offset;
-                r.next_offset := seg.nxt;
-                r.bytes := NULL;
-                RETURN NEXT r;
-                EXIT;
-            WHEN SQLSTATE 'EL017' THEN
-                NULL;
-        END;
         seg_bytes := pg_catalog.pg_total_relation_size(
             format('eventlog_segments.%I', seg.table_name)::regclass);
         total_bytes := total_bytes + seg_bytes;
@@ -6669,6 +6651,38 @@ BEGIN
             OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
                 AND oldest_dirty < max_lag_horizon)
             OR cc.next_tombstone_expiry <= pg_catalog.now()) THEN
+        RETURN;
+    END IF;
+
+    -- A segment someone holds (a reader's open transaction) could not be
+    -- swapped: the range ends before it, rather than rewriting what would
+    -- be thrown away.  The probe's lock goes with its sub-block.  Only when
+    -- the round is due: each probe of an ACCESS EXCLUSIVE lock takes an xid
+    -- and writes WAL (for standbys), and the worker checks every compacted
+    -- partition each round.
+    FOR i IN 1 .. pg_catalog.array_length(segs, 1) LOOP
+        BEGIN
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           segs[i]);
+            RAISE EXCEPTION USING ERRCODE = 'EL017';
+        EXCEPTION
+            WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := segs[i];
+                r.first_offset := bases[i];
+                r.next_offset := nexts[i];
+                r.bytes := NULL;
+                RETURN NEXT r;
+                segs := segs[1:i - 1];
+                bases := bases[1:i - 1];
+                nexts := nexts[1:i - 1];
+                range_end := nexts[i - 1];
+                EXIT;
+            WHEN SQLSTATE 'EL017' THEN
+                NULL;
+        END;
+    END LOOP;
+    IF range_end IS NULL THEN
         RETURN;
     END IF;
 
