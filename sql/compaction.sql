@@ -155,6 +155,13 @@ SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
 SELECT eventlog.alter_topic('cmp.round', min_compaction_lag => '0');
 SELECT action, segment, first_offset, next_offset FROM eventlog.compact('cmp.round');
 SELECT offset_id, key, value FROM eventlog.read('cmp.round', 0, 0);
+-- No tombstone is kept now, nothing is dirty: a round that is not forced
+-- (the worker's) has nothing to do and does not run (a NULL tombstone
+-- expiry once made every such round read the whole sealed log).
+SELECT rounds AS rounds_before FROM eventlog.compaction WHERE topic = 'cmp.round' \gset
+SELECT count(*) AS actions FROM eventlog._compact_topic(eventlog._topic_id('cmp.round'), false);
+SELECT rounds - :rounds_before AS rounds_run, next_tombstone_expiry
+  FROM eventlog.compaction WHERE topic = 'cmp.round';
 
 -- 'compact' alone: retention removes nothing, however old; 'compact,delete'
 -- removes whole segments again.

@@ -6545,6 +6545,7 @@ REVOKE ALL ON FUNCTION @extschema@._expire_producers(interval) FROM PUBLIC;
 -- Compaction: a delete_retention or compaction lag beyond timestamptz's
 -- range no longer makes every round of the topic fail.
 -- A round that is not due takes no lock on the segments.
+-- A round is due only when a condition holds (NULL is not due).
 CREATE OR REPLACE FUNCTION @extschema@._compact_partition(t @extschema@.topic_catalog, p integer,
                                               force boolean)
 RETURNS SETOF @extschema@.maintenance_action
@@ -6646,11 +6647,15 @@ BEGIN
     IF range_end IS NULL THEN
         RETURN;
     END IF;
-    IF NOT (force
+    -- Due only when a condition holds: with no tombstone kept,
+    -- next_tombstone_expiry is NULL, and NOT (false OR NULL) is NULL, which
+    -- IF takes as false (the round ran, reading every sealed segment, each
+    -- time the worker came by).
+    IF NOT coalesce(force
             OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
             OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
                 AND oldest_dirty < max_lag_horizon)
-            OR cc.next_tombstone_expiry <= pg_catalog.now()) THEN
+            OR cc.next_tombstone_expiry <= pg_catalog.now(), false) THEN
         RETURN;
     END IF;
 

@@ -155,11 +155,15 @@ BEGIN
     IF range_end IS NULL THEN
         RETURN;
     END IF;
-    IF NOT (force
+    -- Due only when a condition holds: with no tombstone kept,
+    -- next_tombstone_expiry is NULL, and NOT (false OR NULL) is NULL, which
+    -- IF takes as false (the round ran, reading every sealed segment, each
+    -- time the worker came by).
+    IF NOT coalesce(force
             OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
             OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
                 AND oldest_dirty < max_lag_horizon)
-            OR cc.next_tombstone_expiry <= pg_catalog.now()) THEN
+            OR cc.next_tombstone_expiry <= pg_catalog.now(), false) THEN
         RETURN;
     END IF;
 
