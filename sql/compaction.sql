@@ -105,6 +105,13 @@ SELECT action, segment, first_offset, next_offset, bytes IS NOT NULL AS bytes_co
 SELECT offset_id, key, value FROM eventlog.read('cmp.round', 0, 0);
 -- Nothing more to do: the sealed log is clean.
 SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
+-- A round that is not due (the worker's, every maintenance interval) takes
+-- no lock on the segments: probing one with ACCESS EXCLUSIVE takes an xid
+-- and writes WAL, per sealed segment, per partition, per round.
+BEGIN;
+SELECT count(*) AS actions FROM eventlog._compact_topic(eventlog._topic_id('cmp.round'), false);
+SELECT pg_current_xact_id_if_assigned() IS NULL AS took_no_xid;
+COMMIT;
 SELECT topic, partition, cleanup_policy, cleaned_offset, dirty_ratio, rounds, records_removed,
        bytes_reclaimed > 0 AS reclaimed, last_compaction IS NOT NULL AS compacted,
        next_tombstone_expiry > now() + interval '23 hours' AS tombstone_expires_in_a_day
@@ -131,6 +138,16 @@ SELECT * FROM eventlog.seek('cmp.round', 'cmp.g', '3', partition => 0);
 SELECT offset_id, key FROM eventlog.poll('cmp.round', 'cmp.g', 2);
 SELECT offset_id, key FROM eventlog.poll('cmp.round', 'cmp.g', 10);
 
+-- Settings beyond timestamptz's range (Kafka users write Long.MAX_VALUE for
+-- "forever") hold compaction back, or keep tombstones forever, rather than
+-- failing every round with "timestamp out of range".
+SELECT eventlog.alter_topic('cmp.round', delete_retention => '300000 years',
+                            min_compaction_lag => '100000 years', max_compaction_lag => '100000 years');
+SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
+SELECT eventlog.alter_topic('cmp.round', min_compaction_lag => '0', max_compaction_lag => '-1 second');
+SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
+SELECT next_tombstone_expiry FROM eventlog.compaction WHERE topic = 'cmp.round';
+
 -- The next round, with delete_retention 0: k2's tombstone goes, and k2's
 -- value before it.  min_compaction_lag holds a segment back while it is young.
 SELECT eventlog.alter_topic('cmp.round', delete_retention => '0', min_compaction_lag => '1 hour');
@@ -138,6 +155,13 @@ SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
 SELECT eventlog.alter_topic('cmp.round', min_compaction_lag => '0');
 SELECT action, segment, first_offset, next_offset FROM eventlog.compact('cmp.round');
 SELECT offset_id, key, value FROM eventlog.read('cmp.round', 0, 0);
+-- No tombstone is kept now, nothing is dirty: a round that is not forced
+-- (the worker's) has nothing to do and does not run (a NULL tombstone
+-- expiry once made every such round read the whole sealed log).
+SELECT rounds AS rounds_before FROM eventlog.compaction WHERE topic = 'cmp.round' \gset
+SELECT count(*) AS actions FROM eventlog._compact_topic(eventlog._topic_id('cmp.round'), false);
+SELECT rounds - :rounds_before AS rounds_run, next_tombstone_expiry
+  FROM eventlog.compaction WHERE topic = 'cmp.round';
 
 -- 'compact' alone: retention removes nothing, however old; 'compact,delete'
 -- removes whole segments again.

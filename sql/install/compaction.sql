@@ -85,6 +85,9 @@ DECLARE
     removed bigint := 0;
     reclaimed bigint := 0;
     tomb timestamptz;
+    lag_horizon timestamptz;
+    max_lag_horizon timestamptz;
+    delete_horizon timestamptz;
     saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     drop_lock_timeout text := CASE
         WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
@@ -99,6 +102,25 @@ BEGIN
      WHERE x.topic_id = t.topic_id AND x.partition = p;
     SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
     stable := @extschema@.last_stable_offset(t.name, p);
+    -- The settings may be as long as an interval can be ('100000 years'
+    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
+    -- of timestamptz, the horizon is -infinity rather than an error that
+    -- would stop every round of the topic.
+    BEGIN
+        lag_horizon := pg_catalog.now() - t.min_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        lag_horizon := '-infinity';
+    END;
+    BEGIN
+        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        max_lag_horizon := '-infinity';
+    END;
+    BEGIN
+        delete_horizon := pg_catalog.now() - t.delete_retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        delete_horizon := '-infinity';
+    END;
 
     -- The cleanable segments: sealed, oldest first, up to the first one
     -- with an offset in flight or a record younger than min_compaction_lag.
@@ -113,26 +135,7 @@ BEGIN
                OR seg.nxt IS NULL OR seg.nxt > stable;
         SELECT st.oldest, st.newest INTO oldest, newest
           FROM @extschema@._segment_times(seg.table_name) st;
-        EXIT WHEN newest IS NOT NULL AND newest > pg_catalog.now() - t.min_compaction_lag;
-        -- A segment someone holds (a reader's open transaction) could not be
-        -- swapped: the range ends before it, rather than rewriting what
-        -- would be thrown away.  The probe's lock goes with its sub-block.
-        BEGIN
-            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
-                           seg.table_name);
-            RAISE EXCEPTION USING ERRCODE = 'EL017';
-        EXCEPTION
-            WHEN lock_not_available THEN
-                r.action := 'skipped (busy)';
-                r.segment := seg.table_name;
-                r.first_offset := seg.base_offset;
-                r.next_offset := seg.nxt;
-                r.bytes := NULL;
-                RETURN NEXT r;
-                EXIT;
-            WHEN SQLSTATE 'EL017' THEN
-                NULL;
-        END;
+        EXIT WHEN newest IS NOT NULL AND newest > lag_horizon;
         seg_bytes := pg_catalog.pg_total_relation_size(
             format('eventlog_segments.%I', seg.table_name)::regclass);
         total_bytes := total_bytes + seg_bytes;
@@ -152,11 +155,47 @@ BEGIN
     IF range_end IS NULL THEN
         RETURN;
     END IF;
-    IF NOT (force
+    -- Due only when a condition holds: with no tombstone kept,
+    -- next_tombstone_expiry is NULL, and NOT (false OR NULL) is NULL, which
+    -- IF takes as false (the round ran, reading every sealed segment, each
+    -- time the worker came by).
+    IF NOT coalesce(force
             OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
             OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
-                AND oldest_dirty < pg_catalog.now() - t.max_compaction_lag)
-            OR cc.next_tombstone_expiry <= pg_catalog.now()) THEN
+                AND oldest_dirty < max_lag_horizon)
+            OR cc.next_tombstone_expiry <= pg_catalog.now(), false) THEN
+        RETURN;
+    END IF;
+
+    -- A segment someone holds (a reader's open transaction) could not be
+    -- swapped: the range ends before it, rather than rewriting what would
+    -- be thrown away.  The probe's lock goes with its sub-block.  Only when
+    -- the round is due: each probe of an ACCESS EXCLUSIVE lock takes an xid
+    -- and writes WAL (for standbys), and the worker checks every compacted
+    -- partition each round.
+    FOR i IN 1 .. pg_catalog.array_length(segs, 1) LOOP
+        BEGIN
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           segs[i]);
+            RAISE EXCEPTION USING ERRCODE = 'EL017';
+        EXCEPTION
+            WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := segs[i];
+                r.first_offset := bases[i];
+                r.next_offset := nexts[i];
+                r.bytes := NULL;
+                RETURN NEXT r;
+                segs := segs[1:i - 1];
+                bases := bases[1:i - 1];
+                nexts := nexts[1:i - 1];
+                range_end := nexts[i - 1];
+                EXIT;
+            WHEN SQLSTATE 'EL017' THEN
+                NULL;
+        END;
+    END LOOP;
+    IF range_end IS NULL THEN
         RETURN;
     END IF;
 
@@ -165,7 +204,7 @@ BEGIN
     -- deleted, in earlier segments, is gone too.
     i := 0;
     FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs,
-                                                         pg_catalog.now() - t.delete_retention)
+                                                         delete_horizon)
     LOOP
         i := i + 1;
         IF c.oldest_tombstone IS NOT NULL THEN
@@ -231,6 +270,11 @@ BEGIN
         RETURN NEXT r;
     END LOOP;
 
+    BEGIN
+        tomb := tomb + t.delete_retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        tomb := 'infinity';
+    END;
     UPDATE @extschema@.compaction_catalog x
        SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset ELSE range_end END,
            dirty_ratio = CASE WHEN busy THEN x.dirty_ratio ELSE 0 END,
@@ -240,7 +284,7 @@ BEGIN
            bytes_reclaimed = x.bytes_reclaimed + reclaimed,
            -- After a skipped segment, retry next round.
            next_tombstone_expiry = CASE WHEN busy THEN pg_catalog.now()
-                                        ELSE tomb + t.delete_retention END
+                                        ELSE tomb END
      WHERE x.topic_id = t.topic_id AND x.partition = p;
 END
 $$;
