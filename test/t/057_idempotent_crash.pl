@@ -50,12 +50,12 @@ my ($out, $err, $open_out, $open_err) = ('', '', '', '');
 # This batch's commit is flushed, then waits for the standby: the client
 # does not hear of it.
 my $unacked = IPC::Run::start(
-    [ 'psql', '-X', '-A', '-t', '-d', $node->connstr('postgres'),
+    [ 'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('postgres'),
       '-c', 'SET synchronous_commit = on; ' . batch(0, 3, 'd', 'e') ],
     '>', \$out, '2>', \$err);
 # A batch whose transaction is still open when the server dies.
 my $open = IPC::Run::start(
-    [ 'psql', '-X', '-A', '-t', '-d', $node->connstr('postgres'),
+    [ 'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('postgres'),
       '-c', 'BEGIN; ' . batch(1, 0, 'x') . '; SELECT pg_sleep(600)' ],
     '>', \$open_out, '2>', \$open_err);
 $node->poll_query_until('postgres', q{
