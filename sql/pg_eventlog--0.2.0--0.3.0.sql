@@ -6014,6 +6014,9 @@ DECLARE
     removed bigint := 0;
     reclaimed bigint := 0;
     tomb timestamptz;
+    lag_horizon timestamptz;
+    max_lag_horizon timestamptz;
+    delete_horizon timestamptz;
     saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     drop_lock_timeout text := CASE
         WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
@@ -6028,6 +6031,25 @@ BEGIN
      WHERE x.topic_id = t.topic_id AND x.partition = p;
     SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
     stable := @extschema@.last_stable_offset(t.name, p);
+    -- The settings may be as long as an interval can be ('100000 years'
+    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
+    -- of timestamptz, the horizon is -infinity rather than an error that
+    -- would stop every round of the topic.
+    BEGIN
+        lag_horizon := pg_catalog.now() - t.min_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        lag_horizon := '-infinity';
+    END;
+    BEGIN
+        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        max_lag_horizon := '-infinity';
+    END;
+    BEGIN
+        delete_horizon := pg_catalog.now() - t.delete_retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        delete_horizon := '-infinity';
+    END;
 
     -- The cleanable segments: sealed, oldest first, up to the first one
     -- with an offset in flight or a record younger than min_compaction_lag.
@@ -6042,26 +6064,7 @@ BEGIN
                OR seg.nxt IS NULL OR seg.nxt > stable;
         SELECT st.oldest, st.newest INTO oldest, newest
           FROM @extschema@._segment_times(seg.table_name) st;
-        EXIT WHEN newest IS NOT NULL AND newest > pg_catalog.now() - t.min_compaction_lag;
-        -- A segment someone holds (a reader's open transaction) could not be
-        -- swapped: the range ends before it, rather than rewriting what
-        -- would be thrown away.  The probe's lock goes with its sub-block.
-        BEGIN
-            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
-                           seg.table_name);
-            RAISE EXCEPTION USING ERRCODE = 'EL017';
-        EXCEPTION
-            WHEN lock_not_available THEN
-                r.action := 'skipped (busy)';
-                r.segment := seg.table_name;
-                r.first_offset := seg.base_offset;
-                r.next_offset := seg.nxt;
-                r.bytes := NULL;
-                RETURN NEXT r;
-                EXIT;
-            WHEN SQLSTATE 'EL017' THEN
-                NULL;
-        END;
+        EXIT WHEN newest IS NOT NULL AND newest > lag_horizon;
         seg_bytes := pg_catalog.pg_total_relation_size(
             format('eventlog_segments.%I', seg.table_name)::regclass);
         total_bytes := total_bytes + seg_bytes;
@@ -6081,11 +6084,47 @@ BEGIN
     IF range_end IS NULL THEN
         RETURN;
     END IF;
-    IF NOT (force
+    -- Due only when a condition holds: with no tombstone kept,
+    -- next_tombstone_expiry is NULL, and NOT (false OR NULL) is NULL, which
+    -- IF takes as false (the round ran, reading every sealed segment, each
+    -- time the worker came by).
+    IF NOT coalesce(force
             OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
             OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
-                AND oldest_dirty < pg_catalog.now() - t.max_compaction_lag)
-            OR cc.next_tombstone_expiry <= pg_catalog.now()) THEN
+                AND oldest_dirty < max_lag_horizon)
+            OR cc.next_tombstone_expiry <= pg_catalog.now(), false) THEN
+        RETURN;
+    END IF;
+
+    -- A segment someone holds (a reader's open transaction) could not be
+    -- swapped: the range ends before it, rather than rewriting what would
+    -- be thrown away.  The probe's lock goes with its sub-block.  Only when
+    -- the round is due: each probe of an ACCESS EXCLUSIVE lock takes an xid
+    -- and writes WAL (for standbys), and the worker checks every compacted
+    -- partition each round.
+    FOR i IN 1 .. pg_catalog.array_length(segs, 1) LOOP
+        BEGIN
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           segs[i]);
+            RAISE EXCEPTION USING ERRCODE = 'EL017';
+        EXCEPTION
+            WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := segs[i];
+                r.first_offset := bases[i];
+                r.next_offset := nexts[i];
+                r.bytes := NULL;
+                RETURN NEXT r;
+                segs := segs[1:i - 1];
+                bases := bases[1:i - 1];
+                nexts := nexts[1:i - 1];
+                range_end := nexts[i - 1];
+                EXIT;
+            WHEN SQLSTATE 'EL017' THEN
+                NULL;
+        END;
+    END LOOP;
+    IF range_end IS NULL THEN
         RETURN;
     END IF;
 
@@ -6094,7 +6133,7 @@ BEGIN
     -- deleted, in earlier segments, is gone too.
     i := 0;
     FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs,
-                                                         pg_catalog.now() - t.delete_retention)
+                                                         delete_horizon)
     LOOP
         i := i + 1;
         IF c.oldest_tombstone IS NOT NULL THEN
@@ -6160,6 +6199,11 @@ BEGIN
         RETURN NEXT r;
     END LOOP;
 
+    BEGIN
+        tomb := tomb + t.delete_retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        tomb := 'infinity';
+    END;
     UPDATE @extschema@.compaction_catalog x
        SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset ELSE range_end END,
            dirty_ratio = CASE WHEN busy THEN x.dirty_ratio ELSE 0 END,
@@ -6169,7 +6213,7 @@ BEGIN
            bytes_reclaimed = x.bytes_reclaimed + reclaimed,
            -- After a skipped segment, retry next round.
            next_tombstone_expiry = CASE WHEN busy THEN pg_catalog.now()
-                                        ELSE tomb + t.delete_retention END
+                                        ELSE tomb END
      WHERE x.topic_id = t.topic_id AND x.partition = p;
 END
 $$;
@@ -6541,242 +6585,3 @@ $$;
 COMMENT ON FUNCTION @extschema@._expire_producers(interval) IS
 'internal: removes the producers unused for the given interval, with their state (the maintenance worker runs it with eventlog.producer_id_expiration)';
 REVOKE ALL ON FUNCTION @extschema@._expire_producers(interval) FROM PUBLIC;
-
--- Compaction: a delete_retention or compaction lag beyond timestamptz's
--- range no longer makes every round of the topic fail.
--- A round that is not due takes no lock on the segments.
--- A round is due only when a condition holds (NULL is not due).
-CREATE OR REPLACE FUNCTION @extschema@._compact_partition(t @extschema@.topic_catalog, p integer,
-                                              force boolean)
-RETURNS SETOF @extschema@.maintenance_action
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r @extschema@.maintenance_action;
-    cc @extschema@.compaction_catalog;
-    rt record;
-    seg record;
-    c record;
-    stable bigint;
-    newest timestamptz;
-    oldest timestamptz;
-    oldest_dirty timestamptz;
-    segs name[] := '{}';
-    bases bigint[] := '{}';
-    nexts bigint[] := '{}';
-    range_end bigint;
-    seg_bytes bigint;
-    dirty_bytes bigint := 0;
-    total_bytes bigint := 0;
-    ratio double precision;
-    i integer;
-    busy boolean := false;
-    before_bytes bigint;
-    after_bytes bigint;
-    removed bigint := 0;
-    reclaimed bigint := 0;
-    tomb timestamptz;
-    lag_horizon timestamptz;
-    max_lag_horizon timestamptz;
-    delete_horizon timestamptz;
-    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
-    drop_lock_timeout text := CASE
-        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
-         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
-        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
-BEGIN
-    r.topic := t.name;
-    r.partition := p;
-    INSERT INTO @extschema@.compaction_catalog (topic_id, partition)
-    VALUES (t.topic_id, p) ON CONFLICT DO NOTHING;
-    SELECT * INTO cc FROM @extschema@.compaction_catalog x
-     WHERE x.topic_id = t.topic_id AND x.partition = p;
-    SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
-    stable := @extschema@.last_stable_offset(t.name, p);
-    -- The settings may be as long as an interval can be ('100000 years'
-    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
-    -- of timestamptz, the horizon is -infinity rather than an error that
-    -- would stop every round of the topic.
-    BEGIN
-        lag_horizon := pg_catalog.now() - t.min_compaction_lag;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        lag_horizon := '-infinity';
-    END;
-    BEGIN
-        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        max_lag_horizon := '-infinity';
-    END;
-    BEGIN
-        delete_horizon := pg_catalog.now() - t.delete_retention;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        delete_horizon := '-infinity';
-    END;
-
-    -- The cleanable segments: sealed, oldest first, up to the first one
-    -- with an offset in flight or a record younger than min_compaction_lag.
-    -- The active segment never is.
-    FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name,
-                      lead(s.base_offset) OVER (ORDER BY s.segment_no) AS nxt
-                 FROM @extschema@.segment_catalog s
-                WHERE s.topic_id = t.topic_id AND s.partition = p
-                ORDER BY s.segment_no
-    LOOP
-        EXIT WHEN seg.segment_no >= rt.active_segment OR seg.base_offset IS NULL
-               OR seg.nxt IS NULL OR seg.nxt > stable;
-        SELECT st.oldest, st.newest INTO oldest, newest
-          FROM @extschema@._segment_times(seg.table_name) st;
-        EXIT WHEN newest IS NOT NULL AND newest > lag_horizon;
-        seg_bytes := pg_catalog.pg_total_relation_size(
-            format('eventlog_segments.%I', seg.table_name)::regclass);
-        total_bytes := total_bytes + seg_bytes;
-        IF seg.base_offset >= cc.cleaned_offset THEN
-            dirty_bytes := dirty_bytes + seg_bytes;
-            oldest_dirty := coalesce(oldest_dirty, oldest);
-        END IF;
-        segs := segs || seg.table_name;
-        bases := bases || seg.base_offset;
-        nexts := nexts || seg.nxt;
-        range_end := seg.nxt;
-    END LOOP;
-    ratio := CASE WHEN total_bytes > 0 THEN dirty_bytes::double precision / total_bytes END;
-    UPDATE @extschema@.compaction_catalog x SET dirty_ratio = ratio
-     WHERE x.topic_id = t.topic_id AND x.partition = p
-       AND x.dirty_ratio IS DISTINCT FROM ratio;
-    IF range_end IS NULL THEN
-        RETURN;
-    END IF;
-    -- Due only when a condition holds: with no tombstone kept,
-    -- next_tombstone_expiry is NULL, and NOT (false OR NULL) is NULL, which
-    -- IF takes as false (the round ran, reading every sealed segment, each
-    -- time the worker came by).
-    IF NOT coalesce(force
-            OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
-            OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
-                AND oldest_dirty < max_lag_horizon)
-            OR cc.next_tombstone_expiry <= pg_catalog.now(), false) THEN
-        RETURN;
-    END IF;
-
-    -- A segment someone holds (a reader's open transaction) could not be
-    -- swapped: the range ends before it, rather than rewriting what would
-    -- be thrown away.  The probe's lock goes with its sub-block.  Only when
-    -- the round is due: each probe of an ACCESS EXCLUSIVE lock takes an xid
-    -- and writes WAL (for standbys), and the worker checks every compacted
-    -- partition each round.
-    FOR i IN 1 .. pg_catalog.array_length(segs, 1) LOOP
-        BEGIN
-            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
-                           segs[i]);
-            RAISE EXCEPTION USING ERRCODE = 'EL017';
-        EXCEPTION
-            WHEN lock_not_available THEN
-                r.action := 'skipped (busy)';
-                r.segment := segs[i];
-                r.first_offset := bases[i];
-                r.next_offset := nexts[i];
-                r.bytes := NULL;
-                RETURN NEXT r;
-                segs := segs[1:i - 1];
-                bases := bases[1:i - 1];
-                nexts := nexts[1:i - 1];
-                range_end := nexts[i - 1];
-                EXIT;
-            WHEN SQLSTATE 'EL017' THEN
-                NULL;
-        END;
-    END LOOP;
-    IF range_end IS NULL THEN
-        RETURN;
-    END IF;
-
-    -- Swap oldest first, and stop at the first segment someone holds: a
-    -- later segment may drop an expired tombstone only if every record it
-    -- deleted, in earlier segments, is gone too.
-    i := 0;
-    FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs,
-                                                         delete_horizon)
-    LOOP
-        i := i + 1;
-        IF c.oldest_tombstone IS NOT NULL THEN
-            tomb := least(tomb, c.oldest_tombstone);
-        END IF;
-        CONTINUE WHEN c.new_table IS NULL;
-        IF busy THEN
-            EXECUTE format('DROP TABLE eventlog_segments.%I', c.new_table);
-            CONTINUE;
-        END IF;
-        -- The new table becomes a segment as _create_segment makes one.
-        EXECUTE format('ALTER TABLE eventlog_segments.%I ADD CONSTRAINT %I PRIMARY KEY (offset_id)',
-                       c.new_table, c.new_table || '_pkey');
-        EXECUTE format(
-            'CREATE TRIGGER segment_guard BEFORE INSERT OR UPDATE OR DELETE'
-            ' ON eventlog_segments.%I FOR EACH ROW'
-            ' EXECUTE FUNCTION @extschema@._segment_guard()', c.new_table);
-        EXECUTE format(
-            'CREATE TRIGGER segment_guard_truncate BEFORE TRUNCATE'
-            ' ON eventlog_segments.%I FOR EACH STATEMENT'
-            ' EXECUTE FUNCTION @extschema@._segment_guard()', c.new_table);
-        EXECUTE format(
-            'ALTER TABLE eventlog_segments.%I ENABLE ALWAYS TRIGGER segment_guard,'
-            ' ENABLE ALWAYS TRIGGER segment_guard_truncate', c.new_table);
-        EXECUTE format('COMMENT ON TABLE eventlog_segments.%I IS %L', c.new_table,
-            pg_catalog.obj_description(format('eventlog_segments.%I', c.segment)::regclass, 'pg_class'));
-        BEGIN
-            -- Never queue behind a reader: skip till next round (as
-            -- retention does, and DROP ... CASCADE bounded the same way).
-            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
-                           c.segment);
-            before_bytes := pg_catalog.pg_total_relation_size(
-                format('eventlog_segments.%I', c.segment)::regclass);
-            PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
-            EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', c.segment);
-            PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
-        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-            busy := true;
-            EXECUTE format('DROP TABLE eventlog_segments.%I', c.new_table);
-            r.action := 'skipped (busy)';
-            r.segment := c.segment;
-            r.first_offset := bases[i];
-            r.next_offset := nexts[i];
-            r.bytes := NULL;
-            RETURN NEXT r;
-            CONTINUE;
-        END;
-        EXECUTE format('ALTER TABLE eventlog_segments.%I RENAME TO %I', c.new_table, c.segment);
-        EXECUTE format('ALTER INDEX eventlog_segments.%I RENAME TO %I',
-                       c.new_table || '_pkey', c.segment || '_pkey');
-        -- Tell every session's topic cache (the segment's OID changed).
-        UPDATE @extschema@.segment_catalog s SET table_name = s.table_name
-         WHERE s.topic_id = t.topic_id AND s.partition = p AND s.table_name = c.segment;
-        after_bytes := pg_catalog.pg_total_relation_size(
-            format('eventlog_segments.%I', c.segment)::regclass);
-        removed := removed + c.records_before - c.records_after;
-        reclaimed := reclaimed + before_bytes - after_bytes;
-        r.action := 'compacted';
-        r.segment := c.segment;
-        r.first_offset := bases[i];
-        r.next_offset := nexts[i];
-        r.bytes := before_bytes - after_bytes;
-        RETURN NEXT r;
-    END LOOP;
-
-    BEGIN
-        tomb := tomb + t.delete_retention;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        tomb := 'infinity';
-    END;
-    UPDATE @extschema@.compaction_catalog x
-       SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset ELSE range_end END,
-           dirty_ratio = CASE WHEN busy THEN x.dirty_ratio ELSE 0 END,
-           last_compaction = pg_catalog.now(),
-           rounds = x.rounds + 1,
-           records_removed = x.records_removed + removed,
-           bytes_reclaimed = x.bytes_reclaimed + reclaimed,
-           -- After a skipped segment, retry next round.
-           next_tombstone_expiry = CASE WHEN busy THEN pg_catalog.now()
-                                        ELSE tomb END
-     WHERE x.topic_id = t.topic_id AND x.partition = p;
-END
-$$;
