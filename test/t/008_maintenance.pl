@@ -10,6 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 
 my $node = PostgreSQL::Test::Cluster->new('maint');
 $node->init;
@@ -69,9 +70,21 @@ like($drop_err, qr/must be owner of database later/, 'a non-owner cannot drop th
 is($node->safe_psql('postgres',
     q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_eventlog maintenance' AND datname = 'later'}),
    $later_pid, 'and its attempt does not stop the worker');
+# A client still in the database makes DROP DATABASE wait (5 s at most)
+# for it to leave.  By then every process of ours must have left too: the
+# notifier of the extension dropped above used to sleep on (up to 10 s)
+# after its maintenance worker had freed their registry entry, so that
+# nobody stopped it and the DROP failed.
+my $stay = IPC::Run::start(
+    [ 'psql', '-XAtq', '-d', $node->connstr('later'), '-c', 'SELECT pg_sleep(3)' ],
+    '>', \my $stay_out, '2>', \my $stay_err);
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 1 FROM pg_stat_activity WHERE datname = 'later' AND query LIKE '%pg_sleep(3)%'}),
+   'a client waits in the database');
 $node->safe_psql('postgres', 'DROP DATABASE later');
+$stay->finish;
 ok($node->poll_query_until('postgres', "SELECT ($workers) = 'with_ext'"),
-   'DROP DATABASE works while the database has a worker');
+   'DROP DATABASE works while the database has a worker, and no notifier is left behind');
 
 # Retention by time: short segments and retention, the worker does the rest.
 $node->safe_psql('with_ext', q{
