@@ -44,7 +44,9 @@ sub send_req
     my ($line) = @_;
     $out = '';
     $in .= "$line\n";
-    $ph->pump while length $in;
+    # Not pump: it blocks until output arrives too, and a Fetch that
+    # waits for a record produced after this returns nothing meanwhile.
+    $ph->pump_nb while length $in;
 }
 sub answer
 {
