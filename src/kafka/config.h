@@ -34,6 +34,7 @@ typedef struct KConfig
 	int64_t		max_request_bytes;
 	int64_t		max_request_memory; /* all frames at once (reqmem.c) */
 	int64_t		idle_timeout_ms;	/* 0: never (conn.c) */
+	int			authentication_timeout_s;	/* with --sasl (main.c, conn.c) */
 	KHostPort  *brokers;		/* --brokers, else just advertise */
 	int			nbrokers;
 	int32_t		node_id;		/* this gateway's index in brokers */
@@ -57,6 +58,8 @@ extern KConfig kconf;
 #define K_DEFAULT_MAX_REQUEST_MEMORY	(256 * 1024 * 1024)
 /* Kafka's connections.max.idle.ms default: 10 minutes. */
 #define K_DEFAULT_IDLE_TIMEOUT_MS	600000
+/* PostgreSQL's authentication_timeout default: 1 minute. */
+#define K_DEFAULT_AUTHENTICATION_TIMEOUT_S	60
 
 /*
  * Parse argv into kconf.  Returns -1 to go on, or the exit status: 0 after

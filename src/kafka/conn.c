@@ -67,6 +67,14 @@
  */
 #define K_AUTH_TIMEOUT_S	30
 
+/* That silence, never longer than the whole --authentication-timeout. */
+static int
+auth_silence_s(void)
+{
+	return kconf.authentication_timeout_s < K_AUTH_TIMEOUT_S ?
+		kconf.authentication_timeout_s : K_AUTH_TIMEOUT_S;
+}
+
 /* Reads exactly n bytes: 1, or 0 on end of stream, -1 on error. */
 static int
 read_full(KConn *conn, uint8_t *buf, size_t n)
@@ -271,7 +279,7 @@ kconn_main(void *arg)
 	if (!kio_start(conn))
 		goto end;
 	if (!conn->authenticated)
-		kio_set_timeout(conn, K_AUTH_TIMEOUT_S);
+		kio_set_timeout(conn, auth_silence_s());
 	while (!kshutting_down())
 	{
 		uint8_t		sizebuf[4];
@@ -299,7 +307,7 @@ kconn_main(void *arg)
 		if (rc < 0 && !conn->authenticated && (errno == EAGAIN || errno == EWOULDBLOCK))
 		{
 			klog(KLOG_WARNING, "conn %llu (%s): did not authenticate within %d seconds: closing",
-				 id, conn->peer, K_AUTH_TIMEOUT_S);
+				 id, conn->peer, auth_silence_s());
 			break;
 		}
 		if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

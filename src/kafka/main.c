@@ -46,12 +46,6 @@
 /* Enough for libpq and the handlers, which keep big things on the heap. */
 #define K_THREAD_STACK_BYTES	(512 * 1024)
 
-/*
- * With --sasl, a client must have authenticated this long after it
- * connected, however slowly it sends (end_late_logins).
- */
-#define K_AUTH_DEADLINE_S		60
-
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t registry_changed = PTHREAD_COND_INITIALIZER;
 static KConn *registry_head;
@@ -324,7 +318,7 @@ accept_one(int lfd, const pthread_attr_t *attr)
 	conn->id = ++next_conn_id;
 	conn->fd = fd;
 	if (ksasl_enabled())
-		conn->auth_deadline = monotonic_seconds() + K_AUTH_DEADLINE_S;
+		conn->auth_deadline = monotonic_seconds() + kconf.authentication_timeout_s;
 	memcpy(conn->peer, peer, sizeof(peer));
 	conn->next = registry_head;
 	if (registry_head)
@@ -358,7 +352,8 @@ accept_one(int lfd, const pthread_attr_t *attr)
 
 /*
  * Shuts down the connections that have not authenticated by their
- * deadline.  conn.c closes a client silent for 30 s before it
+ * deadline (--authentication-timeout after they connected).  conn.c
+ * closes a client silent for 30 s (or that timeout, if shorter) before it
  * authenticated, but one that trickles a byte at a time (in a TLS
  * handshake, a frame, or one ApiVersions after another) would never be
  * silent that long, and would keep its thread and its place under
@@ -376,7 +371,7 @@ end_late_logins(void)
 		{
 			c->auth_deadline = 0;
 			klog(KLOG_WARNING, "conn %llu (%s): did not authenticate within %d seconds of connecting: closing",
-				 (unsigned long long) c->id, c->peer, K_AUTH_DEADLINE_S);
+				 (unsigned long long) c->id, c->peer, kconf.authentication_timeout_s);
 			shutdown(c->fd, SHUT_RDWR);
 		}
 	}

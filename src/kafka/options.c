@@ -69,6 +69,9 @@ help(void)
 		   "  --idle-timeout MS          close a connection that sent no request for this\n"
 		   "                             long after its last response (default %d;\n"
 		   "                             0: never)\n"
+		   "  --authentication-timeout S  with --sasl, close a client that has not\n"
+		   "                             authenticated this many seconds after it\n"
+		   "                             connected (default %d)\n"
 		   "  --sasl MECHANISMS          require SASL authentication with these mechanisms\n"
 		   "                             (plain, scram-sha-256, comma-separated); each\n"
 		   "                             client then works as the role it logged in as\n"
@@ -82,7 +85,8 @@ help(void)
 		   "It runs in the foreground, logs to stderr and stops on SIGTERM or SIGINT.\n"
 		   "See docs/kafka.md.\n",
 		   K_DEFAULT_MAX_CONNECTIONS, K_DEFAULT_MAX_REQUEST_BYTES,
-		   K_DEFAULT_MAX_REQUEST_MEMORY, K_DEFAULT_IDLE_TIMEOUT_MS);
+		   K_DEFAULT_MAX_REQUEST_MEMORY, K_DEFAULT_IDLE_TIMEOUT_MS,
+		   K_DEFAULT_AUTHENTICATION_TIMEOUT_S);
 }
 
 bool
@@ -246,7 +250,8 @@ kconfig_parse(int argc, char **argv)
 	{
 		OPT_LISTEN = 1000, OPT_DSN, OPT_ADVERTISE, OPT_BROKERS, OPT_MAX_CONN,
 		OPT_MAX_REQ, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION, OPT_SASL, OPT_TLS_CERT,
-		OPT_TLS_KEY, OPT_TLS_CA, OPT_MAX_REQ_MEM, OPT_IDLE_TIMEOUT
+		OPT_TLS_KEY, OPT_TLS_CA, OPT_MAX_REQ_MEM, OPT_IDLE_TIMEOUT,
+		OPT_AUTH_TIMEOUT
 	};
 	static const struct option options[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
@@ -257,6 +262,7 @@ kconfig_parse(int argc, char **argv)
 		{"max-request-bytes", required_argument, NULL, OPT_MAX_REQ},
 		{"max-request-memory", required_argument, NULL, OPT_MAX_REQ_MEM},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+		{"authentication-timeout", required_argument, NULL, OPT_AUTH_TIMEOUT},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"sasl", required_argument, NULL, OPT_SASL},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -277,6 +283,7 @@ kconfig_parse(int argc, char **argv)
 	kconf.max_request_bytes = K_DEFAULT_MAX_REQUEST_BYTES;
 	kconf.max_request_memory = K_DEFAULT_MAX_REQUEST_MEMORY;
 	kconf.idle_timeout_ms = K_DEFAULT_IDLE_TIMEOUT_MS;
+	kconf.authentication_timeout_s = K_DEFAULT_AUTHENTICATION_TIMEOUT_S;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1)
@@ -328,6 +335,15 @@ kconfig_parse(int argc, char **argv)
 					return 2;
 				}
 				kconf.idle_timeout_ms = v;
+				break;
+			case OPT_AUTH_TIMEOUT:
+				/* PostgreSQL's authentication_timeout has the same range. */
+				if (!parse_int64(optarg, 1, 600, &v))
+				{
+					usage_error("invalid --authentication-timeout \"%s\": give a number of seconds from 1 to 600", optarg);
+					return 2;
+				}
+				kconf.authentication_timeout_s = (int) v;
 				break;
 			case OPT_LOG_LEVEL:
 				if (!klog_parse_level(optarg, &klog_level))

@@ -82,7 +82,9 @@ my @bad = (
     [ [ '--sasl', 'none,plain' ], qr/invalid --sasl "none,plain"/ ],
     [ [ '--sasl', ',' ], qr/invalid --sasl ","/ ],
     [ [ '--tls-cert', 'x.crt' ], qr/--tls-cert and --tls-key go together/ ],
-    [ [ '--tls-ca', 'ca.crt' ], qr/--tls-ca needs --tls-cert and --tls-key/ ]);
+    [ [ '--tls-ca', 'ca.crt' ], qr/--tls-ca needs --tls-cert and --tls-key/ ],
+    [ [ '--authentication-timeout', '0' ], qr/invalid --authentication-timeout "0": give a number of seconds from 1 to 600/ ],
+    [ [ '--authentication-timeout', '601' ], qr/invalid --authentication-timeout "601"/ ]);
 for my $case (@bad)
 {
     my ($args, $msg) = @$case;
@@ -91,7 +93,7 @@ for my $case (@bad)
     like($err, $msg, "and the reason for: @$args");
 }
 my ($rc, $out, $err) = run_cmd($gw, '--help');
-like($out, qr/--sasl MECHANISMS .*--tls-cert FILE .*--tls-key FILE .*--tls-ca FILE/s, '--help lists the options');
+like($out, qr/--authentication-timeout S .*--sasl MECHANISMS .*--tls-cert FILE .*--tls-key FILE .*--tls-ca FILE/s, '--help lists the options');
 ($rc, $out, $err) = run_cmd($gw, '--listen', '127.0.0.1:' . PostgreSQL::Test::Cluster::get_free_port(),
     '--dsn', $dsn, '--tls-cert', "$tmp/nosuch.crt", '--tls-key', "$tmp/nosuch.key");
 is($rc, 1, 'a certificate that cannot be loaded: exit status 1');
@@ -123,16 +125,19 @@ for my $who ('server', 'client')
         '-CAcreateserial', '-out', "$tmp/$who.crt", '-days', '2', '-extfile', "$tmp/$who.ext");
 }
 
-# 3. A gateway with SASL on plain TCP, and one with SASL over TLS.
+# 3. A gateway with SASL on plain TCP, and one with SASL over TLS.  They
+# give clients 10 s and 20 s to authenticate (the default, 60 s, would make
+# the trickling clients below hold this test for a minute; on TLS it stays
+# above the 10 s handshake timeout, which section 10 checks).
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $addr = "127.0.0.1:$port";
 my ($gwh, $gwlog) = start_gateway('sasl', '--listen', $addr, '--sasl', 'plain,SCRAM-SHA-256',
-    '--log-level', 'debug');
+    '--authentication-timeout', '10', '--log-level', 'debug');
 like(slurp_file($gwlog), qr/INFO: SASL PLAIN and SCRAM-SHA-256 required, plain TCP/, 'the SASL gateway logs its mode');
 my $tport = PostgreSQL::Test::Cluster::get_free_port();
 my $taddr = "127.0.0.1:$tport";
 my ($tlsh, $tlslog) = start_gateway('tls', '--listen', $taddr, '--sasl', 'scram-sha-256,plain',
-    '--tls-cert', "$tmp/server.crt", '--tls-key', "$tmp/server.key", '--log-level', 'debug');
+    '--authentication-timeout', '20', '--tls-cert', "$tmp/server.crt", '--tls-key', "$tmp/server.key", '--log-level', 'debug');
 like(slurp_file($tlslog), qr/INFO: SASL PLAIN and SCRAM-SHA-256 required, TLS/, 'the TLS gateway logs its mode');
 
 ($rc, $out, $err) = run_cmd($python, $rawprobe, '127.0.0.1', $port, 'apiversions', 3);
@@ -329,7 +334,7 @@ $node->safe_psql('postgres', 'ALTER ROLE bob LOGIN');
 # An unauthenticated client holds no PostgreSQL session: the --dsn role's
 # session that looked the verifier up ends before the server-first message
 # goes out, and the exchange goes on without it (were the session kept
-# until the client answers, none would end before the gateway's 30 s
+# until the client answers, none would end before the gateway's
 # authentication timeout closed the client, and the login would fail).
 ok($node->poll_query_until('postgres', q{
     SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
@@ -347,9 +352,10 @@ is($hout, "server-first: error=0\nlogin: error=0, server verified\nmetadata: aud
     'the exchange then completes') or diag($herr);
 
 # Clients that trickle a byte every 5 s, never silent long enough for the
-# 30 s receive timeout, into a frame on the SASL listener and into the
-# handshake on the TLS one: shut down 60 s after they connected, while the
-# rest of this test goes on (checked at its end).
+# receive timeout (30 s, or --authentication-timeout if shorter),
+# into a frame on the SASL listener and into the handshake on the TLS one:
+# shut down --authentication-timeout after they connected, while the rest
+# of this test goes on (checked at its end).
 my ($tr1out, $tr2out) = ('', '');
 my $trickler1 = IPC::Run::start([ $python, $probe, '127.0.0.1', $port, 'trickle', 150 ], '>', \$tr1out, '2>', \my $tr1err);
 my $trickler2 = IPC::Run::start([ $python, $probe, '127.0.0.1', $tport, 'trickle', 150, 'tls' ], '>', \$tr2out, '2>', \my $tr2err);
@@ -470,8 +476,8 @@ $trickler1->finish;
 $trickler2->finish;
 is($tr1out, "closed\n", 'a client trickling a frame before authenticating is shut down') or diag($tr1err);
 is($tr2out, "closed\n", 'as is one trickling a TLS handshake');
-like(slurp_file($gwlog), qr/did not authenticate within 60 seconds of connecting: closing/, 'the log says why');
-like(slurp_file($tlslog), qr/did not authenticate within 60 seconds of connecting: closing/, 'on the TLS listener too');
+like(slurp_file($gwlog), qr/did not authenticate within 10 seconds of connecting: closing/, 'the log says why');
+like(slurp_file($tlslog), qr/did not authenticate within 20 seconds of connecting: closing/, 'on the TLS listener too');
 
 # kcat still works on both after everything.
 ($rc, $out, $err) = kcat_list($addr, 'SASL_PLAINTEXT', 'SCRAM-SHA-256', 'bob', 'bob-secret');
