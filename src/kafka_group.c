@@ -43,6 +43,7 @@
 
 #include "locks.h"
 #include "shmem.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(el_kafka_group_epoch);
 PG_FUNCTION_INFO_V1(el_kafka_group_touch);
@@ -286,12 +287,8 @@ el_kafka_expire_groups(MemoryContext round_cxt)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = el_worker_recover(round_cxt);
 
-		MemoryContextSwitchTo(round_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_eventlog expiry of Kafka group members failed: %s", edata->message),

@@ -230,12 +230,8 @@ el_maintain_one(int32 topic_id, MemoryContext round_cxt, bool new_round,
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = el_worker_recover(round_cxt);
 
-		MemoryContextSwitchTo(round_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		(void) el_report_stat(false);
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),

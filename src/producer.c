@@ -67,6 +67,7 @@
 
 #include "locks.h"
 #include "producer.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(el_lock_producer);
 PG_FUNCTION_INFO_V1(el_try_lock_producer);
@@ -598,12 +599,8 @@ el_expire_producers(MemoryContext round_cxt)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = el_worker_recover(round_cxt);
 
-		MemoryContextSwitchTo(round_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_eventlog expiry of idempotent producers failed: %s", edata->message),

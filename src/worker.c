@@ -152,6 +152,24 @@ el_registry_entry(Oid dbid, bool create)
 	return create ? free_entry : NULL;
 }
 
+/*
+ * The PG_CATCH of a background worker's unit of work: take the error out
+ * of the error context (a copy in "cxt", which the caller frees or resets)
+ * and abort the transaction, so that the worker logs it and goes on with
+ * its next unit instead of exiting.
+ */
+ErrorData *
+el_worker_recover(MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	return edata;
+}
+
 /* Wake the launcher (for instance after CREATE EXTENSION committed). */
 void
 el_wake_launcher(bool probe_all)

@@ -85,6 +85,7 @@ extern Size el_worker_shmem_size(void);
 extern void el_worker_shmem_init(void *area, bool found);
 extern void el_wake_launcher(bool probe_all);
 extern void el_request_worker(Oid dbid);
+extern ErrorData *el_worker_recover(MemoryContext cxt);
 extern void el_stop_worker(Oid dbid);
 extern void el_unstop_worker(Oid dbid);
 extern void el_pause_workers(Oid dbid, volatile bool *counted);
