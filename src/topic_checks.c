@@ -116,7 +116,7 @@ el_refuse_in_recovery(ElRecoveryUse use)
 					(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 					 errmsg("cannot move a consumer group's positions on a hot standby"),
 					 errdetail("Polls, commits and seeks write the group's positions, and a hot standby cannot write."),
-					 errhint("Read on the standby with eventlog.read and commit the group's positions on the primary with eventlog.commit.")));
+					 errhint("Read on the standby with eventlog.read and store the group's positions on the primary with eventlog.seek.")));
 			break;
 	}
 }

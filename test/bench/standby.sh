@@ -49,6 +49,6 @@ done
 
 echo "end-to-end latency at 1,000 commits/s (method,rate,seconds,records,p50_ms,p99_ms,max_ms,missing):"
 for r in $(seq "$ROUNDS"); do
-    echo "  round $r primary  $(python3 test/bench/e2e_latency.py read-wait --rate 1000 --seconds 5 --conninfo "$P")"
-    echo "  round $r standby  $(python3 test/bench/e2e_latency.py read-wait --rate 1000 --seconds 5 --conninfo "$P" --read-conninfo "$S")"
+    echo "  round $r primary  $(/usr/bin/python3 test/bench/e2e_latency.py read-wait --rate 1000 --seconds 5 --conninfo "$P")"
+    echo "  round $r standby  $(/usr/bin/python3 test/bench/e2e_latency.py read-wait --rate 1000 --seconds 5 --conninfo "$P" --read-conninfo "$S")"
 done

@@ -119,7 +119,7 @@ my ($ret, $out, $err) = $standby->psql('postgres',
     "\\set VERBOSITY verbose\nSELECT * FROM eventlog.poll('sb', 'g')");
 isnt($ret, 0, 'poll refuses on the standby');
 like($err, qr/25006: cannot move a consumer group's positions on a hot standby/, 'with 25006');
-like($err, qr/HINT:  Read on the standby with eventlog.read and commit the group's positions on the primary/,
+like($err, qr/HINT:  Read on the standby with eventlog.read and store the group's positions on the primary with eventlog.seek/,
      'and a hint saying where to commit');
 ($ret, $out, $err) = $standby->psql('postgres',
     "\\set VERBOSITY verbose\nSELECT * FROM eventlog.seek('sb', 'g', '5', 0)");
