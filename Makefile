@@ -115,6 +115,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	kafka_groups.sql \
 	kafka_fetch.sql \
 	views.sql \
+	standby.sql \
 	capture.sql \
 	kafka_auth.sql \
 	grants.sql)

@@ -234,6 +234,7 @@ typedef struct ElGateCache
 {
 	FmgrInfo	impl;
 	int			nargs;
+	bool		moves_group;	/* poll, poll_binary, commit or seek */
 } ElGateCache;
 
 static ElGateCache *
@@ -260,6 +261,10 @@ el_gate_lookup(FunctionCallInfo fcinfo)
 
 	cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ElGateCache));
 	cache->nargs = proc->pronargs;
+	cache->moves_group = (strcmp(NameStr(proc->proname), "poll") == 0 ||
+						  strcmp(NameStr(proc->proname), "poll_binary") == 0 ||
+						  strcmp(NameStr(proc->proname), "commit") == 0 ||
+						  strcmp(NameStr(proc->proname), "seek") == 0);
 	ReleaseSysCache(tup);
 	fmgr_info_cxt(impl, &cache->impl, fcinfo->flinfo->fn_mcxt);
 	fcinfo->flinfo->fn_extra = cache;
@@ -275,6 +280,13 @@ el_gate(PG_FUNCTION_ARGS)
 	Oid			saved_caller = el_gate_caller;
 	Datum		result;
 	int			i;
+
+	/*
+	 * On a hot standby, group positions cannot be written: say so, with
+	 * where to write them, before the body fails on a lock or a write.
+	 */
+	if (cache->moves_group)
+		el_refuse_in_recovery(EL_USE_GROUP);
 
 	InitFunctionCallInfoData(*impl_fcinfo, &cache->impl, cache->nargs,
 							 fcinfo->fncollation, fcinfo->context,

@@ -256,7 +256,8 @@ el_group_topic(text *name, int32 topic_id)
 
 /*
  * Step 1 of a read (read.c) for a partition of the poll's topic, with the
- * checks eventlog.read made: the partition exists, no recovery.
+ * checks eventlog.read made: the partition exists; and no recovery, since
+ * a poll writes the group's positions.
  */
 void
 el_group_point(text *name, int32 topic_id, int32 partition, ElReadPoint *point)
@@ -264,7 +265,7 @@ el_group_point(text *name, int32 topic_id, int32 partition, ElReadPoint *point)
 	ElTopic    *topic = el_group_topic(name, topic_id);
 
 	el_check_partition(topic, partition);
-	el_refuse_in_recovery(EL_USE_READ);
+	el_refuse_in_recovery(EL_USE_GROUP);
 	el_point_at(name, topic, partition, point);
 }
 

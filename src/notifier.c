@@ -35,6 +35,11 @@
  * round.  What the wait costs is latency; what it saves is one NOTIFY
  * transaction, and a wake-up of every listening session, per commit.
  *
+ * Each round that announces partitions first publishes their stable
+ * offsets for hot standbys, in a transaction of its own (standby.c), and
+ * at its start the notifier publishes every partition's: the rounds'
+ * timing is the publication's.
+ *
  * The payload is JSON:
  *		{"topic": "orders", "partitions": {"0": 120, "3": 57}}
  * mapping each partition to its last stable offset: records below it are
@@ -68,6 +73,7 @@
 
 #include "notify.h"
 #include "shmem.h"
+#include "standby.h"
 #include "topic.h"
 #include "worker.h"
 
@@ -369,6 +375,45 @@ el_send_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 }
 
 /*
+ * Publish the round's stable offsets for hot standbys (standby.c), before
+ * the notifications; with no items, every partition's (the notifier's
+ * start: el_publish_catch_up).  A failure is logged; the partitions are published
+ * again by the next round that announces them.
+ */
+static void
+el_publish_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(round_cxt);
+
+	PG_TRY();
+	{
+		pgstat_report_activity(STATE_RUNNING, "eventlog notifier publication");
+		if (n > 0)
+			el_publish_stable_offsets(items, n);
+		else
+			el_publish_catch_up();
+		pgstat_report_activity(STATE_IDLE, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(round_cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_eventlog notifier could not publish stable offsets: %s",
+						edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(round_cxt);
+}
+
+/*
  * Coalescing (see the header comment).  The notifier's state: when its last
  * round that sent something began collecting and ended, and the current
  * delay in microseconds (0: send at once).
@@ -528,6 +573,7 @@ el_notifier_main(Datum main_arg)
 	items = MemoryContextAlloc(TopMemoryContext, sizeof(ElNotifyItem) * EL_NOTIFY_BATCH);
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_eventlog notifier round",
 									  ALLOCSET_DEFAULT_SIZES);
+	el_publish_round(NULL, 0, round_cxt);
 
 	for (;;)
 	{
@@ -561,6 +607,7 @@ el_notifier_main(Datum main_arg)
 		if (n > 0)
 		{
 			el_coalesce_after(&co, now, records);
+			el_publish_round(items, n, round_cxt);
 			el_send_round(items, n, round_cxt);
 			co.sent = el_notifier_clock();
 			/* A full batch: the rest is collected at once. */

@@ -15,6 +15,7 @@
 
 #include "access/htup_details.h"
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -27,6 +28,7 @@
 #include "locks.h"
 #include "partition.h"
 #include "segment.h"
+#include "standby.h"
 
 /*
  * The offset a partition's counter resumes at after a server start, a
@@ -55,6 +57,15 @@ el_routing_locktag(LOCKTAG *tag, ElTopic *topic, int32 partition)
 }
 
 static int64 el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing);
+
+/* Whether eventlog.published_offsets exists (0.3.0 on). */
+static bool
+el_publication_exists(void)
+{
+	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("published_offsets", nsp));
+}
 static bool el_stable_offset_unslotted(ElTopic *topic, int32 partition,
 									   ElStableOffset *out);
 
@@ -105,9 +116,21 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 	/*
 	 * The floor, the log start, and every group's committed position and
 	 * members' fetch positions: a group may have moved past trailing aborted
-	 * offsets, which must then never be handed out again.
+	 * offsets, which must then never be handed out again.  And the stable
+	 * offset published for standbys (standby.c): a standby reader may have
+	 * waited past trailing aborted offsets up to it.  (Not in a database
+	 * whose extension predates 0.3.0, without the table.)
 	 */
-	ret = SPI_execute_with_args(
+	ret = SPI_execute_with_args(el_publication_exists() ?
+		"SELECT greatest(p.offset_floor, p.log_start_offset,"
+		"                (SELECT max(greatest(o.next_offset, o.fetch_offset))"
+		"                   FROM " EL_SCHEMA_NAME ".group_offsets o"
+		"                  WHERE o.topic_id = p.topic_id AND o.partition = p.partition),"
+		"                (SELECT s.stable_offset"
+		"                   FROM " EL_SCHEMA_NAME ".published_offsets s"
+		"                  WHERE s.topic_id = p.topic_id AND s.partition = p.partition))"
+		"  FROM " EL_SCHEMA_NAME ".partition_catalog p"
+		" WHERE p.topic_id = $1 AND p.partition = $2" :
 		"SELECT greatest(p.offset_floor, p.log_start_offset,"
 		"                (SELECT max(greatest(o.next_offset, o.fetch_offset))"
 		"                   FROM " EL_SCHEMA_NAME ".group_offsets o"
@@ -376,6 +399,12 @@ el_read_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
 {
 	int			attempt;
 
+	/* A hot standby serves what the primary published (standby.c). */
+	if (RecoveryInProgress())
+	{
+		el_standby_stable_offset(topic, partition, out);
+		return;
+	}
 	for (attempt = 0; attempt < 10; attempt++)
 	{
 		if (el_with_partition(topic, partition, true, el_stable_offset_op, out))

@@ -32,7 +32,9 @@
 #include "utils/array.h"
 #include "catalog/pg_type.h"
 #include "pgstat.h"
+#include "access/xlog.h"
 #include "storage/condition_variable.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
@@ -49,6 +51,7 @@
 #include "record_sink.h"
 #include "scan.h"
 #include "segment.h"
+#include "standby.h"
 #include "topic.h"
 
 PG_FUNCTION_INFO_V1(el_read);
@@ -127,7 +130,9 @@ el_point_at(text *name, ElTopic *topic, int32 partition, ElReadPoint *point)
 	ElStableOffset so;
 
 	el_read_stable_offset(topic, partition, &so);
-	if (el_find_segment(topic, partition, so.active_segno) == NULL)
+	/* On a standby, no publication yet: no segment to look for. */
+	if (so.active_segno >= 0 &&
+		el_find_segment(topic, partition, so.active_segno) == NULL)
 	{
 		int32		topic_id = topic->topic_id;
 
@@ -160,7 +165,6 @@ el_read_point(FunctionCallInfo fcinfo, ElReadPoint *point)
 	int32		partition;
 
 	topic = el_topic_partition_args(fcinfo, &partition);
-	el_refuse_in_recovery(EL_USE_READ);
 	el_point_at(PG_GETARG_TEXT_PP(0), topic, partition, point);
 }
 
@@ -290,12 +294,29 @@ el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
 	ConditionVariable *cv = el_topic_wakeup(topic_id);
 	uint64		drops = 0;
 	bool		moved = false;
+	XLogRecPtr	replayed = InvalidXLogRecPtr;
 
 	for (;;)
 	{
 		ElTopic    *topic;
 		long		remaining;
+		bool		standby = RecoveryInProgress();
 
+		/*
+		 * On a hot standby nothing broadcasts: replay changes the published
+		 * stable offset (standby.c).  Look again only when replay has moved
+		 * since the last look (read before it, so no publication is missed),
+		 * every EL_STANDBY_POLL_MS: an idle wait costs a spinlock read per
+		 * wake-up.  After a promotion, the primary's way.
+		 */
+		if (standby)
+		{
+			XLogRecPtr	now = el_standby_replayed();
+
+			if (now == replayed)
+				goto wait_more;
+			replayed = now;
+		}
 		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
 		ConditionVariablePrepareToSleep(cv);
 		topic = el_topic_recheck(name, topic_id, &drops);
@@ -305,10 +326,19 @@ el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
 			moved = true;
 			break;
 		}
+wait_more:
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
 			break;
-		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
+		if (standby)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Min(remaining, EL_STANDBY_POLL_MS), PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		else
+			(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
 	return moved;
@@ -508,7 +538,13 @@ el_read_common(FunctionCallInfo fcinfo, bool binary)
 	el_read_point(fcinfo, &point);
 	el_require_format(point.topic, binary, EL_FORMAT_READ);
 	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
-	if (from < point.log_start || from > point.high_watermark)
+	/*
+	 * A standby knows no high watermark but the published stable offset,
+	 * which may lag behind a position committed on the primary: reading from
+	 * above it finds nothing yet (or waits), as at the high watermark.
+	 */
+	if (from < point.log_start ||
+		(from > point.high_watermark && !RecoveryInProgress()))
 		el_offset_out_of_range(&point, from);
 
 	store = el_materialized_srf(fcinfo, binary ? "read_binary" : "read", &tupdesc);
@@ -631,7 +667,8 @@ el_log_start_offset_sql(PG_FUNCTION_ARGS)
  *		-> (high_watermark, last_stable_offset, stable_offset_holder_pid)
  *
  * For the eventlog.partitions view.  During recovery it shows what the
- * counter would resume at, without installing it.
+ * counter would resume at, without installing it, and the stable offset
+ * the primary published (standby.c).
  */
 Datum
 el_partition_state(PG_FUNCTION_ARGS)
@@ -650,10 +687,14 @@ el_partition_state(PG_FUNCTION_ARGS)
 	if (RecoveryInProgress())
 	{
 		ElRouting	routing;
-		int64		next = el_recover_next_offset(topic, partition, &routing);
+		ElStableOffset so;
+		int64		next;
 
-		values[0] = Int64GetDatum(next);
-		values[1] = Int64GetDatum(next);
+		/* The publication first, so that what is stored covers it. */
+		el_read_stable_offset(topic, partition, &so);
+		next = el_recover_next_offset(topic, partition, &routing);
+		values[0] = Int64GetDatum(Max(next, so.stable));
+		values[1] = Int64GetDatum(so.stable);
 		nulls[2] = true;
 	}
 	else

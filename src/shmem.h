@@ -147,6 +147,8 @@ typedef struct ElNotifyItem
 	int64		stable;			/* its last stable offset now */
 	int64		records;		/* offsets it announces that no earlier
 								 * notification did (rolled-back ones too) */
+	int32		active_segno;	/* its active segment then: every record
+								 * below "stable" is in it or an older one */
 } ElNotifyItem;
 
 /*

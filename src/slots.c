@@ -496,6 +496,7 @@ el_take_announcement(int slotno, ElNotifyItem *item, bool *pending)
 		item->partition = part->key.partition;
 		item->stable = stable;
 		item->records = stable - part->notify_lo;
+		item->active_segno = part->active_segno;
 		taken = true;
 		/* Committed records above the stable offset are still to come. */
 		part->notify_lo = (part->notify_hi >= stable) ? stable : -1;

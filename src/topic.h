@@ -81,7 +81,8 @@ typedef enum ElRecoveryUse
 	EL_USE_PRODUCE,
 	EL_USE_READ,
 	EL_USE_MAINTAIN,
-	EL_USE_COUNTER				/* recover a partition's offset counter */
+	EL_USE_COUNTER,				/* recover a partition's offset counter */
+	EL_USE_GROUP				/* move a consumer group's positions */
 } ElRecoveryUse;
 
 extern void el_refuse_in_recovery(ElRecoveryUse use);

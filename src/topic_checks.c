@@ -70,7 +70,9 @@ el_check_partition(ElTopic *topic, int32 partition)
 }
 
 /*
- * Refuse to run during recovery: a hot standby has no in-flight table.  One
+ * Refuse to run during recovery: a hot standby has no in-flight table (it
+ * reads up to the stable offset the primary published, standby.c), and
+ * cannot write.  One
  * complete message per use, as the error message style guide asks (a verb
  * pasted into a sentence cannot be translated).
  */
@@ -108,6 +110,13 @@ el_refuse_in_recovery(ElRecoveryUse use)
 					 errmsg("cannot recover an event log partition's offset counter during recovery"),
 					 errdetail("A counter recovered on a hot standby would be stale at promotion."),
 					 errhint("Connect to the primary.")));
+			break;
+		case EL_USE_GROUP:
+			ereport(ERROR,
+					(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+					 errmsg("cannot move a consumer group's positions on a hot standby"),
+					 errdetail("Polls, commits and seeks write the group's positions, and a hot standby cannot write."),
+					 errhint("Read on the standby with eventlog.read and store the group's positions on the primary with eventlog.seek.")));
 			break;
 	}
 }

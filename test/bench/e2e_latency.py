@@ -2,7 +2,7 @@
 """End-to-end latency: from a producer's COMMIT returning to a consumer
 returning the record (test/bench/run, workload "e2e"; also runnable alone).
 
-    e2e_latency.py METHOD [--rate 1000] [--seconds 5] [--conninfo ""]
+    e2e_latency.py METHOD [--rate 1000] [--seconds 5] [--conninfo ""] [--read-conninfo ""]
     e2e_latency.py listen --topic TOPIC [--conninfo ""]
 
 METHOD is one of
@@ -240,12 +240,22 @@ def main():
     ap.add_argument('--rate', type=float, default=1000)
     ap.add_argument('--seconds', type=float, default=5)
     ap.add_argument('--conninfo', default='')
+    ap.add_argument('--read-conninfo', default=None,
+                    help='read-wait only: the consumer reads here (a hot standby of --conninfo)')
     a = ap.parse_args()
     if a.method == 'listen':
         return listen(a.conninfo, a.topic)
     count = int(a.rate * a.seconds)
 
     setup(a.conninfo, a.method)
+    read_conninfo = a.read_conninfo or a.conninfo
+    if a.read_conninfo:
+        # The standby must have replayed the topic setup() created.
+        with psycopg.connect(a.conninfo, autocommit=True) as p, \
+             psycopg.connect(a.read_conninfo, autocommit=True) as s:
+            want = p.execute("SELECT topic_id FROM eventlog.topic_catalog WHERE name = %s", (TOPIC,)).fetchone()
+            while s.execute("SELECT topic_id FROM eventlog.topic_catalog WHERE name = %s", (TOPIC,)).fetchone() != want:
+                time.sleep(0.01)
     ctx = mp.get_context('fork')
     ready = ctx.Event()
     stop = ctx.Event()
@@ -258,7 +268,7 @@ def main():
     prod = ctx.Process(target=lambda: (ready.wait(), producer(a.conninfo, a.method, a.rate, count,
                                                                now() + 0.2, send_end)))
     prod.start()
-    recv = consume(a.conninfo, a.method, count, ready)
+    recv = consume(read_conninfo, a.method, count, ready)
     sent = recv_end.recv()
     prod.join()
     if tick:

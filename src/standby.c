@@ -1,0 +1,248 @@
+/*-------------------------------------------------------------------------
+ *
+ * standby.c
+ *	  Reads on hot standbys: the primary's notifier publishes each
+ *	  partition's last stable offset in eventlog.published_offsets, and a
+ *	  reader on a standby serves records up to the published offset, never
+ *	  past it (docs/design.md, "Reads on hot standbys").
+ *
+ * Why a published offset is safe to read up to on a standby: the notifier
+ * computes it on the primary (el_take_announcement: the lowest offset in
+ * flight, or the high watermark), so every offset below it belonged to a
+ * transaction that had ended, its commit record already in WAL.  The
+ * publishing transaction starts after that, so its commit record comes
+ * later in WAL.  A standby replays commits in WAL order, so a standby
+ * snapshot that sees the publication sees each of those commits too; the
+ * reader reads the publication first and scans with a snapshot taken after
+ * (as on the primary, read.c), which is newer still.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#if PG_VERSION_NUM >= 150000
+#include "access/xlogrecovery.h"
+#endif
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "shmem.h"
+#include "standby.h"
+
+/* Columns of eventlog.published_offsets. */
+#define EL_PUB_STABLE		3
+#define EL_PUB_SEGMENT		4
+
+/* Whether this database's extension has eventlog.published_offsets. */
+static bool
+el_publication_installed(void)
+{
+	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("published_offsets", nsp));
+}
+
+/*
+ * Publish items[0..n) (the notifier's round, notifier.c): one statement in
+ * a transaction of its own, whose commit record is flushed before this
+ * returns, so that the standbys get it now rather than when the WAL writer
+ * gets round to an asynchronous commit (the notifier commits with
+ * synchronous_commit off).  It does not wait for synchronous standbys: it
+ * is no user's commit.
+ *
+ * A partition dropped meanwhile is skipped, and so is one whose drop is in
+ * progress (SKIP LOCKED): the notifier never waits for a drop_topic.  A
+ * published offset never goes back (the WHERE of the update).
+ */
+void
+el_publish_stable_offsets(ElNotifyItem *items, int n)
+{
+	Datum	   *topics = palloc(sizeof(Datum) * n);
+	Datum	   *parts = palloc(sizeof(Datum) * n);
+	Datum	   *stables = palloc(sizeof(Datum) * n);
+	Datum	   *segnos = palloc(sizeof(Datum) * n);
+	Oid			argtypes[4] = {INT4ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID};
+	Datum		args[4];
+	int			ret;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		topics[i] = Int32GetDatum(items[i].topic_id);
+		parts[i] = Int32GetDatum(items[i].partition);
+		stables[i] = Int64GetDatum(items[i].stable);
+		segnos[i] = Int32GetDatum(items[i].active_segno);
+	}
+	args[0] = PointerGetDatum(construct_array(topics, n, INT4OID, 4, true, TYPALIGN_INT));
+	args[1] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(stables, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[3] = PointerGetDatum(construct_array(segnos, n, INT4OID, 4, true, TYPALIGN_INT));
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (!el_publication_installed())
+	{
+		/* An extension older than 0.3.0 here: nothing to publish to. */
+		CommitTransactionCommand();
+		return;
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ret = SPI_execute_with_args(
+		"INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o"
+		"       (topic_id, partition, stable_offset, active_segment, published_at)"
+		" SELECT p.topic_id, p.partition, i.stable, i.segno, pg_catalog.clock_timestamp()"
+		"   FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+		"                   pg_catalog.unnest($3), pg_catalog.unnest($4))"
+		"        AS i(topic_id, partition, stable, segno)"
+		"   JOIN " EL_SCHEMA_NAME ".partition_catalog p"
+		"     ON p.topic_id OPERATOR(pg_catalog.=) i.topic_id"
+		"    AND p.partition OPERATOR(pg_catalog.=) i.partition"
+		"    FOR KEY SHARE OF p SKIP LOCKED"
+		" ON CONFLICT (topic_id, partition) DO UPDATE"
+		"   SET stable_offset = excluded.stable_offset,"
+		"       active_segment = excluded.active_segment,"
+		"       published_at = excluded.published_at"
+		" WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset",
+		4, argtypes, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not publish stable offsets: %s", SPI_result_code_string(ret));
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	if (!XLogRecPtrIsInvalid(XactLastCommitEnd))
+		XLogFlush(XactLastCommitEnd);
+}
+
+/*
+ * At the notifier's start: publish every partition whose last stable offset
+ * is past the published one.  Rounds publish only what they announce, and
+ * records committed before a restart (or a crash) of the primary are
+ * announced by no round; without this, standbys would not serve them until
+ * the partition's next commit.  The stable offsets are computed by
+ * eventlog.last_stable_offset inside this transaction, so its commit comes
+ * after the commits of the records below them, as for a round; the active
+ * segment is read after them, so it is at least as new as theirs.  Writes
+ * nothing for a partition whose publication is current.
+ */
+void
+el_publish_catch_up(void)
+{
+	int			ret;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (!el_publication_installed())
+	{
+		CommitTransactionCommand();
+		return;
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ret = SPI_execute(
+		"INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o"
+		"       (topic_id, partition, stable_offset, active_segment, published_at)"
+		" SELECT x.topic_id, x.partition, x.stable,"
+		"        (" EL_SCHEMA_NAME "._partition_routing(x.name, x.partition)).active_segment,"
+		"        pg_catalog.clock_timestamp()"
+		"   FROM (SELECT t.topic_id, p.partition, t.name,"
+		"                " EL_SCHEMA_NAME ".last_stable_offset(t.name, p.partition) AS stable"
+		"           FROM " EL_SCHEMA_NAME ".topic_catalog t"
+		"           JOIN " EL_SCHEMA_NAME ".partition_catalog p USING (topic_id)"
+		"         OFFSET 0) x"
+		"  WHERE NOT EXISTS (SELECT FROM " EL_SCHEMA_NAME ".published_offsets c"
+		"                     WHERE c.topic_id OPERATOR(pg_catalog.=) x.topic_id"
+		"                       AND c.partition OPERATOR(pg_catalog.=) x.partition"
+		"                       AND c.stable_offset OPERATOR(pg_catalog.>=) x.stable)"
+		" ON CONFLICT (topic_id, partition) DO UPDATE"
+		"   SET stable_offset = excluded.stable_offset,"
+		"       active_segment = excluded.active_segment,"
+		"       published_at = excluded.published_at"
+		" WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset",
+		false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not publish stable offsets: %s", SPI_result_code_string(ret));
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	if (!XLogRecPtrIsInvalid(XactLastCommitEnd))
+		XLogFlush(XactLastCommitEnd);
+}
+
+/*
+ * A reader's offsets on a hot standby: the published stable offset of the
+ * partition (at least its log start offset: nothing below that is read),
+ * read with a fresh snapshot, which the caller's scan snapshot follows.
+ * No publication yet: nothing is readable.  The high watermark is the
+ * stable offset (the standby knows no other), the holder unknown.
+ */
+void
+el_standby_stable_offset(ElTopic *topic, int32 partition, ElStableOffset *out)
+{
+	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, false);
+	Oid			relid = get_relname_relid("published_offsets", nsp);
+	Oid			indexid = get_relname_relid("published_offsets_pkey", nsp);
+	int64		log_start = topic->parts[partition].log_start_offset;
+	Snapshot	snapshot;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData keys[2];
+	HeapTuple	tuple;
+
+	out->stable = log_start;
+	out->holder_pid = 0;
+	out->commit_lsn = InvalidXLogRecPtr;
+	out->active_segno = -1;
+	if (!OidIsValid(relid) || !OidIsValid(indexid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot read an event log on a hot standby before its primary publishes stable offsets"),
+				 errdetail("The extension on the primary predates version 0.3.0."),
+				 errhint("Update the extension on the primary with ALTER EXTENSION pg_eventlog UPDATE.")));
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	rel = table_open(relid, AccessShareLock);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(topic->topic_id));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(partition));
+	scan = systable_beginscan(rel, indexid, true, snapshot, 2, keys);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool		isnull;
+		int64		published;
+
+		published = DatumGetInt64(heap_getattr(tuple, EL_PUB_STABLE,
+											   RelationGetDescr(rel), &isnull));
+		out->active_segno = DatumGetInt32(heap_getattr(tuple, EL_PUB_SEGMENT,
+													   RelationGetDescr(rel), &isnull));
+		out->stable = Max(published, log_start);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	UnregisterSnapshot(snapshot);
+	out->high_watermark = out->stable;
+}
+
+/* How far this standby has replayed: a long poll looks again only past it. */
+XLogRecPtr
+el_standby_replayed(void)
+{
+	return GetXLogReplayRecPtr(NULL);
+}
