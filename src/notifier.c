@@ -396,12 +396,8 @@ el_publish_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = el_worker_recover(round_cxt);
 
-		MemoryContextSwitchTo(round_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_eventlog notifier could not publish stable offsets: %s",
