@@ -6624,3 +6624,84 @@ CREATE VIEW @extschema@.stable_offset_publication AS
 COMMENT ON VIEW @extschema@.stable_offset_publication IS
 'per partition: the last stable offset here (on a standby, the published one), the one last published for standbys, and when';
 GRANT SELECT ON @extschema@.stable_offset_publication TO PUBLIC;
+
+-- _kafka_fetch takes the response's byte limit (total_max_bytes).
+DROP FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[]);
+/*
+ * Kafka Fetch: records of each (topics[i], partitions[i]) from offsets[i]
+ * on, at most max_records[i] of them, and only while the bytes of the
+ * records before a record (key, value and headers) are below max_bytes[i]
+ * (NULL: no limit): the gateway sizes max_records from the records it saw
+ * before, and a partition of records much larger than those must not send
+ * it gigabytes to build a response of partition_max_bytes.  The same for
+ * the response: once a record was read, an item reads only while the bytes
+ * of every record read before are below total_max_bytes (NULL: no limit),
+ * so that a Fetch of a thousand partitions stops reading at the response's
+ * max_bytes; the call's first record is read whatever its size (Kafka
+ * returns it, so that a consumer progresses).  Rows with
+ * k_offset NULL give each
+ * item's outcome: a Kafka error code (0, 1 OFFSET_OUT_OF_RANGE, 3
+ * UNKNOWN_TOPIC_OR_PARTITION, 29 TOPIC_AUTHORIZATION_FAILED, -1 anything
+ * else, logged as a warning), its log start offset and its last stable
+ * offset, taken after its records were read, so every record returned lies
+ * below it.  The others are records: timestamps are event_time, a JSON
+ * topic's key and value their UTF-8 text, its headers object's members
+ * headers (a string's text, null, or other JSON's text).  When no item has
+ * a record or an error and wait_ms > 0, it long-polls (as _kafka_await)
+ * and reads again.  In C (src/kafka_fetch.c): each partition is read as
+ * read_binary (read) reads it, with its checks in its order, and only up to
+ * the record that reaches max_bytes[i] or total_max_bytes; when the stable
+ * offsets show nothing readable, it waits without reading first.
+ */
+CREATE FUNCTION @extschema@._kafka_fetch(topics text[], partitions integer[], offsets bigint[],
+                                         max_records integer[], wait_ms integer,
+                                         max_bytes bigint[] DEFAULT NULL,
+                                         total_max_bytes bigint DEFAULT NULL)
+RETURNS TABLE (k_item integer, k_error smallint, k_log_start bigint, k_stable bigint,
+               k_offset bigint, k_time timestamptz, k_key bytea, k_value bytea,
+               k_headers @extschema@.header[])
+AS 'MODULE_PATHNAME', 'el_kafka_fetch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[], bigint) IS
+'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on (up to max_bytes of them, and up to total_max_bytes over all), and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';
+
+-- ListGroups takes no group's lock but those it expires, and waits for none.
+CREATE OR REPLACE FUNCTION @extschema@._kafka_list_groups(states text[] DEFAULT NULL)
+RETURNS TABLE (group_name text, protocol_type text, state text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- The names and states as the snapshot shows them, without waiting for
+    -- any group's lock: with thousands of groups, taking each one's made
+    -- concurrent ListGroups queue behind each other and behind every
+    -- group's requests (Kafka's ListGroups is no transaction either).  Only
+    -- the groups with something to expire (as the maintenance worker's
+    -- _kafka_expire_groups sees them) are expired first, and only when
+    -- their lock is free: a group whose lock is held is being served.
+    FOR group_name IN SELECT k.group_name FROM @extschema@.kafka_groups k
+                       WHERE (k.rebalance_deadline <= now() OR k.delay_until <= now()
+                              OR EXISTS (SELECT FROM @extschema@.kafka_group_members m
+                                          WHERE m.group_name = k.group_name AND NOT m.awaiting_join
+                                            AND m.last_heartbeat + m.session_timeout_ms * interval '1 ms' <= now()))
+                         AND @extschema@._kafka_authorized(k.group_name)
+                       ORDER BY k.group_name LOOP
+        IF @extschema@._try_lock_kafka_group(group_name) THEN
+            PERFORM @extschema@._kafka_expire(group_name);
+        END IF;
+    END LOOP;
+    RETURN QUERY
+    SELECT n.group_name, coalesce(k.protocol_type, ''), coalesce(k.state, 'Empty')
+      FROM (SELECT k2.group_name FROM @extschema@.kafka_groups k2
+            UNION SELECT o.group_name FROM @extschema@.group_offsets o) n
+      LEFT JOIN @extschema@.kafka_groups k ON k.group_name = n.group_name
+     WHERE @extschema@._kafka_valid_group(n.group_name)
+       AND (states IS NULL OR cardinality(states) = 0
+            OR lower(coalesce(k.state, 'Empty')) IN (SELECT lower(s) FROM unnest(states) s))
+       AND @extschema@._kafka_authorized(n.group_name)
+     ORDER BY n.group_name;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._kafka_list_groups(text[]) IS
+'internal: the body of eventlog.kafka_list_groups, run as the extension owner (see src/acl.c)';

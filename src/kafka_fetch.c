@@ -110,6 +110,10 @@ typedef struct FetchState
 	MemoryContext cxt;			/* the call's */
 	MemoryContext rowcxt;		/* one row's values, reset after it */
 	int64		got;			/* records returned */
+	bool		total_null;		/* no response-level byte limit */
+	int64		total_max;		/* the response-level byte limit */
+	int64		total_rows;		/* records read so far, over the items */
+	int64		total_bytes;	/* their bytes, as the byte limits count them */
 	uint64		drops_at_start; /* el_topic_drop_count() when the call began */
 	/* eventlog.header, for a JSON topic's headers (looked up when needed) */
 	Oid			header_type;
@@ -352,7 +356,8 @@ fetch_put_row(FetchState *st, bool binary, int item_no, TupleTableSlot *slot,
 /*
  * The records of an item from its offset on, below the stable offset of
  * "point": at most max_records, and while the bytes of those before a
- * record are below max_bytes.  Returns how many.
+ * record are below max_bytes and below what is left of the call's
+ * total_max_bytes.  Returns how many.
  */
 static int64
 fetch_rows(FetchState *st, FetchItem *it, int item_no, ElReadPoint *point)
@@ -363,17 +368,41 @@ fetch_rows(FetchState *st, FetchItem *it, int item_no, ElReadPoint *point)
 	int64		offset;
 	int64		n = 0;
 	int64		bytes = 0;
+	bool		unlimited = it->bytes_null;
+	int64		limit = it->max_bytes;
+
+	/*
+	 * The response's limit: what the items before this one left of it.  The
+	 * call's first record is read whatever its size (Kafka returns it, so
+	 * that a consumer progresses); once a record was read, an item finds
+	 * nothing left when the bytes read reach the limit, and is not scanned.
+	 */
+	if (!st->total_null)
+	{
+		int64		left = st->total_rows > 0 ?
+			st->total_max - st->total_bytes : Max(st->total_max, 1);
+
+		if (unlimited || left < limit)
+		{
+			limit = left;
+			unlimited = false;
+		}
+	}
 
 	/* Nothing stable at or after the offset: no snapshot, no scan. */
-	if (it->offset >= point->stable || (!it->bytes_null && it->max_bytes <= 0))
+	if (it->offset >= point->stable || (!unlimited && limit <= 0))
 		return 0;
 	/* Step 2 of read.c: a snapshot taken after the stable offset was. */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	el_scan_begin(&scan, point, it->offset, snapshot);
-	while (n < it->max_records && (it->bytes_null || bytes < it->max_bytes) &&
+	while (n < it->max_records && (unlimited || bytes < limit) &&
 		   (slot = el_scan_next(&scan, &offset)) != NULL)
 	{
-		bytes += fetch_put_row(st, point->topic->binary, item_no, slot, offset);
+		int64		b = fetch_put_row(st, point->topic->binary, item_no, slot, offset);
+
+		bytes += b;
+		st->total_bytes += b;
+		st->total_rows++;
 		n++;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -663,7 +692,8 @@ fetch_offsets_step(FetchState *st, void *arg)
 
 /*
  * eventlog._kafka_fetch(topics text[], partitions integer[], offsets
- * bigint[], max_records integer[], wait_ms integer, max_bytes bigint[])
+ * bigint[], max_records integer[], wait_ms integer, max_bytes bigint[],
+ * total_max_bytes bigint)
  *		-> SETOF (k_item, k_error, k_log_start, k_stable, k_offset, k_time,
  *				  k_key, k_value, k_headers)
  */
@@ -677,18 +707,21 @@ el_kafka_fetch(PG_FUNCTION_ARGS)
 	bool		skip_first = false;
 	int			n;
 
+	memset(&st, 0, sizeof(st));
 	array_arg(fcinfo, 0, TEXTOID, &a_topics);
 	array_arg(fcinfo, 1, INT4OID, &a_parts);
 	array_arg(fcinfo, 2, INT8OID, &a_offsets);
 	array_arg(fcinfo, 3, INT4OID, &a_max);
 	array_arg(fcinfo, 5, INT8OID, &a_bytes);
+	/* A NULL limit is none; a limit below 1 is 1: the first record. */
+	st.total_null = PG_NARGS() < 7 || PG_ARGISNULL(6);
+	st.total_max = st.total_null ? 0 : PG_GETARG_INT64(6);
 	n = a_topics.length;
 	if (a_parts.length != n || a_offsets.length != n || a_max.length != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("topics, partitions, offsets and max_records must have the same length")));
 
-	memset(&st, 0, sizeof(st));
 	st.n = n;
 	st.cxt = CurrentMemoryContext;
 	st.drops_at_start = el_topic_drop_count();

@@ -20,7 +20,12 @@ COMMENT ON FUNCTION @extschema@._kafka_await(text[], integer[], bigint[], intege
  * records before a record (key, value and headers) are below max_bytes[i]
  * (NULL: no limit): the gateway sizes max_records from the records it saw
  * before, and a partition of records much larger than those must not send
- * it gigabytes to build a response of partition_max_bytes.  Rows with
+ * it gigabytes to build a response of partition_max_bytes.  The same for
+ * the response: once a record was read, an item reads only while the bytes
+ * of every record read before are below total_max_bytes (NULL: no limit),
+ * so that a Fetch of a thousand partitions stops reading at the response's
+ * max_bytes; the call's first record is read whatever its size (Kafka
+ * returns it, so that a consumer progresses).  Rows with
  * k_offset NULL give each
  * item's outcome: a Kafka error code (0, 1 OFFSET_OUT_OF_RANGE, 3
  * UNKNOWN_TOPIC_OR_PARTITION, 29 TOPIC_AUTHORIZATION_FAILED, -1 anything
@@ -32,19 +37,20 @@ COMMENT ON FUNCTION @extschema@._kafka_await(text[], integer[], bigint[], intege
  * a record or an error and wait_ms > 0, it long-polls (as _kafka_await)
  * and reads again.  In C (src/kafka_fetch.c): each partition is read as
  * read_binary (read) reads it, with its checks in its order, and only up to
- * the record that reaches max_bytes[i]; when the stable offsets show nothing
- * readable, it waits without reading first.
+ * the record that reaches max_bytes[i] or total_max_bytes; when the stable
+ * offsets show nothing readable, it waits without reading first.
  */
 CREATE FUNCTION @extschema@._kafka_fetch(topics text[], partitions integer[], offsets bigint[],
                                          max_records integer[], wait_ms integer,
-                                         max_bytes bigint[] DEFAULT NULL)
+                                         max_bytes bigint[] DEFAULT NULL,
+                                         total_max_bytes bigint DEFAULT NULL)
 RETURNS TABLE (k_item integer, k_error smallint, k_log_start bigint, k_stable bigint,
                k_offset bigint, k_time timestamptz, k_key bytea, k_value bytea,
                k_headers @extschema@.header[])
 AS 'MODULE_PATHNAME', 'el_kafka_fetch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[]) IS
-'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on (up to max_bytes of them), and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';
+COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[], bigint) IS
+'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on (up to max_bytes of them, and up to total_max_bytes over all), and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';
 
 /*
  * Kafka ListOffsets: for each (topics[i], partitions[i], timestamps[i]),

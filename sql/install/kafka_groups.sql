@@ -1107,12 +1107,23 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    -- Expire abandoned groups first, one lock at a time, in name order.
+    -- The names and states as the snapshot shows them, without waiting for
+    -- any group's lock: with thousands of groups, taking each one's made
+    -- concurrent ListGroups queue behind each other and behind every
+    -- group's requests (Kafka's ListGroups is no transaction either).  Only
+    -- the groups with something to expire (as the maintenance worker's
+    -- _kafka_expire_groups sees them) are expired first, and only when
+    -- their lock is free: a group whose lock is held is being served.
     FOR group_name IN SELECT k.group_name FROM @extschema@.kafka_groups k
-                       WHERE k.state <> 'Empty' AND @extschema@._kafka_authorized(k.group_name)
+                       WHERE (k.rebalance_deadline <= now() OR k.delay_until <= now()
+                              OR EXISTS (SELECT FROM @extschema@.kafka_group_members m
+                                          WHERE m.group_name = k.group_name AND NOT m.awaiting_join
+                                            AND m.last_heartbeat + m.session_timeout_ms * interval '1 ms' <= now()))
+                         AND @extschema@._kafka_authorized(k.group_name)
                        ORDER BY k.group_name LOOP
-        PERFORM @extschema@._kafka_lock(group_name);
-        PERFORM @extschema@._kafka_expire(group_name);
+        IF @extschema@._try_lock_kafka_group(group_name) THEN
+            PERFORM @extschema@._kafka_expire(group_name);
+        END IF;
     END LOOP;
     RETURN QUERY
     SELECT n.group_name, coalesce(k.protocol_type, ''), coalesce(k.state, 'Empty')

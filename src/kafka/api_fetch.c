@@ -28,8 +28,10 @@
  * larger than max_bytes (so a consumer always progresses, as Kafka's
  * KIP-74).  How many rows to ask PostgreSQL for follows from the average
  * size of the records the connection fetched before, and PostgreSQL stops
- * each partition's rows at its byte limit, so records far larger than that
- * average do not bring the gateway thousands of times what it can send.
+ * each partition's rows at its byte limit, and every partition's once the
+ * rows reach the response's, so records far larger than that average, or
+ * a thousand partitions, do not bring the gateway thousands of times what
+ * it can send.
  *
  * Idle consumers: a consumer with nothing to read sends a Fetch every
  * fetch.wait.max.ms (librdkafka: 500 ms), each a query of about 330 us in
@@ -106,7 +108,7 @@ static const char *const fetch_sql =
 "SELECT k_item, k_error, k_log_start, k_stable, k_offset, k_time, k_key, k_value, k_headers"
 "  FROM eventlog._kafka_fetch($1::pg_catalog.text[], $2::pg_catalog.int4[],"
 "                             $3::pg_catalog.int8[], $4::pg_catalog.int4[], $5::pg_catalog.int4,"
-"                             $6::pg_catalog.int8[])";
+"                             $6::pg_catalog.int8[], $7::pg_catalog.int8)";
 
 /*
  * The headers of a record: an eventlog.header[] in binary format (ndim,
@@ -313,6 +315,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	KWriter		scratch;
 	KHandlerResult result = KH_OK;
 	char	   *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+	char		budget_text[24];
 	char	   *await_key = NULL;
 
 	kw_init(&scratch, (size_t) K_FETCH_MAX_BYTES * 2);
@@ -508,10 +511,16 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 		}
 		if (nitems > 0)
 		{
-			const char *const p6[6] = {params[0], params[1], params[2], params[3], wait_text,
-			params[5]};
+			/*
+			 * The response's limit too: PostgreSQL stops reading partitions
+			 * once their records reach it (their bytes count less than here,
+			 * so it reads at least what the response can hold).
+			 */
+			const char *const p7[7] = {params[0], params[1], params[2], params[3], wait_text,
+			params[5], budget_text};
 
-			res = kpg_exec_fetch(conn, fetch_sql, 6, p6, sqlstate);
+			snprintf(budget_text, sizeof(budget_text), "%lld", (long long) budget);
+			res = kpg_exec_fetch(conn, fetch_sql, 7, p7, sqlstate);
 			if (res == NULL)
 			{
 				int16_t		e = query_error(sqlstate);

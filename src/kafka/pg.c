@@ -38,6 +38,7 @@
 #include <time.h>
 
 static void await_end(KConn *conn);
+static void await_cancel(KConn *conn);
 
 static pthread_mutex_t cluster_id_mutex = PTHREAD_MUTEX_INITIALIZER;
 static char cluster_id[23];
@@ -75,13 +76,8 @@ kpg_close(KConn *conn)
 	 * A pending await would keep its backend asleep after PQfinish until its
 	 * timeout (a sleeping backend does not read its socket): cancel it.
 	 */
-	if (conn->await_pending && conn->pg != NULL && conn->pg_cancel != NULL &&
-		PQconsumeInput(conn->pg) && PQisBusy(conn->pg))
-	{
-		char		errbuf[256];
-
-		(void) PQcancel(conn->pg_cancel, errbuf, sizeof(errbuf));
-	}
+	if (conn->await_pending && conn->pg != NULL)
+		await_cancel(conn);
 	conn->await_pending = false;
 	free(conn->await_key);
 	conn->await_key = NULL;
@@ -150,6 +146,67 @@ static const char *const await_sql =
 "                             $3::pg_catalog.int8[], $4::pg_catalog.int4)";
 
 /*
+ * Cancels the pending await until its result has come (or the session
+ * broke).  One cancel is not enough: the await's query is sent just before
+ * the Fetch's response, and the request that ends it can come microseconds
+ * later (a client that pipelines one behind its Fetch sends it before the
+ * response), before the backend has read that query; a cancel that reaches
+ * a backend still reading its next query is ignored, as by any idle
+ * backend, and the await would run its whole 30 s, and the request with
+ * it.  So the cancel is sent again while no result comes, after 10, 20,
+ * 40 ms... (at most 200 ms apart); a cancel that reaches the backend after
+ * the await ended is ignored, as it is idle again (the signal is delivered
+ * before it can read the next query).
+ */
+static void
+await_cancel(KConn *conn)
+{
+	int			wait_ms = 10;
+
+	while (PQconsumeInput(conn->pg) && PQisBusy(conn->pg))
+	{
+		char		errbuf[256];
+		struct timespec start;
+
+		if (conn->pg_cancel == NULL ||
+			!PQcancel(conn->pg_cancel, errbuf, sizeof(errbuf)))
+		{
+			klog(KLOG_DEBUG, "conn %llu (%s): cannot cancel an idle Fetch's await: %s",
+				 (unsigned long long) conn->id, conn->peer,
+				 conn->pg_cancel == NULL ? "no cancel handle" : errbuf);
+			return;				/* PQgetResult waits for its end */
+		}
+		/* Its result, for up to wait_ms (a notice is not one). */
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		for (;;)
+		{
+			struct timespec now;
+			struct pollfd pfd;
+			int64_t		left;
+			int			rc;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left = wait_ms - ((int64_t) (now.tv_sec - start.tv_sec) * 1000 +
+							  (now.tv_nsec - start.tv_nsec) / 1000000);
+			if (left <= 0)
+				break;
+			pfd.fd = PQsocket(conn->pg);
+			pfd.events = POLLIN;
+			pfd.revents = 0;
+			if (pfd.fd < 0)
+				return;
+			rc = poll(&pfd, 1, (int) left);
+			if (rc < 0 && errno != EINTR)
+				return;
+			if (rc > 0 && (!PQconsumeInput(conn->pg) || !PQisBusy(conn->pg)))
+				return;
+		}
+		if (wait_ms < 200)
+			wait_ms *= 2;
+	}
+}
+
+/*
  * Ends a pending await, if any: cancels it unless it has finished, then
  * reads its results up to the end, so that the session is idle again (or
  * found broken, and kpg_connect reconnects).  Its outcome does not matter:
@@ -167,13 +224,7 @@ await_end(KConn *conn)
 	conn->await_key = NULL;
 	if (conn->pg == NULL)
 		return;
-	if (PQconsumeInput(conn->pg) && PQisBusy(conn->pg) && conn->pg_cancel != NULL)
-	{
-		char		errbuf[256];
-
-		/* A cancel that arrives after the await ended is ignored by an idle backend. */
-		(void) PQcancel(conn->pg_cancel, errbuf, sizeof(errbuf));
-	}
+	await_cancel(conn);
 	while ((res = PQgetResult(conn->pg)) != NULL)
 		PQclear(res);
 }
@@ -239,7 +290,12 @@ kpg_await_wait(KConn *conn, const char *key, int32_t *wait_ms, const void **extr
 		int64_t		left;
 		int			rc;
 
-		if (!PQconsumeInput(conn->pg) || !PQisBusy(conn->pg))
+		/*
+		 * What libpq holds first, the socket only when poll says it has
+		 * something: an idle consumer's Fetch then costs one poll here,
+		 * not two reads of an empty socket around it as well.
+		 */
+		if (!PQisBusy(conn->pg))
 		{
 			finished = true;
 			break;
@@ -262,6 +318,12 @@ kpg_await_wait(KConn *conn, const char *key, int32_t *wait_ms, const void **extr
 		if (rc > 0 && (pfds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
 		{
 			hung_up = true;
+			break;
+		}
+		if (rc > 0 && (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
+			!PQconsumeInput(conn->pg))
+		{
+			finished = true;
 			break;
 		}
 	}

@@ -5,7 +5,8 @@
 # values, empty ones, headers with duplicates and NULL values), a JSON topic's
 # key, value and headers as UTF-8 bytes and header arrays, each item's error
 # code (negative offsets, offsets past the end, partitions and topics that do
-# not exist, NULLs, max_records 0), an unprivileged role, a privilege revoked
+# not exist, NULLs, max_records 0), the response's byte limit over the
+# items (the items after the one that reaches it are not read), an unprivileged role, a privilege revoked
 # and a topic dropped during the wait, a cancelled wait, and a result
 # spilled to a temporary file across the items' subtransactions.
 use strict;
@@ -27,7 +28,7 @@ $node->safe_psql('postgres', q{
     CREATE ROLE outsider LOGIN;
 });
 
-# 1. The byte limit.  Ten values of 1 MiB (hex text, stored out of line).
+# 1. The byte limits.  Ten values of 1 MiB (hex text, stored out of line).
 $node->safe_psql('postgres', q{
     SELECT count(*) FROM eventlog.produce_binary_batch('huge',
         (SELECT array_agg(ROW(NULL, convert_to((SELECT string_agg(md5(i || '-' || j), '')
@@ -66,6 +67,54 @@ my $all_blocks = huge_blocks('NULL');
 my $one_block = huge_blocks('ARRAY[100::bigint]');
 cmp_ok($one_block * 4, '<', $all_blocks,
     "a limit of 100 bytes reads one value, not ten ($one_block blocks, $all_blocks without a limit)");
+
+# The response's limit (total_max_bytes): once records were read, an item
+# reads only while the bytes of all the records read before are below it.
+sub huge_items
+{
+    my ($n, $bytes, $total) = @_;
+    return $node->safe_psql('postgres', qq{
+        SELECT string_agg(k_item || ':' || n, ',' ORDER BY k_item) FROM (
+          SELECT k_item, count(k_offset) n FROM eventlog._kafka_fetch(
+                   array_fill('huge'::text, ARRAY[$n]), array_fill(0, ARRAY[$n]),
+                   array_fill(0::bigint, ARRAY[$n]), array_fill(10, ARRAY[$n]), 0,
+                   $bytes, $total) GROUP BY k_item) s});
+}
+is(huge_items(3, 'array_fill(2097152::bigint, ARRAY[3])', 'NULL'), '1:2,2:2,3:2',
+    'no response limit: each item to its own');
+is(huge_items(3, 'array_fill(2097152::bigint, ARRAY[3])', 3145728), '1:2,2:1,3:0',
+    'a response limit of 3 MiB: 2 records, then 1 (what is left), then none');
+is(huge_items(3, 'NULL', 1), '1:1,2:0,3:0',
+    'a response limit below the first record: that record, and nothing after it');
+is(huge_items(3, 'NULL', 0), '1:1,2:0,3:0', 'a response limit of 0: the first record too');
+is(huge_items(2, 'NULL', 5242881), '1:6,2:0',
+    'no item limit: the first item reads up to the record that crosses the response limit');
+is($node->safe_psql('postgres', q{
+    SELECT string_agg(concat_ws('|', k_item, k_error, k_log_start, k_stable), ',' ORDER BY k_item)
+      FROM eventlog._kafka_fetch(ARRAY['huge', 'huge'], ARRAY[0, 0], ARRAY[0, 3]::bigint[], ARRAY[10, 10], 0,
+                                 NULL, 1) WHERE k_offset IS NULL}),
+   '1|0|0|10,2|0|0|10', 'the items after the limit still report their offsets');
+
+# The buffers: ten partitions of 1 MiB records asked with a response limit
+# of 100 bytes read one value, not ten (the 1000 partitions x 1 MB case).
+sub huge_items_blocks
+{
+    my ($total) = @_;
+    my $plan = $node->safe_psql('postgres', qq{
+        SELECT count(*) FROM eventlog._kafka_fetch(ARRAY['huge'], ARRAY[0], ARRAY[0::bigint], ARRAY[1], 0);
+        EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON)
+        SELECT * FROM eventlog._kafka_fetch(array_fill('huge'::text, ARRAY[10]), array_fill(0, ARRAY[10]),
+                                            ARRAY[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]::bigint[],
+                                            array_fill(1, ARRAY[10]), 0,
+                                            array_fill(2097152::bigint, ARRAY[10]), $total)});
+    my ($hit) = $plan =~ /"Shared Hit Blocks": (\d+)/;
+    my ($read) = $plan =~ /"Shared Read Blocks": (\d+)/;
+    return $hit + $read;
+}
+my $items_all = huge_items_blocks('NULL');
+my $items_one = huge_items_blocks(100);
+cmp_ok($items_one * 4, '<', $items_all,
+    "a response limit of 100 bytes over ten partitions reads one value, not ten ($items_one blocks, $items_all without)");
 
 # A result larger than work_mem spills to a file during the first item's
 # subtransaction; the second item's must not close it.

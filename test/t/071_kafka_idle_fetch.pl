@@ -5,8 +5,9 @@
 # A record produced meanwhile is read at once; a Fetch of other offsets,
 # Metadata and ListOffsets on the same connection end the await first; a
 # topic dropped meanwhile is reported by the next Fetch; a backend
-# terminated meanwhile is reconnected; a client that hangs up takes its
-# await with it; a Fetch without a wait leaves none.
+# terminated meanwhile is reconnected; a request pipelined behind a Fetch
+# ends the await even when the backend ignores the first cancel; a client
+# that hangs up takes its await with it; a Fetch without a wait leaves none.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -22,11 +23,14 @@ $probe = 'test/t/kafka_probe.py' unless -f $probe;
 my $node = PostgreSQL::Test::Cluster->new('kidle');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_eventlog'");
+# Section 9 counts the cancel requests: connections received, never authorized.
+$node->append_conf('postgresql.conf', "log_connections = on");
 $node->start;
 $node->safe_psql('postgres', q{
     CREATE EXTENSION pg_eventlog;
     SELECT eventlog.create_topic('idle', 1, format => 'binary');
     SELECT eventlog.create_topic('doomed', 1, format => 'binary');
+    SELECT eventlog.create_topic('other', 1, format => 'binary');
 });
 my $gw = $node->config_data('--bindir') . '/pg_eventlog_kafka';
 my $tmp = PostgreSQL::Test::Utils::tempdir();
@@ -140,7 +144,52 @@ $node->safe_psql('postgres', q{SELECT eventlog.produce_binary('idle', NULL, '\x0
 like(req('fetch 600000 idle:0:2'), qr{^idle/0 error=0 hw=3 lso=3 start=0 records=1 offsets=2$}m,
     'and reads what is produced');
 
-# 9. A client that hangs up during the await takes it with it.
+# 9. A cancel that reaches the backend before it has read the await's query
+# (the await is sent just before the Fetch's answer, and a request pipelined
+# behind the Fetch ends it at once): an idle backend ignores it, and the
+# await would run its 30 s, and the request with it.  Made certain here by
+# stopping the backend (SIGSTOP) before the gateway sends the await and
+# cancels it, and letting it go on only after the cancel came: the
+# gateway cancels again, so the await ends by a cancel, not its timeout.
+my $gw_pid = $gwh->{KIDS}[0]{PID};
+my $be_pid = $node->safe_psql('postgres', q{SELECT pid FROM pg_stat_activity
+    WHERE application_name = 'pg_eventlog_kafka'});
+like($be_pid, qr/^\d+$/, 'the connection\'s one backend');
+sub cancel_requests
+{
+    my $log = slurp_file($node->logfile);
+    my $received = () = $log =~ /connection received/g;
+    my $authorized = () = $log =~ /connection authorized/g;
+    return $received - $authorized;
+}
+my $log_at = -s $node->logfile;
+send_req('pipeline 600000 idle:0:3');
+ok($node->poll_query_until('postgres', qq{SELECT state = 'active' AND query LIKE '%_kafka_fetch%'
+    FROM pg_stat_activity WHERE pid = $be_pid}), 'a pipelined Fetch waits in the server');
+kill 'STOP', $gw_pid;
+# Another topic's drop ends the wait: the Fetch reads again, and is empty.
+$node->safe_psql('postgres', q{SELECT eventlog.drop_topic('other')});
+ok($node->poll_query_until('postgres', qq{SELECT state = 'idle' AND query LIKE '%_kafka_fetch%'
+    FROM pg_stat_activity WHERE pid = $be_pid}),
+    'its wait ended, the gateway stopped before reading its result');
+my $cancels = cancel_requests();
+kill 'STOP', $be_pid;
+kill 'CONT', $gw_pid;
+my $waited = 0;
+while (cancel_requests() == $cancels && $waited++ < 10 * $PostgreSQL::Test::Utils::timeout_default)
+{
+    select(undef, undef, undef, 0.1);
+}
+cmp_ok(cancel_requests(), '>', $cancels, 'the gateway sent the await and cancelled it, its backend stopped');
+kill 'CONT', $be_pid;
+like(answer(), qr{^idle/0 error=0 hw=3 lso=3 start=0 records=0 offsets=\nrest=0\nmetadata answered$}m,
+    'the Fetch and the Metadata behind it answered');
+like(substr(slurp_file($node->logfile), $log_at),
+    qr/canceling statement due to user request\n.*STATEMENT:\s+SELECT eventlog._kafka_await/,
+    'the await ended by a cancel sent again, not by its 30 s timeout');
+is($node->safe_psql('postgres', $awaiting), '0', 'no await left');
+
+# 10. A client that hangs up during the await takes it with it.
 like(req('fetch 100 idle:0:3'), qr{records=0}, 'empty at offset 3');
 ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await');
 $ph->kill_kill;

@@ -1036,6 +1036,8 @@ def cmd_session(host, port):
     """Requests on one connection, one per line of stdin:
          fetch WAIT TOPIC:PARTITION:OFFSET ...   (Fetch v11)
          metadata TOPIC                          (Metadata v1: answered or not)
+         pipeline WAIT TOPIC:PARTITION:OFFSET ...  (a Fetch and a Metadata of its
+                                                 first topic, sent at once)
          listoffsets TOPIC PARTITION TIMESTAMP   (ListOffsets v5)
        each answer's lines, then a line '.'."""
     s = connect(host, port)
@@ -1055,6 +1057,23 @@ def cmd_session(host, port):
             s.sendall(fetch_request(11, topics, wait=int(words[1]), corr=corr))
             data = read_frame(s)
             out = ['closed'] if data is None else parse_fetch(11, data)
+        elif words[0] == 'pipeline':
+            # A Fetch and a Metadata request sent at once, the Metadata
+            # behind the Fetch before its answer: both answers.
+            topics = []
+            for spec in words[2:]:
+                t, p, o = spec.rsplit(':', 2)
+                if not topics or topics[-1][0] != t:
+                    topics.append((t, []))
+                topics[-1][1].append((int(p), int(o), 1048576))
+            s.sendall(fetch_request(11, topics, wait=int(words[1]), corr=corr)
+                      + metadata_request(1, [topics[0][0]], corr=corr + 1))
+            corr += 1
+            data = read_frame(s)
+            out = ['closed'] if data is None else parse_fetch(11, data)
+            if data is not None:
+                data = read_frame(s)
+                out.append('closed' if data is None else 'metadata answered')
         elif words[0] == 'metadata':
             s.sendall(metadata_request(1, [words[1]], corr=corr))
             data = read_frame(s)
