@@ -112,8 +112,13 @@ SELECT eventlog.run_processor('theirs');
 SELECT eventlog.drop_processor('theirs');
 SELECT eventlog.reset_processor('theirs');
 RESET ROLE;
--- A superuser's step runs the owner's SQL as the owner, not as itself.
+-- A superuser may not run it in its own session: the owner's SQL could
+-- SET ROLE back to the superuser.  In a session of the owner, it runs as
+-- the owner.
 SELECT eventlog.run_processor('theirs');
+SET SESSION AUTHORIZATION stream_owner;
+SELECT eventlog.run_processor('theirs');
+RESET SESSION AUTHORIZATION;
 SELECT uid, country FROM click_rows WHERE amount = 0;
 SELECT current_user = session_user AS role_restored;
 -- The catalog and another owner's window state are not writable.

@@ -556,8 +556,17 @@ BEGIN
         RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     PERFORM @extschema@._check_processor_owner(p);
-    -- Run the owner's SQL as the owner, never as the caller (who may be a
-    -- superuser): the function's SET clause restores the role on exit.
+    -- The owner's SQL could SET ROLE to any role the session user may
+    -- (PL/pgSQL cannot make this a security-restricted operation): run it
+    -- only in sessions whose user has no role the owner does not have.
+    IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
+                  HINT = format('Run it in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+    END IF;
+    -- Run the owner's SQL as the owner, never as the caller: the function's
+    -- SET clause restores the role on exit.
     PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
 
     SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
