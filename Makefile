@@ -118,6 +118,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	standby.sql \
 	capture.sql \
 	kafka_auth.sql \
+	streams.sql \
 	grants.sql)
 
 # A file of sql/install/ that is not in the list would silently not be

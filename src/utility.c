@@ -66,9 +66,10 @@ el_drop_names(DropStmt *stmt, ObjectType type, const char *name)
 }
 
 /*
- * Drop every segment table, with CASCADE if the DROP EXTENSION said so: an
- * object built over a segment (by the extension owner, or by anyone before
- * 0.3.0) then goes with it, as it would go with the extension.
+ * Drop every segment table, and every stream processor's state table, with
+ * CASCADE if the DROP EXTENSION said so: an object built over a segment (by
+ * the extension owner, or by anyone before 0.3.0) then goes with it, as it
+ * would go with the extension.
  */
 static void
 el_drop_all_segments(bool cascade)
@@ -104,6 +105,37 @@ el_drop_all_segments(bool cascade)
 		ret = SPI_execute(sql, false, 0);
 		if (ret != SPI_OK_UTILITY)
 			elog(ERROR, "could not drop segment \"%s\": %s", relname,
+				 SPI_result_code_string(ret));
+	}
+
+	/*
+	 * Stream processors' state tables (sql/install/streams.sql) live in the
+	 * extension's schema but, created at run time, are not its members:
+	 * they go with it too, or the schema would stay behind.  Only the API
+	 * creates tables of these names there (PUBLIC may not create in it).
+	 */
+	ret = SPI_execute("SELECT c.relname FROM pg_catalog.pg_class c"
+					  " WHERE c.relnamespace OPERATOR(pg_catalog.=) '" EL_SCHEMA_NAME "'::pg_catalog.regnamespace"
+					  "   AND c.relkind OPERATOR(pg_catalog.=) 'r'"
+					  "   AND c.relname OPERATOR(pg_catalog.~) '^processor_[0-9]+_(progress|windows)$'"
+					  " ORDER BY 1", false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not list processor state tables: %s",
+			 SPI_result_code_string(ret));
+	segments = SPI_tuptable;
+	nsegments = SPI_processed;
+	for (i = 0; i < nsegments; i++)
+	{
+		char	   *relname = SPI_getvalue(segments->vals[i],
+										   segments->tupdesc, 1);
+		char	   *sql = psprintf("DROP TABLE IF EXISTS %s.%s%s",
+								   quote_identifier(EL_SCHEMA_NAME),
+								   quote_identifier(relname),
+								   cascade ? " CASCADE" : "");
+
+		ret = SPI_execute(sql, false, 0);
+		if (ret != SPI_OK_UTILITY)
+			elog(ERROR, "could not drop processor state \"%s\": %s", relname,
 				 SPI_result_code_string(ret));
 	}
 	el_unpin_search_path(pin);

@@ -71,17 +71,18 @@ SELECT is(
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
         AND has_function_privilege('public', p.oid, 'EXECUTE')),
     ARRAY['_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
-          '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_topic_name',
+          '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_processor_owner', '_check_topic_name',
           '_check_topic_settings', '_consumer_group_info', '_grantee',
           '_kafka_await', '_kafka_fetch', '_kafka_group_wait', '_kafka_join_begin', '_kafka_join_check',
           '_kafka_list_offsets', '_kafka_sync_begin', '_kafka_sync_check',
           '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
+          '_processor', '_processor_close_sql', '_processor_emit_sql', '_processor_step_sql', '_register_processor',
           '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    31, 'sixteen gated bodies (compact''s and init_producer''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+    33, 'eighteen gated bodies (compact''s and init_producer''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 
@@ -127,8 +128,8 @@ SELECT is(
     (SELECT array_agg(c.relname::text ORDER BY c.relname)
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
-    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'partition_catalog', 'producer_catalog',
-          'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
+    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'partition_catalog', 'processor_catalog',
+          'processor_catalog_processor_id_seq', 'producer_catalog', 'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
     'catalog tables, group positions, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
 
 -- Every object of the extension is commented.

@@ -1,0 +1,204 @@
+--
+-- Stream processors: stateless (filter/map into a table or a topic) and
+-- windowed aggregates (tumbling, hopping; emit final and changes; lateness,
+-- out-of-orderness, NULL event times), replay, privileges, bad input.
+--
+\set SHOW_CONTEXT never
+SET timezone = 'UTC';
+SELECT eventlog.create_topic('clicks', 2);
+SELECT eventlog.create_topic('big_clicks', 1);
+
+-- A map into a table: filter and project, joining an ordinary table.
+CREATE TABLE users (id text PRIMARY KEY, country text);
+INSERT INTO users VALUES ('u1', 'fr'), ('u2', 'de');
+CREATE TABLE click_rows (uid text, country text, amount numeric);
+SELECT eventlog.create_processor('enrich', 'clicks', sink_table => 'click_rows',
+    select_list => $$key, (SELECT u.country FROM public.users u WHERE u.id = record.key), (value->>'amount')::numeric$$,
+    where_clause => $$(value->>'amount')::numeric >= 10$$);
+SELECT count(*) FROM eventlog.produce_batch('clicks', ARRAY['u1', 'u2', 'u1', 'u3'],
+    ARRAY['{"amount": 5}', '{"amount": 10}', '{"amount": 20}', '{"amount": 30}']::jsonb[]);
+SELECT eventlog.run_processor('enrich');
+SELECT * FROM click_rows ORDER BY amount;
+-- Nothing new: nothing read, nothing written.
+SELECT eventlog.run_processor('enrich');
+SELECT count(*) FROM click_rows;
+-- The processor is a consumer group of its source: lag shows.
+SELECT count(*) FROM eventlog.produce('clicks', 'u2', '{"amount": 50}');
+SELECT name, kind, source_topic, group_name, sink, lag FROM eventlog.processors ORDER BY name;
+-- A step rolled back is undone, positions and sink alike.
+BEGIN;
+SELECT eventlog.run_processor('enrich');
+ROLLBACK;
+SELECT name, lag FROM eventlog.processors;
+SELECT eventlog.run_processor('enrich', max_records => 1);
+SELECT count(*) FROM click_rows;
+
+-- A map into a topic, keyed and timed by expressions.
+SELECT eventlog.create_processor('bigger', 'clicks', sink_topic => 'big_clicks',
+    key => $$value->>'amount'$$, value => $$jsonb_build_object('user', key)$$,
+    where_clause => $$(value->>'amount')::numeric > 15$$, start_from => 'earliest');
+SELECT eventlog.run_processor('bigger');
+SELECT key, value FROM eventlog.read('big_clicks', 0, 0) ORDER BY offset_id;
+
+-- Tumbling windows of 1 minute over event time, count and sum by key,
+-- emitted when they close, 30 seconds of grace.
+SELECT eventlog.create_topic('orders', 1);
+CREATE TABLE orders_per_minute (window_start timestamptz, window_end timestamptz, customer text,
+                                n bigint, total numeric, smallest numeric, largest numeric, mean numeric);
+SELECT eventlog.create_window_processor('opm', 'orders', 'orders_per_minute', size => '1 minute',
+    aggregates => ARRAY['count(*)', $$sum((value->>'amount')::numeric)$$, $$min((value->>'amount')::numeric)$$,
+                        $$max(value->>'amount')$$, $$avg((value->>'amount')::numeric)$$],
+    allowed_lateness => '30 seconds', event_time => $$(value->>'ts')::timestamptz$$);
+CREATE FUNCTION o(k text, amount numeric, t text) RETURNS void LANGUAGE sql AS $$
+    SELECT NULL FROM eventlog.produce('orders', k, jsonb_build_object('amount', amount,
+                                      'ts', '2026-01-01 10:' || t || '+00')) $$;
+SELECT o('a', 1, '00:05'), o('b', 2, '00:10'), o('a', 3, '00:50'), o('a', 4, '01:10');
+SELECT eventlog.run_processor('opm');
+-- The watermark (01:10) is not past 10:01:00 + 30 s: nothing closed yet.
+SELECT count(*) FROM orders_per_minute;
+SELECT partition, max_event_time, watermark, records, late_records, closed_through FROM eventlog.processor_progress('opm');
+-- 01:40 closes [10:00, 10:01); a record of 00:20 then is late and dropped.
+SELECT o('b', 5, '01:40'), o('a', 100, '00:20'), o('c', NULL, '01:45');
+SELECT eventlog.run_processor('opm');
+SELECT * FROM orders_per_minute ORDER BY 1, 3;
+SELECT partition, records, late_records, null_time_records, closed_through FROM eventlog.processor_progress('opm');
+-- A NULL event time (no "ts") is counted, never assigned to a window.
+SELECT count(*) FROM eventlog.produce('orders', 'a', '{"amount": 7}');
+SELECT eventlog.run_processor('opm');
+SELECT partition, records, late_records, null_time_records FROM eventlog.processor_progress('opm');
+-- Open windows are state rows.
+SELECT format('eventlog.processor_%s_windows', processor_id) AS opm_windows
+  FROM eventlog.processor_catalog WHERE name = 'opm' \gset
+SELECT window_start, group_key, n_1 FROM :opm_windows ORDER BY 1, 2;
+
+-- Replay from the beginning: the same windows again, overwritten in place.
+SELECT eventlog.reset_processor('opm');
+SELECT eventlog.run_processor('opm');
+SELECT * FROM orders_per_minute ORDER BY 1, 3;
+
+-- Hopping windows of 2 minutes every minute, emit changes: rows as they change.
+CREATE TABLE hop (window_start timestamptz, window_end timestamptz, n bigint);
+SELECT eventlog.create_window_processor('hop', 'orders', 'hop', size => '2 minutes', window_type => 'hopping',
+    advance => '1 minute', group_by => '{}', aggregates => '{count(*)}', emit => 'changes',
+    where_clause => $$key <> 'c'$$, event_time => $$(value->>'ts')::timestamptz$$);
+SELECT eventlog.run_processor('hop', 3);
+SELECT * FROM hop ORDER BY 1;
+SELECT eventlog.run_processor('hop');
+SELECT * FROM hop ORDER BY 1;
+
+-- Processing time: windows of now, closed by the clock.
+CREATE TABLE per_second (window_start timestamptz, window_end timestamptz, k text, n bigint);
+SELECT eventlog.create_window_processor('clock', 'orders', 'per_second', size => '1 hour',
+    time_mode => 'processing', emit => 'changes');
+SELECT eventlog.run_processor('clock');
+SELECT k, n, window_end - window_start AS size, window_start <= now() AND now() < window_end AS now_inside
+  FROM per_second ORDER BY k;
+
+-- Privileges: a step runs as the processor's owner, and only its members
+-- run, reset or drop it.
+CREATE ROLE stream_owner;
+CREATE ROLE stream_other;
+GRANT USAGE ON SCHEMA public TO stream_owner, stream_other;
+GRANT SELECT, INSERT, UPDATE ON click_rows TO stream_owner;
+SET ROLE stream_owner;
+SELECT eventlog.create_processor('theirs', 'clicks', sink_table => 'click_rows', select_list => 'key, NULL, 0');
+RESET ROLE;
+SELECT eventlog.grant('clicks', 'consume', 'stream_owner');
+SET ROLE stream_owner;
+SELECT eventlog.create_processor('theirs', 'clicks', sink_table => 'click_rows',
+    select_list => 'key, current_user, 0', where_clause => $$key = 'u3'$$);
+SET ROLE stream_other;
+SELECT eventlog.run_processor('theirs');
+SELECT eventlog.drop_processor('theirs');
+SELECT eventlog.reset_processor('theirs');
+RESET ROLE;
+-- A superuser may not run it in its own session: the owner's SQL could
+-- SET ROLE back to the superuser.  In a session of the owner, it runs as
+-- the owner.
+SELECT eventlog.run_processor('theirs');
+SET SESSION AUTHORIZATION stream_owner;
+SELECT eventlog.run_processor('theirs');
+RESET SESSION AUTHORIZATION;
+SELECT uid, country FROM click_rows WHERE amount = 0;
+SELECT current_user = session_user AS role_restored;
+-- The catalog and another owner's window state are not writable.
+SET ROLE stream_owner;
+UPDATE eventlog.processor_catalog SET owner = 'postgres'::regrole;
+SELECT * FROM :opm_windows;
+SELECT eventlog.drop_processor('theirs');
+RESET ROLE;
+
+-- A transaction may run two steps (its own lock does not stop it); steps
+-- of two sessions are in test/isolation/specs/processor_steps.spec.
+BEGIN;
+SELECT eventlog.run_processor('opm');
+SELECT eventlog.run_processor('opm', wait => false) IS NOT NULL AS second_step_runs;
+COMMIT;
+
+-- An expression failing mid-batch fails the step: nothing read, nothing written.
+CREATE TABLE amounts (a numeric);
+SELECT eventlog.create_processor('fragile', 'clicks', sink_table => 'amounts',
+    select_list => $$100 / (value->>'amount')::numeric$$);
+SELECT count(*) FROM eventlog.produce('clicks', 'u1', '{"amount": 0}', partition => 0);
+SELECT eventlog.run_processor('fragile');
+SELECT count(*) FROM amounts;
+SELECT name, lag FROM eventlog.processors WHERE name = 'fragile';
+
+-- The source topic dropped under a processor.
+SELECT eventlog.create_topic('gone', 1);
+CREATE TABLE gone_rows (k text);
+SELECT eventlog.create_processor('orphan', 'gone', sink_table => 'gone_rows', select_list => 'key');
+SELECT eventlog.drop_topic('gone');
+SELECT eventlog.run_processor('orphan');
+SELECT eventlog.drop_processor('orphan');
+
+-- Bad input, leaving nothing behind.
+CREATE TEMP TABLE before AS
+    SELECT (SELECT count(*) FROM eventlog.processor_catalog) AS processors,
+           (SELECT count(*) FROM pg_class WHERE relnamespace = 'eventlog'::regnamespace) AS relations,
+           (SELECT count(*) FROM eventlog.group_catalog) AS groups;
+SELECT eventlog.create_processor('enrich', 'clicks', sink_table => 'click_rows', select_list => 'key, NULL, 0');
+SELECT eventlog.create_processor('x y', 'clicks', sink_table => 'click_rows', select_list => 'key, NULL, 0');
+SELECT eventlog.create_processor(repeat('x', 101), 'clicks', sink_table => 'click_rows', select_list => 'key, NULL, 0');
+SELECT eventlog.create_processor('star', 'clicks', sink_table => 'click_rows');
+SELECT eventlog.create_processor('nosink', 'clicks');
+SELECT eventlog.create_processor('two', 'clicks', sink_table => 'click_rows', sink_topic => 'big_clicks');
+SELECT eventlog.create_processor('nope', 'nope', sink_table => 'click_rows', select_list => 'key, NULL, 0');
+SELECT eventlog.create_processor('nope', 'clicks', sink_topic => 'nope');
+SELECT eventlog.create_processor('syntax', 'clicks', sink_table => 'click_rows', select_list => 'key,, 1');
+SELECT eventlog.create_processor('column', 'clicks', sink_table => 'click_rows', select_list => 'no_such_column');
+SELECT eventlog.create_processor('inject', 'clicks', sink_table => 'click_rows', where_clause => 'true; DROP TABLE users');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 month');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '0');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', window_type => 'sliding');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', window_type => 'hopping');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', advance => '2 minutes', window_type => 'hopping');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', aggregates => '{median(x)}');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', aggregates => '{sum(*)}');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', emit => 'sometimes');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', allowed_lateness => '-1 s');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', event_time => 'value');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', aggregates => '{count(key)}', time_mode => 'wall');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{NULL}');
+SELECT eventlog.run_processor('nope');
+SELECT eventlog.run_processor('opm', 0);
+SELECT eventlog.run_processor(NULL);
+SELECT eventlog.reset_processor('opm', 'sideways');
+SELECT eventlog.drop_processor('nope');
+SELECT eventlog._register_processor(NULL);
+SELECT (SELECT count(*) FROM eventlog.processor_catalog) AS processors,
+       (SELECT count(*) FROM pg_class WHERE relnamespace = 'eventlog'::regnamespace) AS relations,
+       (SELECT count(*) FROM eventlog.group_catalog) AS groups
+EXCEPT SELECT * FROM before;
+
+-- Dropping processors removes their state and groups, leaves their sinks.
+SELECT eventlog.drop_processor(name) FROM eventlog.processors ORDER BY name;
+SELECT count(*) FROM pg_class WHERE relnamespace = 'eventlog'::regnamespace AND relname ~ '^processor_[0-9]+_';
+SELECT count(*) FROM eventlog.group_catalog WHERE group_name LIKE 'processor:%';
+SELECT count(*) FROM orders_per_minute;
+SELECT eventlog.revoke('clicks', 'consume', 'stream_owner');
+REVOKE ALL ON click_rows FROM stream_owner;
+REVOKE USAGE ON SCHEMA public FROM stream_owner, stream_other;
+DROP ROLE stream_owner;
+DROP ROLE stream_other;

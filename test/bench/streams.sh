@@ -1,0 +1,71 @@
+#!/bin/bash
+# Stream processors (issue 19): a tumbling count by key of RECORDS records
+# (1-minute windows over event time, 1,000 keys, emit final) by
+# eventlog.run_processor in steps of STEP records, against the batch lower
+# bound, one INSERT ... SELECT ... GROUP BY date_bin(...) over the same rows
+# read from the topic.  The two alternate, RUNS times, each into a fresh
+# sink; the ratio of the medians is printed (processor time / batch time).
+#
+#   PG_BINDIR=/usr/lib/postgresql/15/bin bash test/bench/streams.sh
+#
+# Settings (environment): RUNS (3), RECORDS (100000), STEP (10000).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=${PG_BINDIR:-/usr/lib/postgresql/15/bin}:$PATH
+. test/lib.sh
+RUNS=${RUNS:-3}
+RECORDS=${RECORDS:-100000}
+STEP=${STEP:-10000}
+
+conf=$(mktemp)
+cat test/bench/bench.conf > "$conf"
+echo "shared_preload_libraries = 'pg_eventlog'" >> "$conf"
+el_start_server "$conf"
+trap el_stop_server EXIT
+
+psql -X -q -v ON_ERROR_STOP=1 <<SQL
+CREATE EXTENSION pg_eventlog;
+SELECT eventlog.create_topic('bench', 1);
+SELECT count(*) FROM eventlog.produce_batch('bench',
+    (SELECT array_agg('k' || (i % 1000)) FROM generate_series(1, $RECORDS) i),
+    (SELECT array_agg(jsonb_build_object('i', i)) FROM generate_series(1, $RECORDS) i),
+    event_time => (SELECT array_agg(timestamptz '2026-01-01 00:00:00+00' + i * interval '10 ms')
+                     FROM generate_series(1, $RECORDS) i));
+SQL
+
+ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
+proc_times=(); batch_times=()
+for run in $(seq 1 "$RUNS"); do
+    psql -X -q -v ON_ERROR_STOP=1 -c "
+        DROP TABLE IF EXISTS sink_p, sink_b;
+        CREATE TABLE sink_p (window_start timestamptz, window_end timestamptz, k text, n bigint);
+        CREATE TABLE sink_b (window_start timestamptz, window_end timestamptz, k text, n bigint);
+        SELECT eventlog.drop_processor(name) FROM eventlog.processors;
+        SELECT eventlog.create_window_processor('bench', 'bench', 'sink_p', size => '1 minute',
+                                                idle_timeout => '0');"
+    t0=$(ms)
+    while [ "$(psql -X -qAt -c "SELECT eventlog.run_processor('bench', $STEP)")" != 0 ]; do :; done
+    t1=$(ms)
+    psql -X -q -v ON_ERROR_STOP=1 -c "
+        INSERT INTO sink_b
+        SELECT date_bin('1 minute', event_time, '1970-01-01'), date_bin('1 minute', event_time, '1970-01-01') + interval '1 minute',
+               key, count(*)
+          FROM eventlog.read('bench', 0, 0, $RECORDS) GROUP BY 1, 2, 3;"
+    t2=$(ms)
+    # The processor's output must equal the batch's, but for the last
+    # window, which the watermark (the last event time) has not closed.
+    diff=$(psql -X -qAt -c "
+        DELETE FROM sink_b WHERE window_end > (SELECT max(event_time) FROM eventlog.read('bench', 0, $RECORDS - 1, 1));
+        SELECT count(*) FROM ((TABLE sink_p EXCEPT TABLE sink_b) UNION ALL (TABLE sink_b EXCEPT TABLE sink_p)) d")
+    [ "$diff" = 0 ] || el_die "processor and batch differ in $diff rows"
+    proc_times+=($((t1 - t0))); batch_times+=($((t2 - t1)))
+    echo "run $run: processor $((t1 - t0)) ms, batch $((t2 - t1)) ms"
+done
+python3 - "${proc_times[*]}" "${batch_times[*]}" "$RECORDS" <<'PY'
+import statistics, sys
+p = statistics.median(map(int, sys.argv[1].split()))
+b = statistics.median(map(int, sys.argv[2].split()))
+n = int(sys.argv[3])
+print(f"median: processor {p} ms ({n * 1000 / p:.0f} records/s), batch {b} ms ({n * 1000 / b:.0f} records/s), "
+      f"batch/processor throughput ratio {b / p:.2f}")
+PY

@@ -1,0 +1,200 @@
+# Windowed stream processors against a reference model.
+#
+# Perl generates events with disorder, records later than the grace,
+# NULL event times, duplicate and NULL keys, and an idle partition (a few
+# early records, then nothing), and computes the expected windows itself,
+# record by record (the model below: obviously right, no cleverness).
+# Four processors (tumbling and hopping, emit final and emit changes) read
+# the same topic in small steps while their driving backend is killed with
+# SIGKILL now and then (a crash restart of the server, mid-step or not);
+# their sink tables must then equal the model exactly, and again after a
+# replay from offset 0 (reset_processor).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('streams');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_eventlog'\nrestart_after_crash = on");
+$node->start;
+
+srand(90);
+my $base = 1767225600;    # 2026-01-01 00:00:00 UTC
+my $ooo = 5;              # max_out_of_orderness, seconds
+my $grace = 3;            # allowed_lateness, seconds
+my @keys = ('k0', 'k1', 'k2', 'k3', 'k4', undef);
+
+# Events per partition, in offset order: [key, amount, event time or undef].
+my @events = ([], [], []);
+for my $p (0, 1)
+{
+    for my $i (0 .. 1199)
+    {
+        my $t = $base + $i + int(rand(11)) - 8;            # disorder
+        $t -= 40 + int(rand(40)) if rand() < 0.03;         # beyond the grace
+        $t = undef if rand() < 0.01;                       # no event time
+        push @{ $events[$p] }, [ $keys[ int(rand(@keys)) ], 1 + int(rand(100)), $t ];
+    }
+}
+# Partition 2 is idle after its first few records.
+push @{ $events[2] }, [ $keys[ int(rand(@keys)) ], 1 + int(rand(100)), $base + int(rand(30)) ] for 1 .. 20;
+
+# The model: windows [start, start + size) every advance; a record is late
+# for a window when the window's end plus the grace is at or below its
+# partition's watermark (largest event time before it minus $ooo); a record
+# late for all its windows counts as late.
+sub model
+{
+    my ($size, $advance) = @_;
+    my (%w, $late, $nulls, @maxts);
+    for my $p (0 .. 2)
+    {
+        my $max;
+        for my $e (@{ $events[$p] })
+        {
+            my ($k, $amount, $t) = @$e;
+            if (!defined $t) { $nulls++; next; }
+            my $wm = defined $max ? $max - $ooo : undef;
+            my $any = 0;
+            my $first = $t - ($t % $advance) - $size + $advance;
+            for (my $s = $first; $s <= $t; $s += $advance)
+            {
+                next unless $s + $size > $t;
+                next if defined $wm && $s + $size + $grace <= $wm;
+                $any = 1;
+                my $g = $w{"$s|" . ($k // '<null>')} //= { s => $s, k => $k // '<null>', n => 0, sum => 0 };
+                $g->{n}++;
+                $g->{sum} += $amount;
+                $g->{min} = $amount if !defined $g->{min} || $amount < $g->{min};
+                $g->{max} = $amount if !defined $g->{max} || $amount > $g->{max};
+            }
+            $late++ unless $any;
+            $max = $t if !defined $max || $t > $max;
+        }
+        push @maxts, $max;
+    }
+    # Once every partition is idle, the watermark is the greatest.
+    my ($final) = sort { $b <=> $a } @maxts;
+    $final -= $ooo;
+    my (@all, @closed);
+    for my $g (sort { $a->{s} <=> $b->{s} || $a->{k} cmp $b->{k} } values %w)
+    {
+        my $line = join('|', $g->{s}, $g->{s} + $size, $g->{k}, $g->{n}, $g->{sum}, $g->{min}, $g->{max});
+        push @all, $line;
+        push @closed, $line if $g->{s} + $size + $grace <= $final;
+    }
+    return { all => join("\n", @all), closed => join("\n", @closed),
+             late => $late // 0, nulls => $nulls // 0, watermark => $final };
+}
+
+$node->safe_psql('postgres', q{CREATE EXTENSION pg_eventlog; SELECT eventlog.create_topic('ev', 3);});
+for my $p (0 .. 2)
+{
+    my @e = @{ $events[$p] };
+    my $keys = 'ARRAY[' . join(',', map { defined $_->[0] ? "'$_->[0]'" : 'NULL' } @e) . ']::text[]';
+    # The event time is in the value ("ts", seconds), absent for NULL.
+    my $vals = 'ARRAY[' . join(',', map {
+        defined $_->[2] ? "'{\"amount\": $_->[1], \"ts\": $_->[2]}'" : "'{\"amount\": $_->[1]}'" } @e) . ']::jsonb[]';
+    $node->safe_psql('postgres', "SELECT count(*) FROM eventlog.produce_batch('ev', $keys, $vals, NULL, $p)");
+}
+
+my %kinds = (
+    tumbling_final   => [ 10, 10, 'final' ],
+    tumbling_changes => [ 10, 10, 'changes' ],
+    hopping_final    => [ 20, 5,  'final' ],
+    hopping_changes  => [ 20, 5,  'changes' ]);
+for my $name (sort keys %kinds)
+{
+    my ($size, $advance, $emit) = @{ $kinds{$name} };
+    my $type = $size == $advance ? 'tumbling' : 'hopping';
+    $node->safe_psql('postgres', qq{
+        CREATE TABLE $name (ws timestamptz, we timestamptz, k text, n bigint, s numeric, mn numeric, mx numeric);
+        SELECT eventlog.create_window_processor('$name', 'ev', '$name', size => '$size s',
+            window_type => '$type', advance => '$advance s', emit => '$emit',
+            aggregates => ARRAY['count(*)', \$\$sum((value->>'amount')::numeric)\$\$,
+                                \$\$min((value->>'amount')::numeric)\$\$, \$\$max((value->>'amount')::numeric)\$\$],
+            event_time => \$\$to_timestamp((value->>'ts')::numeric)\$\$,
+            allowed_lateness => '$grace s', max_out_of_orderness => '$ooo s', idle_timeout => '1 s');
+    });
+}
+
+# The driver: small steps of every processor, each committed.
+my $driver_file = $node->basedir . '/driver.sql';
+open my $fh, '>', $driver_file or die $!;
+print $fh q{
+SET application_name = 'streams_driver';
+DO $$
+DECLARE
+    p text;
+BEGIN
+    LOOP
+        FOR p IN SELECT name FROM eventlog.processors ORDER BY random() LOOP
+            PERFORM eventlog.run_processor(p, 1 + (random() * 60)::int);
+            COMMIT;
+        END LOOP;
+    END LOOP;
+END
+$$;
+};
+close $fh;
+
+for my $k (1 .. 4)
+{
+    my ($out, $err) = ('', '');
+    my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $node->connstr('postgres'), '-f', $driver_file ],
+        '>', \$out, '2>', \$err);
+    $node->poll_query_until('postgres', q{
+        SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'streams_driver'})
+      or die 'the driver did not start';
+    select(undef, undef, undef, 0.2 + rand(0.5));
+    my $pid = $node->safe_psql('postgres',
+        q{SELECT pid FROM pg_stat_activity WHERE application_name = 'streams_driver'});
+    kill 'KILL', $pid if $pid;
+    eval { $h->finish };
+    $node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back';
+}
+my $progress = $node->safe_psql('postgres', q{SELECT sum(records) FROM eventlog.processor_progress('tumbling_final')});
+note("records the tumbling_final processor had read when the kills were over: $progress");
+
+sub finish_and_check
+{
+    my ($when) = @_;
+    for my $name (sort keys %kinds)
+    {
+        my ($size, $advance, $emit) = @{ $kinds{$name} };
+        my $m = model($size, $advance);
+        # Steps until every partition is idle and the watermark is final.
+        ok($node->poll_query_until('postgres', qq{
+            SELECT eventlog.run_processor('$name', 500) IS NOT NULL
+               AND (SELECT extract(epoch FROM closed_through) = $m->{watermark}
+                      FROM eventlog.processor_progress('$name') LIMIT 1)}),
+           "$name reaches the final watermark $when");
+        my $got = $node->safe_psql('postgres', qq{
+            SELECT string_agg(concat_ws('|', extract(epoch FROM ws)::bigint, extract(epoch FROM we)::bigint,
+                                        coalesce(k, '<null>'), n, s, mn, mx), E'\\n'
+                              ORDER BY ws, coalesce(k, '<null>'))
+              FROM $name});
+        is($got, $emit eq 'final' ? $m->{closed} : $m->{all}, "$name equals the model $when");
+        is($node->safe_psql('postgres', qq{
+               SELECT sum(late_records) || ' ' || sum(null_time_records) FROM eventlog.processor_progress('$name')}),
+           "$m->{late} $m->{nulls}", "$name counted the late records and NULL event times $when");
+        is($node->safe_psql('postgres', qq{SELECT lag FROM eventlog.processors WHERE name = '$name'}),
+           '0', "$name has no lag $when");
+    }
+}
+finish_and_check('after kills');
+
+# Replay from offset 0: the same results, the sink overwritten in place.
+$node->safe_psql('postgres', "SELECT eventlog.reset_processor(name) FROM eventlog.processors");
+finish_and_check('after a replay from offset 0');
+
+my $m = model(10, 10);
+cmp_ok($m->{late}, '>', 10, 'the model has late records');
+cmp_ok(scalar(() = $m->{closed} =~ /\n/g), '<', scalar(() = $m->{all} =~ /\n/g),
+       'the model has windows still open at the end');
+
+$node->stop;
+done_testing();
