@@ -10,9 +10,11 @@
  * Kafka's brokers agree on a group's coordinator.  Nothing is asked of
  * the database: whether the role may use the group is decided by the
  * group's requests themselves (GROUP_AUTHORIZATION_FAILED there).
- * Transaction coordinators (key type 1) come with the transaction APIs:
- * until then such a key gets INVALID_REQUEST with a message, as does an
- * unknown key type.
+ * A transactional id (key type 1) is coordinated the same way, by the
+ * node its hash names: its InitProducerId (api_init_producer_id.c) then
+ * says clearly that transactions are not served yet, where an error here
+ * would have clients look for a coordinator again and again.  An unknown
+ * key type gets INVALID_REQUEST with a message.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,9 +31,8 @@
 static const char *
 key_type_error(int8_t key_type)
 {
-	return key_type == K_KEY_TYPE_TRANSACTION ?
-		"transactions are not supported by this gateway" :
-		"unknown coordinator key type";
+	(void) key_type;
+	return "unknown coordinator key type";
 }
 
 KHandlerResult
@@ -74,7 +75,7 @@ khandle_find_coordinator(KConn *conn, KRequest *req, KWriter *w)
 		kw_int32(w, 0);			/* throttle_time_ms */
 	if (v <= 3)
 	{
-		bool		ok = key_type == K_KEY_TYPE_GROUP;
+		bool		ok = key_type == K_KEY_TYPE_GROUP || key_type == K_KEY_TYPE_TRANSACTION;
 		int32_t		node = kgroup_coordinator(key);
 
 		kw_int16(w, ok ? KERR_NONE : KERR_INVALID_REQUEST);
@@ -89,7 +90,7 @@ khandle_find_coordinator(KConn *conn, KRequest *req, KWriter *w)
 		kw_array_len_v(w, flex, nkeys);
 		for (int32_t i = 0; i < nkeys && !w->error; i++)
 		{
-			bool		ok = key_type == K_KEY_TYPE_GROUP;
+			bool		ok = key_type == K_KEY_TYPE_GROUP || key_type == K_KEY_TYPE_TRANSACTION;
 			int32_t		node = kgroup_coordinator(keys[i]);
 
 			kw_string_v(w, flex, (const char *) keys[i].ptr, keys[i].len);

@@ -19,10 +19,16 @@
  *    INVALID_TOPIC_EXCEPTION; a role without the produce privilege:
  *    TOPIC_AUTHORIZATION_FAILED;
  *  - records that do not decode (records.c): CORRUPT_MESSAGE and friends;
- *  - idempotent (producer id >= 0), transactional and control batches, and
- *    requests with a transactional id: UNSUPPORTED_FOR_MESSAGE_FORMAT, what
- *    a Kafka broker answers when its log format cannot hold them (clients
- *    report it as a permanent, not retriable, error);
+ *  - transactional and control batches, and requests with a transactional
+ *    id: UNSUPPORTED_FOR_MESSAGE_FORMAT, what a Kafka broker answers when
+ *    its log format cannot hold them (clients report it as a permanent,
+ *    not retriable, error);
+ *  - an idempotent batch (producer id >= 0) that is not alone in its
+ *    partition, or has a negative epoch or base sequence: INVALID_RECORD;
+ *    its sequence check (produce_store.c) answers OUT_OF_ORDER_SEQUENCE_NUMBER,
+ *    DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH or
+ *    UNKNOWN_PRODUCER_ID, and a retry of a batch stored before gets its
+ *    original base offset with no error;
  *  - records PostgreSQL cannot hold (produce_store.c): INVALID_RECORD.
  *
  * acks=0 gets no response (Kafka's rule); when something fails in such a
@@ -225,9 +231,26 @@ check_batches(PrPartition *p, const KRecordSet *set, int16_t version)
 		}
 		if (batch->producer_id >= 0)
 		{
-			set_error(p, KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT,
-					  "idempotent producing is not supported by this gateway yet: set enable.idempotence=false");
-			return false;
+			/*
+			 * An idempotent batch (produce_store.c): one per partition, as
+			 * the sequence numbers are the batch's (Kafka's rule too), and
+			 * an identity the SQL functions can hold.
+			 */
+			if (set->nbatches != 1)
+			{
+				set_error(p, KERR_INVALID_RECORD,
+						  "an idempotent producer's records must be exactly one record batch per partition");
+				return false;
+			}
+			if (batch->producer_epoch < 0 || batch->base_sequence < 0)
+			{
+				snprintf(msg, sizeof(msg),
+						 "producer %lld's batch has epoch %d and base sequence %d: an idempotent batch needs both, 0 or more",
+						 (long long) batch->producer_id, batch->producer_epoch,
+						 batch->base_sequence);
+				set_error(p, KERR_INVALID_RECORD, msg);
+				return false;
+			}
 		}
 	}
 	return true;

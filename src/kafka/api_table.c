@@ -31,6 +31,7 @@ const KApi	kapis[] = {
 	{KAPI_API_VERSIONS, "ApiVersions", 0, 3, 3, khandle_api_versions},
 	{KAPI_CREATE_TOPICS, "CreateTopics", 0, 7, 5, khandle_create_topics},
 	{KAPI_DELETE_TOPICS, "DeleteTopics", 0, 6, 4, khandle_delete_topics},
+	{KAPI_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, khandle_init_producer_id},
 	{KAPI_DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 4, khandle_describe_configs},
 	{KAPI_SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2, 2, khandle_sasl_authenticate},
 	{KAPI_CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2, khandle_create_partitions},

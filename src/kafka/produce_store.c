@@ -17,6 +17,14 @@
  * SQL producers' own functions, so privileges, partition checks, record
  * sizes and offsets are exactly theirs.
  *
+ * A batch of an idempotent producer (producer id >= 0, InitProducerId)
+ * goes to the *_idempotent variants of the same functions, with its
+ * producer id, epoch and base sequence: src/producer.c checks the sequence
+ * in the storing transaction, a retry of one of the producer's last 5
+ * batches gets its original offsets, and the KP00x SQLSTATEs become
+ * Kafka's errors.  Other batches keep the plain functions: a producer that
+ * is not idempotent pays nothing.
+ *
  * The statement also sets synchronous_commit for its own transaction
  * (set_config(..., true): the implicit transaction of the statement) from
  * the request's acks, and reads the partition's log start offset: one
@@ -86,6 +94,29 @@ static const char *const json_sql =
 "               $6::pg_catalog.timestamptz[]) p),"
 "       eventlog.log_start_offset($1::pg_catalog.text, $5::pg_catalog.int4)";
 
+/*
+ * An idempotent producer's batch (producer id >= 0): the *_idempotent
+ * functions, with the batch's producer id, epoch and base sequence.  A
+ * retry of a batch stored before returns its original offsets and stores
+ * nothing, so min() is the original base offset Kafka answers with.
+ */
+static const char *const binary_idem_sql =
+"SELECT pg_catalog.set_config('synchronous_commit', $4::pg_catalog.text, true),"
+"       (SELECT pg_catalog.min(p.offset_id)"
+"          FROM eventlog.produce_binary_batch_idempotent($1::pg_catalog.text,"
+"               $2::eventlog.message[], $3::pg_catalog.int4, $5::pg_catalog.int8,"
+"               $6::pg_catalog.int4, $7::pg_catalog.int4) p),"
+"       eventlog.log_start_offset($1::pg_catalog.text, $3::pg_catalog.int4)";
+
+static const char *const json_idem_sql =
+"SELECT pg_catalog.set_config('synchronous_commit', $7::pg_catalog.text, true),"
+"       (SELECT pg_catalog.min(p.offset_id)"
+"          FROM eventlog.produce_batch_idempotent($1::pg_catalog.text, $2::pg_catalog.text[],"
+"               $3::pg_catalog.jsonb[], $4::pg_catalog.jsonb[], $5::pg_catalog.int4,"
+"               $6::pg_catalog.timestamptz[], $8::pg_catalog.int8, $9::pg_catalog.int4,"
+"               $10::pg_catalog.int4) p),"
+"       eventlog.log_start_offset($1::pg_catalog.text, $5::pg_catalog.int4)";
+
 static const char *const oids_sql =
 "SELECT 'eventlog.message'::pg_catalog.regtype::pg_catalog.oid,"
 "       'eventlog.header'::pg_catalog.regtype::pg_catalog.oid,"
@@ -99,6 +130,15 @@ kproduce_error_for_sqlstate(const char *st)
 		return KERR_REQUEST_TIMED_OUT;
 	if (strcmp(st, "42501") == 0)
 		return KERR_TOPIC_AUTHORIZATION_FAILED;
+	/* An idempotent producer's batch refused (src/producer.c). */
+	if (strcmp(st, "KP001") == 0)
+		return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+	if (strcmp(st, "KP002") == 0)
+		return KERR_DUPLICATE_SEQUENCE_NUMBER;
+	if (strcmp(st, "KP003") == 0)
+		return KERR_INVALID_PRODUCER_EPOCH;
+	if (strcmp(st, "KP004") == 0)
+		return KERR_UNKNOWN_PRODUCER_ID;
 	/* The topic was dropped after the request looked it up. */
 	if (strcmp(st, "42704") == 0)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -506,9 +546,14 @@ kproduce_store(KConn *conn, const char *topic, int32_t partition, bool binary,
 			   int16_t acks, const KRecordSet *set, KProduceResult *out)
 {
 	char		partbuf[16];
-	const char *params[7];
-	int			lengths[7];
-	int			formats[7];
+	char		idbuf[24];
+	char		epochbuf[8];
+	char		seqbuf[16];
+	const char *params[10];
+	int			lengths[10];
+	int			formats[10];
+	bool		idem = set->nbatches == 1 && set->batches[0].producer_id >= 0;
+	const char *sql = NULL;
 	int			nparams;
 	char		sqlstate[6];
 	KWriter		w[4];
@@ -525,6 +570,12 @@ kproduce_store(KConn *conn, const char *topic, int32_t partition, bool binary,
 		return;
 
 	snprintf(partbuf, sizeof(partbuf), "%d", partition);
+	if (idem)
+	{
+		snprintf(idbuf, sizeof(idbuf), "%lld", (long long) set->batches[0].producer_id);
+		snprintf(epochbuf, sizeof(epochbuf), "%d", set->batches[0].producer_epoch);
+		snprintf(seqbuf, sizeof(seqbuf), "%d", set->batches[0].base_sequence);
+	}
 	for (int i = 0; i < nw; i++)
 		kw_init(&w[i], K_PARAM_LIMIT);
 	memset(formats, 0, sizeof(formats));
@@ -553,6 +604,16 @@ kproduce_store(KConn *conn, const char *topic, int32_t partition, bool binary,
 			params[2] = partbuf;
 			params[3] = synchronous_commit_for(acks);
 			nparams = 4;
+			sql = binary_sql;
+			if (idem)
+			{
+				params[4] = idbuf;
+				params[5] = epochbuf;
+				params[6] = seqbuf;
+				formats[4] = formats[5] = formats[6] = 0;
+				nparams = 7;
+				sql = binary_idem_sql;
+			}
 		}
 		else
 		{
@@ -581,8 +642,17 @@ kproduce_store(KConn *conn, const char *topic, int32_t partition, bool binary,
 			formats[4] = 0;
 			params[6] = synchronous_commit_for(acks);
 			nparams = 7;
+			sql = json_sql;
+			if (idem)
+			{
+				params[7] = idbuf;
+				params[8] = epochbuf;
+				params[9] = seqbuf;
+				nparams = 10;
+				sql = json_idem_sql;
+			}
 		}
-		res = kpg_exec_params(conn, binary ? binary_sql : json_sql, nparams, params,
+		res = kpg_exec_params(conn, sql, nparams, params,
 							  lengths, formats, sqlstate, out->errmsg, sizeof(out->errmsg));
 		if (res != NULL)
 			break;

@@ -52,7 +52,12 @@
 #define KERR_INVALID_CONFIG				40
 #define KERR_INVALID_REQUEST			42
 #define KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT 43
+#define KERR_OUT_OF_ORDER_SEQUENCE_NUMBER 45
+#define KERR_DUPLICATE_SEQUENCE_NUMBER	46
+#define KERR_INVALID_PRODUCER_EPOCH		47
+#define KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED 53
 #define KERR_SASL_AUTHENTICATION_FAILED 58
+#define KERR_UNKNOWN_PRODUCER_ID		59
 #define KERR_FETCH_SESSION_ID_NOT_FOUND 70
 #define KERR_INVALID_FETCH_SESSION_EPOCH 71
 #define KERR_INVALID_RECORD				87
@@ -77,6 +82,7 @@
 #define KAPI_API_VERSIONS	18
 #define KAPI_CREATE_TOPICS	19
 #define KAPI_DELETE_TOPICS	20
+#define KAPI_INIT_PRODUCER_ID	22
 #define KAPI_DESCRIBE_CONFIGS	32
 #define KAPI_SASL_AUTHENTICATE	36
 #define KAPI_CREATE_PARTITIONS	37
@@ -179,6 +185,7 @@ extern KHandlerResult khandle_describe_configs(KConn *conn, KRequest *req, KWrit
 extern KHandlerResult khandle_create_partitions(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_produce(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_init_producer_id(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_sasl_handshake(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_sasl_authenticate(KConn *conn, KRequest *req, KWriter *resp);
 

@@ -9,6 +9,9 @@
 #               1,000 records of 100 B) vs produce_batch from SQL, and to a
 #               binary topic vs produce_binary_batch: test/bench/kafka_produce.py.
 #               Goal: >= 0.7x produce_batch.
+#   idempotent  a librdkafka producer with enable.idempotence=true vs one
+#               without, both to a binary topic through the gateway
+#               (issue 16): test/bench/kafka_idempotent.py.  Goal: >= 0.9x.
 #   consume     a librdkafka consumer (kcat -C -e) reading a partition from
 #               the start vs eventlog.read_binary of the same records from
 #               SQL: test/bench/kafka_fetch.py throughput.  Goal: >= 0.7x.
@@ -61,8 +64,11 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 produce_out=$(KAFKA_ADDR=127.0.0.1:$port RECORDS=$PRODUCE_RECORDS ROUNDS=$PRODUCE_ROUNDS "$PY" test/bench/kafka_produce.py)
+idem_out=$(KAFKA_ADDR=127.0.0.1:$port RECORDS=$PRODUCE_RECORDS ROUNDS=$PRODUCE_ROUNDS "$PY" test/bench/kafka_idempotent.py)
 kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; GW_PID=
 echo "$produce_out" | sed 's/^/  /'
+echo "$idem_out" | sed 's/^/  /'
+idem=$(sed -n 's/.*idempotent produce \/ plain produce: median ratio \([0-9.]*\).*/\1/p' <<<"$idem_out")
 produce_json=$(sed -n 's/.*(json topic).*median ratio \([0-9.]*\).*/\1/p' <<<"$produce_out")
 produce_binary=$(sed -n 's/.*(binary topic).*median ratio \([0-9.]*\).*/\1/p' <<<"$produce_out")
 
@@ -80,7 +86,7 @@ idle_out=$("$PY" test/bench/kafka_fetch.py idle --gateway "$GW" --consumers "$ID
 echo "  $idle_out"
 
 # workload, measured, unit, goal, verdict: the goals table
-rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v c="$consume" \
+rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v pi="$idem" -v c="$consume" \
            -v k50="$(value_of p50_ms "$lat_kafka")" -v k99="$(value_of p99_ms "$lat_kafka")" \
            -v s50="$(value_of p50_ms "$lat_sql")" -v s99="$(value_of p99_ms "$lat_sql")" \
            -v ig="$(value_of gateway_cpu_pct "$idle_out")" -v is="$(value_of server_cpu_pct "$idle_out")" \
@@ -92,6 +98,7 @@ rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v c="$consume" \
     BEGIN {
         row("librdkafka producer, JSON topic, vs produce_batch", pj, "x", ">= 0.7x", pj >= 0.7)
         row("librdkafka producer, binary topic, vs produce_binary_batch", pb, "x", "-", 1)
+        row("librdkafka idempotent producer vs plain, binary topic", pi, "x", ">= 0.9x", pi >= 0.9)
         row("librdkafka consumer (kcat) vs read_binary", c, "x", ">= 0.7x", c >= 0.7)
         row("latency through the gateway, p50", k50, " ms", "<= 5 ms", k50 <= 5)
         row("latency through the gateway, p99", k99, " ms", "<= 20 ms", k99 <= 20)

@@ -488,6 +488,7 @@ static const ApiDef apis[] = {
 	{18, "ApiVersions", 0, 3, 3},
 	{19, "CreateTopics", 0, 7, 5},
 	{20, "DeleteTopics", 0, 6, 4},
+	{22, "InitProducerId", 0, 4, 2},
 	{32, "DescribeConfigs", 0, 4, 4},
 	{36, "SaslAuthenticate", 0, 2, 2},
 	{37, "CreatePartitions", 0, 3, 2},
@@ -1001,6 +1002,23 @@ corpus_delete_topics(int v)
 }
 
 static void
+corpus_init_producer_id(int v)
+{
+	Entry	   *e = new_entry(22, v, "");
+	Buf		   *b = &e->body;
+	bool		f = e->flex;
+
+	b_str(b, f, NULL);			/* transactional_id */
+	b_i32(b, 60000);
+	if (v >= 3)
+	{
+		b_i64(b, -1);
+		b_i16(b, -1);
+	}
+	b_tags(b, f);
+}
+
+static void
 corpus_describe_configs(int v)
 {
 	Entry	   *e = new_entry(32, v, "");
@@ -1132,6 +1150,8 @@ build_corpus(void)
 		corpus_create_topics(v);
 	for (int v = 0; v <= 6; v++)
 		corpus_delete_topics(v);
+	for (int v = 0; v <= 4; v++)
+		corpus_init_producer_id(v);
 	for (int v = 0; v <= 4; v++)
 		corpus_describe_configs(v);
 	for (int v = 0; v <= 3; v++)

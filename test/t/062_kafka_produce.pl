@@ -250,8 +250,8 @@ like($hostile, qr/^bad crc: probe\/0 error=2 msg=.*CRC/mi, 'a bad CRC: CORRUPT_M
 like($hostile, qr/^absurd count: probe\/0 error=(2|10) /m, 'an absurd record count: CORRUPT_MESSAGE or MESSAGE_TOO_LARGE');
 like($hostile, qr/^negative count: probe\/0 error=(2|87) /m, 'a negative record count: refused');
 like($hostile, qr/^old magic: probe\/0 error=43$/m, 'a magic 1 message set: UNSUPPORTED_FOR_MESSAGE_FORMAT');
-like($hostile, qr/^idempotent: probe\/0 error=43 msg=idempotent producing is not supported/m,
-    'an idempotent batch: UNSUPPORTED_FOR_MESSAGE_FORMAT with a message');
+like($hostile, qr/^idempotent: probe\/0 error=59 msg=producer 7 does not exist$/m,
+    'an idempotent batch of a producer id never handed out: UNKNOWN_PRODUCER_ID (080 tests the rest)');
 like($hostile, qr/^transactional batch: probe\/0 error=43 /m, 'a transactional batch: refused');
 like($hostile, qr/^control batch: probe\/0 error=43 /m, 'a control batch: refused');
 like($hostile, qr/^transactional id: probe\/0 error=43 msg=transactional producing/m,

@@ -111,15 +111,15 @@ note($can_fetch ? 'the gateway serves Fetch: end-to-end consume checks run'
 
 # 2. FindCoordinator, every version: this gateway; v4 batched.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'find');
-is($out, <<"EOT", 'FindCoordinator: this gateway for every group key, every version') or diag($err);
+is($out, <<"EOT", 'FindCoordinator: this gateway for every group key and transactional id, every version') or diag($err);
 v0 g1: error 0 node 0 127.0.0.1:$port msg None
 v1 g1: error 0 node 0 127.0.0.1:$port msg None
 v2 g1: error 0 node 0 127.0.0.1:$port msg None
 v3 g1: error 0 node 0 127.0.0.1:$port msg None
 v4 g1: error 0 node 0 127.0.0.1:$port msg None
 v4 other: error 0 node 0 127.0.0.1:$port msg None
-v1 transaction tx: error 42 node -1 msg transactions are not supported by this gateway
-v4 transaction tx: error 42 node -1 msg transactions are not supported by this gateway
+v1 transaction tx: error 0 node 0 msg None
+v4 transaction tx: error 0 node 0 msg None
 EOT
 
 # 3. One member through every JoinGroup version (and the matching

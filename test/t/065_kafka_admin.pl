@@ -5,7 +5,7 @@
 # AdminClient (librdkafka), kafka-python's KafkaAdminClient and kcat use
 # them, every effect checked from SQL; every version by a raw probe
 # (kafka_probe.py); a role without the privileges; hostile requests; and
-# InitProducerId, not advertised, failing an idempotent producer clearly.
+# the transaction APIs, not advertised, failing a transactional producer clearly.
 #
 # The gateway is the installed one ($(pg_config --bindir)): this test builds
 # nothing.
@@ -395,27 +395,28 @@ is(sql(q{SELECT string_agg(name || ':' || partitions, ',' ORDER BY name) FROM ev
     'one:2,two:1', 'SQL: the failing one left nothing');
 is(consistent(), '0/0', 'no partial state');
 
-# 6. InitProducerId and the transaction APIs are not advertised.
+# 6. The transaction APIs are not advertised (InitProducerId is, for
+# idempotent producers: 080), and a transactional producer fails clearly.
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'apiversions', 3);
-unlike($out, qr/\b(22|24|25|26|28):/, 'ApiVersions advertises none of InitProducerId and the transaction APIs');
-like($out, qr/19:0-7,20:0-6,32:0-4,(?:\d+:\d+-\d+,)*37:0-3,(?:\d+:\d+-\d+,)*60:0-1/, 'and advertises the administrative APIs');
-($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'unsupported', 22);
-is($out, "api key 22: closed\n", 'an InitProducerId request anyway closes the connection');
-like(slurp_file($gwlog), qr/unknown or unsupported API key 22 \(correlation id 3\): InitProducerId is not supported yet: idempotent and transactional producers need it \(set enable\.idempotence=false\): closing/,
+unlike($out, qr/\b(24|25|26|28):/, 'ApiVersions advertises none of the transaction APIs');
+like($out, qr/19:0-7,20:0-6,22:0-4,32:0-4,(?:\d+:\d+-\d+,)*37:0-3,(?:\d+:\d+-\d+,)*60:0-1/, 'and advertises the administrative APIs and InitProducerId');
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'unsupported', 26);
+is($out, "api key 26: closed\n", 'an EndTxn request anyway closes the connection');
+like(slurp_file($gwlog), qr/unknown or unsupported API key 26 \(correlation id 3\): transactions are not supported yet: closing/,
     'and the log says why');
 ($rc, $out, $err) = run_cmd($python, '-c', qq{
-import time
 from confluent_kafka import Producer
 from confluent_kafka import KafkaException
-p = Producer({'bootstrap.servers': '$addr', 'enable.idempotence': True, 'error_cb': lambda e: None})
+p = Producer({'bootstrap.servers': '$addr', 'transactional.id': 'tx-1', 'error_cb': lambda e: None})
 try:
-    while True:
-        p.poll(0.1)
+    p.init_transactions(60)
 except KafkaException as e:
     print(e.args[0].name(), e.args[0].fatal(), e.args[0].str())
 });
-like($out, qr/^_UNSUPPORTED_FEATURE True Idempotent producer not supported by any of the 1 connected broker\(s\)/,
-    'librdkafka\'s idempotent producer fails at once with a clear fatal error') or diag($err);
+like($out, qr/^TRANSACTIONAL_ID_AUTHORIZATION_FAILED True /,
+    'librdkafka\'s transactional producer fails at once with a fatal error') or diag($err);
+like(slurp_file($gwlog), qr/InitProducerId with a transactional id: transactions are not supported yet/,
+    'and the log says why');
 
 # 7. Compacted topics (issue 17): Kafka's compaction configs map to
 # create_topic's settings, and DescribeConfigs shows them.

@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""Idempotent against plain produce through the gateway (issue 16): two
+librdkafka producers (confluent_kafka, acks=all), one with
+enable.idempotence=true (InitProducerId, then every batch checked and
+recorded by src/producer.c in its storing transaction), one without, each
+sending RECORDS records of VALUE_BYTES bytes per round in batches of about
+BATCH records to partition 0 of a binary topic of its own.  Rounds
+alternate which goes first; the script prints each round's records/s and
+the median ratio idempotent / plain (the issue's goal: >= 0.9).
+
+Run by test/bench/kafka_gateway.sh with a gateway at KAFKA_ADDR and
+libpq's environment for the topics; settings in the environment: BATCH
+(1000), RECORDS (100000), VALUE_BYTES (100), ROUNDS (5).
+"""
+import os
+import statistics
+import time
+
+import psycopg
+from confluent_kafka import Producer
+
+ADDR = os.environ["KAFKA_ADDR"]
+BATCH = int(os.environ.get("BATCH", 1000))
+RECORDS = int(os.environ.get("RECORDS", 100000))
+VALUE_BYTES = int(os.environ.get("VALUE_BYTES", 100))
+ROUNDS = int(os.environ.get("ROUNDS", 5))
+
+
+def main():
+    with psycopg.connect(autocommit=True) as conn:
+        for t in ("kpi", "kpp"):
+            conn.execute("SELECT eventlog.drop_topic(%s, if_exists => true)", (t,))
+            conn.execute("SELECT eventlog.create_topic(%s, 1, format => 'binary')", (t,))
+    value = b"x" * VALUE_BYTES
+    errors = []
+
+    def report(err, msg):
+        if err is not None:
+            errors.append(err)
+
+    producers = {}
+    for idem in (True, False):
+        producers[idem] = Producer({"bootstrap.servers": ADDR, "acks": "all", "linger.ms": 50,
+                                    "batch.num.messages": BATCH,
+                                    "queue.buffering.max.messages": 10 * RECORDS,
+                                    "enable.idempotence": idem})
+
+    def run(idem):
+        p = producers[idem]
+        topic = "kpi" if idem else "kpp"
+        start = time.perf_counter()
+        for i in range(RECORDS):
+            p.produce(topic, value, None, 0, report)
+            if i % BATCH == 0:
+                p.poll(0)
+        p.flush(600)
+        if errors:
+            raise RuntimeError("delivery failed: %s" % errors[0])
+        return RECORDS / (time.perf_counter() - start)
+
+    run(True), run(False)         # warm up: connections, InitProducerId, plans
+    print(f"{RECORDS} records per producer and round, batches of {BATCH}, value {VALUE_BYTES} B, acks=all")
+    ratios = []
+    for r in range(ROUNDS):
+        if r % 2 == 0:
+            i, p = run(True), run(False)
+        else:
+            p, i = run(False), run(True)
+        ratios.append(i / p)
+        print(f"round {r}: plain {p:,.0f} rec/s, idempotent {i:,.0f} rec/s, ratio {i / p:.2f}")
+    print(f"kafka idempotent produce / plain produce: median ratio {statistics.median(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()
