@@ -148,6 +148,23 @@ SELECT eventlog.alter_topic('cmp.round', min_compaction_lag => '0', max_compacti
 SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
 SELECT next_tombstone_expiry FROM eventlog.compaction WHERE topic = 'cmp.round';
 
+-- retention and segment_interval too (sql/install/retention.sql): a
+-- maintenance round of a topic kept "forever" neither removes nor rolls a
+-- segment, and does not fail.
+SELECT eventlog.create_topic('cmp.forever', cleanup_policy => 'compact,delete',
+                             segment_interval => '1 microsecond');
+SELECT eventlog.produce('cmp.forever', 'a', '1') IS NOT NULL AS produced;
+SELECT action, first_offset, next_offset FROM eventlog.enforce_retention('cmp.forever');
+SELECT eventlog.produce('cmp.forever', 'a', '2') IS NOT NULL AS produced;
+SELECT eventlog.alter_topic('cmp.forever', retention => '100000 years',
+                            segment_interval => '100000 years', max_compaction_lag => '100000 years');
+SELECT action, first_offset, next_offset FROM eventlog.enforce_retention('cmp.forever');
+SELECT eventlog.create_topic('cmp.forever2', retention => '100000 years',
+                             segment_interval => '100000 years');
+SELECT eventlog.produce('cmp.forever2', 'a', '1') IS NOT NULL AS produced;
+SELECT count(*) AS actions FROM eventlog.enforce_retention('cmp.forever2');
+SELECT eventlog.drop_topic('cmp.forever'), eventlog.drop_topic('cmp.forever2');
+
 -- The next round, with delete_retention 0: k2's tombstone goes, and k2's
 -- value before it.  min_compaction_lag holds a segment back while it is young.
 SELECT eventlog.alter_topic('cmp.round', delete_retention => '0', min_compaction_lag => '1 hour');
