@@ -180,6 +180,26 @@ SELECT count(*) AS actions FROM eventlog._compact_topic(eventlog._topic_id('cmp.
 SELECT rounds - :rounds_before AS rounds_run, next_tombstone_expiry
   FROM eventlog.compaction WHERE topic = 'cmp.round';
 
+-- bytes (reclaimed) counts the heap, TOAST and index, not the visibility
+-- map the compacted segment gets (its rows are frozen): a rewrite that
+-- frees less than a page reclaims 0 bytes, never a negative number.
+SELECT eventlog.create_topic('cmp.little', cleanup_policy => 'compact',
+                             segment_interval => '1 microsecond');
+SELECT count(*) FROM (
+    SELECT eventlog.produce('cmp.little', 'k' || i, to_jsonb(i)) FROM generate_series(0, 40) i) p;
+SELECT eventlog.produce('cmp.little', 'k0', '1') IS NOT NULL AS produced;
+SELECT count(*) FROM eventlog.enforce_retention('cmp.little');
+SELECT count(*) FROM eventlog.enforce_retention('cmp.little');
+SELECT action, first_offset, next_offset, bytes FROM eventlog.compact('cmp.little');
+SELECT records_removed, bytes_reclaimed FROM eventlog.compaction WHERE topic = 'cmp.little';
+SELECT eventlog.drop_topic('cmp.little');
+
+-- eventlog.compaction_memory bounds a round's key map: set in the server's
+-- configuration (test/t/077_compaction.pl compacts with a small one).
+SHOW eventlog.compaction_memory;
+SELECT e.code, e.message
+  FROM pg_temp.expect_error($$SET eventlog.compaction_memory = '1MB'$$) e;
+
 -- 'compact' alone: retention removes nothing, however old; 'compact,delete'
 -- removes whole segments again.
 SELECT eventlog.alter_topic('cmp.round', retention => '1 microsecond');
