@@ -148,6 +148,23 @@ SELECT eventlog.alter_topic('cmp.round', min_compaction_lag => '0', max_compacti
 SELECT count(*) AS actions FROM eventlog.compact('cmp.round');
 SELECT next_tombstone_expiry FROM eventlog.compaction WHERE topic = 'cmp.round';
 
+-- retention and segment_interval too (sql/install/retention.sql): a
+-- maintenance round of a topic kept "forever" neither removes nor rolls a
+-- segment, and does not fail.
+SELECT eventlog.create_topic('cmp.forever', cleanup_policy => 'compact,delete',
+                             segment_interval => '1 microsecond');
+SELECT eventlog.produce('cmp.forever', 'a', '1') IS NOT NULL AS produced;
+SELECT action, first_offset, next_offset FROM eventlog.enforce_retention('cmp.forever');
+SELECT eventlog.produce('cmp.forever', 'a', '2') IS NOT NULL AS produced;
+SELECT eventlog.alter_topic('cmp.forever', retention => '100000 years',
+                            segment_interval => '100000 years', max_compaction_lag => '100000 years');
+SELECT action, first_offset, next_offset FROM eventlog.enforce_retention('cmp.forever');
+SELECT eventlog.create_topic('cmp.forever2', retention => '100000 years',
+                             segment_interval => '100000 years');
+SELECT eventlog.produce('cmp.forever2', 'a', '1') IS NOT NULL AS produced;
+SELECT count(*) AS actions FROM eventlog.enforce_retention('cmp.forever2');
+SELECT eventlog.drop_topic('cmp.forever'), eventlog.drop_topic('cmp.forever2');
+
 -- The next round, with delete_retention 0: k2's tombstone goes, and k2's
 -- value before it.  min_compaction_lag holds a segment back while it is young.
 SELECT eventlog.alter_topic('cmp.round', delete_retention => '0', min_compaction_lag => '1 hour');
@@ -162,6 +179,26 @@ SELECT rounds AS rounds_before FROM eventlog.compaction WHERE topic = 'cmp.round
 SELECT count(*) AS actions FROM eventlog._compact_topic(eventlog._topic_id('cmp.round'), false);
 SELECT rounds - :rounds_before AS rounds_run, next_tombstone_expiry
   FROM eventlog.compaction WHERE topic = 'cmp.round';
+
+-- bytes (reclaimed) counts the heap, TOAST and index, not the visibility
+-- map the compacted segment gets (its rows are frozen): a rewrite that
+-- frees less than a page reclaims 0 bytes, never a negative number.
+SELECT eventlog.create_topic('cmp.little', cleanup_policy => 'compact',
+                             segment_interval => '1 microsecond');
+SELECT count(*) FROM (
+    SELECT eventlog.produce('cmp.little', 'k' || i, to_jsonb(i)) FROM generate_series(0, 40) i) p;
+SELECT eventlog.produce('cmp.little', 'k0', '1') IS NOT NULL AS produced;
+SELECT count(*) FROM eventlog.enforce_retention('cmp.little');
+SELECT count(*) FROM eventlog.enforce_retention('cmp.little');
+SELECT action, first_offset, next_offset, bytes FROM eventlog.compact('cmp.little');
+SELECT records_removed, bytes_reclaimed FROM eventlog.compaction WHERE topic = 'cmp.little';
+SELECT eventlog.drop_topic('cmp.little');
+
+-- eventlog.compaction_memory bounds a round's key map: set in the server's
+-- configuration (test/t/077_compaction.pl compacts with a small one).
+SHOW eventlog.compaction_memory;
+SELECT e.code, e.message
+  FROM pg_temp.expect_error($$SET eventlog.compaction_memory = '1MB'$$) e;
 
 -- 'compact' alone: retention removes nothing, however old; 'compact,delete'
 -- removes whole segments again.

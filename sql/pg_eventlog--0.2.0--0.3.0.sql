@@ -5788,6 +5788,9 @@ DECLARE
     oldest timestamptz;
     stable bigint;
     spare name;
+    retention_horizon timestamptz;
+    roll_horizon timestamptz;
+    max_lag_horizon timestamptz;
     saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     -- The caller's lock_timeout if shorter (0 is none).
     drop_lock_timeout text := CASE
@@ -5805,6 +5808,25 @@ BEGIN
         RETURN;
     END IF;
     r.topic := t.name;
+    -- The settings may be as long as an interval can be ('100000 years'
+    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
+    -- of timestamptz, the horizon is -infinity (nothing is that old)
+    -- rather than an error that would stop every round of the topic.
+    BEGIN
+        retention_horizon := pg_catalog.now() - t.retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        retention_horizon := '-infinity';
+    END;
+    BEGIN
+        roll_horizon := pg_catalog.now() - t.segment_interval;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        roll_horizon := '-infinity';
+    END;
+    BEGIN
+        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        max_lag_horizon := '-infinity';
+    END;
     FOR p IN 0 .. t.partitions - 1 LOOP
         r.partition := p;
         -- Ordered with counter recovery (el_recover_next_offset): from the
@@ -5849,7 +5871,7 @@ BEGIN
             EXIT WHEN t.cleanup_policy = 'compact';
             SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
             EXIT WHEN NOT (
-                (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < retention_horizon))
                 OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
             -- Never queue behind a reader or a writer: skip till next round.
             -- DROP ... CASCADE also drops, and so must lock, every object
@@ -5899,14 +5921,14 @@ BEGIN
           FROM @extschema@._segment_times(seg.table_name) st;
         CONTINUE WHEN oldest IS NULL;
         seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
-        IF oldest < pg_catalog.now() - t.segment_interval
+        IF oldest < roll_horizon
            OR seg_bytes >= t.segment_bytes
            OR (t.retention IS NOT NULL AND t.cleanup_policy <> 'compact'
-               AND newest < pg_catalog.now() - t.retention)
+               AND newest < retention_horizon)
            -- The active segment is never compacted: max_compaction_lag
            -- bounds how long a record may stay there.
            OR (t.cleanup_policy <> 'delete' AND t.max_compaction_lag IS NOT NULL
-               AND oldest < pg_catalog.now() - t.max_compaction_lag) THEN
+               AND oldest < max_lag_horizon) THEN
             SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
              WHERE s.topic_id = t.topic_id AND s.partition = p
                AND s.segment_no = rt.active_segment + 1;
@@ -5968,14 +5990,35 @@ GRANT SELECT ON @extschema@.compaction_catalog TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.compaction_catalog', '');
 
 CREATE FUNCTION @extschema@._compact_segments(
-    topic_id integer, partition integer, segments name[], horizon timestamptz,
+    topic_id integer, partition integer, segments name[],
+    first_offsets bigint[], next_offsets bigint[], dirty_from bigint,
+    horizon timestamptz,
     OUT segment name, OUT new_table name, OUT records_before bigint,
-    OUT records_after bigint, OUT oldest_tombstone timestamptz)
+    OUT records_after bigint, OUT oldest_tombstone timestamptz,
+    OUT cleaned_to bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'el_compact_segments'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._compact_segments(integer, integer, name[], timestamptz) IS
-'internal: writes the surviving records of each of a partition''s sealed segments that loses some into a new table (segment name + ''_c''), frozen';
+COMMENT ON FUNCTION @extschema@._compact_segments(integer, integer, name[], bigint[], bigint[], bigint, timestamptz) IS
+'internal: one compaction pass over a partition''s cleanable segments (its key map bounded by eventlog.compaction_memory): writes the surviving records of each segment that loses some into a new table (segment name + ''_c''), frozen, and says where the pass stopped';
+
+/*
+ * What a segment's records take: its heap, TOAST and index, not its
+ * visibility map and free space map (a compacted segment's rows are
+ * inserted frozen, so it has a visibility map the old one may lack: a
+ * rewrite that removes little would seem to grow).
+ */
+CREATE FUNCTION @extschema@._segment_data_bytes(segment name)
+RETURNS bigint
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.pg_table_size(r) + pg_catalog.pg_indexes_size(r)
+           - pg_catalog.pg_relation_size(r, 'vm') - pg_catalog.pg_relation_size(r, 'fsm')
+      FROM (SELECT pg_catalog.format('eventlog_segments.%I', segment)::regclass AS r) x
+$$;
+COMMENT ON FUNCTION @extschema@._segment_data_bytes(name) IS
+'internal: the bytes of a segment''s heap, TOAST and index (without its visibility and free space maps)';
 
 /*
  * Kafka's min.cleanable.dirty.ratio, fixed at its default: a partition is
@@ -6014,6 +6057,7 @@ DECLARE
     removed bigint := 0;
     reclaimed bigint := 0;
     tomb timestamptz;
+    cleaned_to bigint;
     lag_horizon timestamptz;
     max_lag_horizon timestamptz;
     delete_horizon timestamptz;
@@ -6068,7 +6112,9 @@ BEGIN
         seg_bytes := pg_catalog.pg_total_relation_size(
             format('eventlog_segments.%I', seg.table_name)::regclass);
         total_bytes := total_bytes + seg_bytes;
-        IF seg.base_offset >= cc.cleaned_offset THEN
+        -- A pass that found its key map full stops inside a segment: the
+        -- segment is dirty.
+        IF seg.nxt > cc.cleaned_offset THEN
             dirty_bytes := dirty_bytes + seg_bytes;
             oldest_dirty := coalesce(oldest_dirty, oldest);
         END IF;
@@ -6132,10 +6178,11 @@ BEGIN
     -- later segment may drop an expired tombstone only if every record it
     -- deleted, in earlier segments, is gone too.
     i := 0;
-    FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs,
-                                                         delete_horizon)
+    FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs, bases, nexts,
+                                                         cc.cleaned_offset, delete_horizon)
     LOOP
         i := i + 1;
+        cleaned_to := c.cleaned_to;
         IF c.oldest_tombstone IS NOT NULL THEN
             tomb := least(tomb, c.oldest_tombstone);
         END IF;
@@ -6165,8 +6212,7 @@ BEGIN
             -- retention does, and DROP ... CASCADE bounded the same way).
             EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
                            c.segment);
-            before_bytes := pg_catalog.pg_total_relation_size(
-                format('eventlog_segments.%I', c.segment)::regclass);
+            before_bytes := @extschema@._segment_data_bytes(c.segment);
             PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
             EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', c.segment);
             PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
@@ -6187,26 +6233,38 @@ BEGIN
         -- Tell every session's topic cache (the segment's OID changed).
         UPDATE @extschema@.segment_catalog s SET table_name = s.table_name
          WHERE s.topic_id = t.topic_id AND s.partition = p AND s.table_name = c.segment;
-        after_bytes := pg_catalog.pg_total_relation_size(
-            format('eventlog_segments.%I', c.segment)::regclass);
+        after_bytes := @extschema@._segment_data_bytes(c.segment);
         removed := removed + c.records_before - c.records_after;
-        reclaimed := reclaimed + before_bytes - after_bytes;
+        -- Never negative: a rewrite that frees too little to empty a page
+        -- reclaims nothing.
+        reclaimed := reclaimed + greatest(before_bytes - after_bytes, 0);
         r.action := 'compacted';
         r.segment := c.segment;
         r.first_offset := bases[i];
         r.next_offset := nexts[i];
-        r.bytes := before_bytes - after_bytes;
+        r.bytes := greatest(before_bytes - after_bytes, 0);
         RETURN NEXT r;
     END LOOP;
 
+    IF cleaned_to = cc.cleaned_offset THEN
+        RAISE WARNING 'compaction of partition % of topic "%" made no progress', p, t.name
+            USING DETAIL = 'The key map of eventlog.compaction_memory was full before it held the first dirty record''s key.',
+                  HINT = 'Raise eventlog.compaction_memory.';
+    END IF;
     BEGIN
         tomb := tomb + t.delete_retention;
     EXCEPTION WHEN datetime_field_overflow THEN
         tomb := 'infinity';
     END;
     UPDATE @extschema@.compaction_catalog x
-       SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset ELSE range_end END,
-           dirty_ratio = CASE WHEN busy THEN x.dirty_ratio ELSE 0 END,
+       -- A pass whose key map was full stopped at cleaned_to: the rest
+       -- is for the next rounds (the dirty ratio stays as measured).
+       -- (never back: what was clean stays so, should min_compaction_lag
+       -- have grown).
+       SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset
+                                 ELSE greatest(x.cleaned_offset, coalesce(cleaned_to, range_end)) END,
+           dirty_ratio = CASE WHEN busy OR cleaned_to IS NOT NULL THEN x.dirty_ratio
+                              ELSE 0 END,
            last_compaction = pg_catalog.now(),
            rounds = x.rounds + 1,
            records_removed = x.records_removed + removed,
@@ -6302,8 +6360,9 @@ GRANT SELECT ON @extschema@.compaction TO PUBLIC;
 
 REVOKE ALL ON FUNCTION
     @extschema@._compact_partition(@extschema@.topic_catalog, integer, boolean),
-    @extschema@._compact_segments(integer, integer, name[], timestamptz),
-    @extschema@._compact_topic(integer, boolean)
+    @extschema@._compact_segments(integer, integer, name[], bigint[], bigint[], bigint, timestamptz),
+    @extschema@._compact_topic(integer, boolean),
+    @extschema@._segment_data_bytes(name)
   FROM PUBLIC;
 
 CREATE OR REPLACE VIEW @extschema@.topics AS

@@ -43,6 +43,7 @@ _PG_init(void)
 	el_capture_batch_init();
 	el_kafka_group_init();
 	el_producer_init();
+	el_compact_init();
 
 	MarkGUCPrefixReserved("eventlog");
 }

@@ -32,6 +32,7 @@ extern void el_notify_init(void);
 extern void el_capture_batch_init(void);
 extern void el_kafka_group_init(void);
 extern void el_producer_init(void);
+extern void el_compact_init(void);
 extern void el_expire_producers(MemoryContext round_cxt);
 extern void el_kafka_expire_groups(MemoryContext round_cxt);
 

@@ -68,6 +68,9 @@ DECLARE
     oldest timestamptz;
     stable bigint;
     spare name;
+    retention_horizon timestamptz;
+    roll_horizon timestamptz;
+    max_lag_horizon timestamptz;
     saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     -- The caller's lock_timeout if shorter (0 is none).
     drop_lock_timeout text := CASE
@@ -85,6 +88,25 @@ BEGIN
         RETURN;
     END IF;
     r.topic := t.name;
+    -- The settings may be as long as an interval can be ('100000 years'
+    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
+    -- of timestamptz, the horizon is -infinity (nothing is that old)
+    -- rather than an error that would stop every round of the topic.
+    BEGIN
+        retention_horizon := pg_catalog.now() - t.retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        retention_horizon := '-infinity';
+    END;
+    BEGIN
+        roll_horizon := pg_catalog.now() - t.segment_interval;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        roll_horizon := '-infinity';
+    END;
+    BEGIN
+        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        max_lag_horizon := '-infinity';
+    END;
     FOR p IN 0 .. t.partitions - 1 LOOP
         r.partition := p;
         -- Ordered with counter recovery (el_recover_next_offset): from the
@@ -129,7 +151,7 @@ BEGIN
             EXIT WHEN t.cleanup_policy = 'compact';
             SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
             EXIT WHEN NOT (
-                (t.retention IS NOT NULL AND (newest IS NULL OR newest < pg_catalog.now() - t.retention))
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < retention_horizon))
                 OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
             -- Never queue behind a reader or a writer: skip till next round.
             -- DROP ... CASCADE also drops, and so must lock, every object
@@ -179,14 +201,14 @@ BEGIN
           FROM @extschema@._segment_times(seg.table_name) st;
         CONTINUE WHEN oldest IS NULL;
         seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
-        IF oldest < pg_catalog.now() - t.segment_interval
+        IF oldest < roll_horizon
            OR seg_bytes >= t.segment_bytes
            OR (t.retention IS NOT NULL AND t.cleanup_policy <> 'compact'
-               AND newest < pg_catalog.now() - t.retention)
+               AND newest < retention_horizon)
            -- The active segment is never compacted: max_compaction_lag
            -- bounds how long a record may stay there.
            OR (t.cleanup_policy <> 'delete' AND t.max_compaction_lag IS NOT NULL
-               AND oldest < pg_catalog.now() - t.max_compaction_lag) THEN
+               AND oldest < max_lag_horizon) THEN
             SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
              WHERE s.topic_id = t.topic_id AND s.partition = p
                AND s.segment_no = rt.active_segment + 1;

@@ -14,26 +14,58 @@
 #    started in each kind of phase.
 #
 #   PG_BINDIR=/usr/lib/postgresql/15/bin bash test/bench/compaction.sh
+#   test/bench/compaction.sh smoke|quick|full OUT    (from test/bench/run)
+#
+# Standalone, it starts a server with test/bench/bench.conf (durable
+# commits).  With MODE and OUT, test/bench/run runs it on its server
+# (libpq's environment, exported by el_start_server) in a database of its
+# own, at a size for the mode (quick: 200,000 records over 2,000 keys), and
+# it writes OUT/compaction.csv and appends its rows to OUT/results.md.
 #
 # Settings (environment): RUNS (3), RECORDS (1000000), KEYS (10000),
-# LAT_SECONDS (40), CLIENTS (4).  The server runs with test/bench/bench.conf
-# (durable commits).  Needs /usr/bin/python3.  Run from the source tree
-# after installing the build.
+# LAT_SECONDS (40), LAT_RECORDS (200000, per topic of the latency phases),
+# CLIENTS (4).  Needs /usr/bin/python3.  Run from the source tree after
+# installing the build.
 set -euo pipefail
+MODE=${1:-}
+OUT=${2:-}
 cd "$(dirname "$0")/../.."
-export PATH=${PG_BINDIR:-/usr/lib/postgresql/15/bin}:$PATH
+case $MODE in
+    '')    export PATH=${PG_BINDIR:-/usr/lib/postgresql/15/bin}:$PATH ;;
+    smoke) : "${RUNS:=1}" "${RECORDS:=20000}" "${KEYS:=1000}" "${LAT_SECONDS:=6}" "${LAT_RECORDS:=10000}" ;;
+    quick) : "${RUNS:=3}" "${RECORDS:=200000}" "${KEYS:=2000}" "${LAT_SECONDS:=12}" "${LAT_RECORDS:=50000}" ;;
+    full)  : "${RUNS:=3}" "${RECORDS:=1000000}" "${KEYS:=10000}" "${LAT_SECONDS:=40}" "${LAT_RECORDS:=200000}" ;;
+    *) echo "usage: $0 [smoke|quick|full OUT]" >&2; exit 2 ;;
+esac
 . test/lib.sh
 RUNS=${RUNS:-3}
 RECORDS=${RECORDS:-1000000}
 KEYS=${KEYS:-10000}
 LAT_SECONDS=${LAT_SECONDS:-40}
+LAT_RECORDS=${LAT_RECORDS:-200000}
 CLIENTS=${CLIENTS:-4}
 WORK=$(mktemp -d /tmp/pg_eventlog-compaction.XXXXXX)
 chmod 755 "$WORK"
-cleanup() { el_stop_server; rm -rf "$WORK"; }
-trap cleanup EXIT
-el_start_server test/bench/bench.conf
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+if [ -z "$MODE" ]; then
+    cleanup() { el_stop_server; rm -rf "$WORK"; }
+    trap cleanup EXIT
+    el_start_server test/bench/bench.conf
+else
+    # test/bench/run's server: a database of our own, and the maintenance
+    # interval as it was once done (the worker must not compact the topics
+    # before the measured rounds do).
+    saved_interval=$(sql -c "SHOW eventlog.maintenance_interval")
+    cleanup() {
+        sql -d postgres -c "ALTER SYSTEM SET eventlog.maintenance_interval = '$saved_interval'" \
+            -c "SELECT pg_reload_conf()" >/dev/null || true
+        sql -d postgres -c "DROP DATABASE IF EXISTS bench_compaction" >/dev/null || true
+        rm -rf "$WORK"
+    }
+    trap cleanup EXIT
+    sql -c "DROP DATABASE IF EXISTS bench_compaction" -c "CREATE DATABASE bench_compaction"
+    export PGDATABASE=bench_compaction
+fi
 
 sql >/dev/null <<'SQL'
 CREATE EXTENSION pg_eventlog;
@@ -98,7 +130,7 @@ for ((r = 1; r <= RUNS; r++)); do
     [ "$kept" = "$want" ] || el_die "compaction kept $kept records, DISTINCT ON $want"
     sql -c "SELECT eventlog.drop_topic('c$r')" -c "DROP TABLE raw_$r, dedup_$r" >/dev/null
 done
-python3 - "$WORK/compaction.csv" <<'PY'
+python3 - "$WORK/compaction.csv" "$RECORDS" "$KEYS" 2>>"$WORK/rows" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 def med(side, i):
@@ -106,13 +138,16 @@ def med(side, i):
 for name, i in (("time ms", 2), ("WAL bytes", 3)):
     el, raw = med("el", i), med("raw", i)
     print(f"{name}: compact {el:.0f}, CTAS DISTINCT ON {raw:.0f}, ratio {el / raw:.2f} (medians of {len(rows) // 2})")
+    # for test/bench/run: workload|eventlog|baseline|ratio
+    print(f"ROW|compact {int(sys.argv[2]):,} records over {int(sys.argv[3]):,} keys: {name}|{el:.0f}|{raw:.0f}|{el / raw:.2f}",
+          file=sys.stderr)
 PY
 
 echo "== 2. producer latency during compaction rounds vs idle ($CLIENTS clients, ${LAT_SECONDS} s)"
 # Topics for the rounds: as many as the phases may need.
 nrounds=$(( LAT_SECONDS / 4 + 2 ))
 for ((i = 1; i <= nrounds; i++)); do
-    sql -c "CALL fill('l$i', 200000, $KEYS)"
+    sql -c "CALL fill('l$i', $LAT_RECORDS, $KEYS)"
 done
 sql -c "SELECT eventlog.create_topic('lat', 1)" >/dev/null
 cat >"$WORK/produce.sql" <<'SQL'
@@ -136,7 +171,7 @@ while [ "$(date +%s)" -lt $end ] && [ $i -le $nrounds ]; do
 done
 echo "$(date +%s.%N) idle" >>"$WORK/phases"
 wait $bench
-python3 - "$WORK" <<'PY'
+python3 - "$WORK" 2>>"$WORK/rows" <<'PY'
 import glob, sys, statistics
 work = sys.argv[1]
 phases = [(float(t), p) for t, p in (l.split() for l in open(work + "/phases"))]
@@ -158,4 +193,23 @@ for k in ("idle", "compaction"):
     print(f"{k}: {len(lat[k])} transactions, p50 {q(lat[k], 0.5):.2f} ms, p99 {q(lat[k], 0.99):.2f} ms")
 print(f"p99 compaction / idle: {q(lat['compaction'], 0.99) / q(lat['idle'], 0.99):.2f}, "
       f"p50: {q(lat['compaction'], 0.5) / q(lat['idle'], 0.5):.2f}")
+for p, name in ((0.5, "p50"), (0.99, "p99")):
+    c, i = q(lat['compaction'], p), q(lat['idle'], p)
+    print(f"ROW|produce {name} ms during compaction rounds vs idle|{c:.2f}|{i:.2f}|{c / i:.2f}", file=sys.stderr)
 PY
+grep -v '^ROW|' "$WORK/rows" >&2 || true
+if [ -n "$OUT" ]; then
+    rows=$(sed -n 's/^ROW|//p' "$WORK/rows")
+    {
+        echo "workload,pg_eventlog,baseline,ratio"
+        awk -F'|' '{ printf "\"%s\",%s,%s,%s\n", $1, $2, $3, $4 }' <<<"$rows"
+    } >"$OUT/compaction.csv"
+    {
+        echo
+        echo "Log compaction (issue 17), --$MODE: eventlog.compact vs CREATE TABLE AS SELECT DISTINCT ON (+ primary key) of the same rows (medians of $RUNS alternated runs); producer latency ($CLIENTS clients) while rounds run vs idle phases of the same pgbench run. Goal: p99 ratio <= 1.5."
+        echo
+        echo "| workload | pg_eventlog | baseline | ratio |"
+        echo "| --- | ---: | ---: | ---: |"
+        awk -F'|' '{ printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' <<<"$rows"
+    } >>"$OUT/results.md"
+fi

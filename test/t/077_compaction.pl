@@ -242,6 +242,98 @@ ok($node->poll_query_until('postgres', qq{
 $node->append_conf('postgresql.conf', "eventlog.maintenance_interval = '3600s'");
 $node->reload;
 
+# A bounded key map (eventlog.compaction_memory): with 64kB a pass maps a
+# few hundred keys, so the dirty log takes many passes, each of which
+# stops inside a segment.  Two topics get the same records (2000 keys, one
+# record in eleven a tombstone, delete_retention 0 so that expired
+# tombstones go); 'mu' is compacted in one pass with the default setting,
+# then 'mp' pass by pass with 64kB: after each pass a full read matches the
+# model (below the cleaned offset the latest record of each key there, but
+# no tombstone; from it on every record), and in the end 'mp' reads as 'mu'.
+$node->safe_psql('postgres', q{
+    CREATE TABLE mledger AS
+        SELECT i - 1 AS offset_id, 'k' || ((i * 7919) % 2000) AS key,
+               CASE WHEN i % 11 = 0 THEN NULL ELSE to_jsonb(i) END AS value
+          FROM generate_series(1, 6000) i;
+    CREATE FUNCTION mexpected(cleaned bigint)
+    RETURNS TABLE (offset_id bigint, key text, value jsonb) LANGUAGE sql AS $$
+        SELECT l.offset_id, l.key, l.value FROM mledger l WHERE l.offset_id >= cleaned
+        UNION ALL
+        SELECT x.offset_id, x.key, x.value
+          FROM (SELECT DISTINCT ON (l.key) l.* FROM mledger l WHERE l.offset_id < cleaned
+                 ORDER BY l.key, l.offset_id DESC) x
+         WHERE x.value IS NOT NULL
+    $$;
+});
+for my $topic ('mu', 'mp')
+{
+    $node->safe_psql('postgres', qq{
+        SELECT eventlog.create_topic('$topic', 1, cleanup_policy => 'compact',
+                                     delete_retention => '0', segment_interval => '1 microsecond')});
+    for my $b (0 .. 2)
+    {
+        $node->safe_psql('postgres', qq{
+            SELECT count(*) FROM eventlog.produce_batch('$topic',
+                (SELECT array_agg(key ORDER BY offset_id) FROM mledger WHERE offset_id / 2000 = $b),
+                (SELECT array_agg(value ORDER BY offset_id) FROM mledger WHERE offset_id / 2000 = $b));
+            SELECT count(*) FROM eventlog.enforce_retention('$topic');
+            SELECT count(*) FROM eventlog.enforce_retention('$topic');});
+    }
+}
+is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read('mu', 0, 0, 100000) r
+                                   JOIN mledger l ON l.offset_id = r.offset_id AND l.key = r.key
+                                                 AND l.value IS NOT DISTINCT FROM r.value}),
+   '6000', 'the two topics hold the ledger\'s records');
+$node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.compact('mu')});
+is($node->safe_psql('postgres', q{SELECT cleaned_offset FROM eventlog.compaction WHERE topic = 'mu'}),
+   '6000', 'with the default setting, one pass compacts the whole sealed log');
+$node->safe_psql('postgres', q{ALTER SYSTEM SET eventlog.compaction_memory = '64kB'; SELECT pg_reload_conf()});
+$node->poll_query_until('postgres', q{SELECT current_setting('eventlog.compaction_memory') = '64kB'})
+  or die 'the setting did not take';
+my $mcheck = q{
+    SELECT (SELECT count(*) FROM (SELECT r.offset_id, r.key, r.value FROM eventlog.read('mp', 0, 0, 100000) r
+                                  EXCEPT ALL SELECT * FROM mexpected(c.cleaned_offset)) a)
+           || '/' ||
+           (SELECT count(*) FROM (SELECT * FROM mexpected(c.cleaned_offset)
+                                  EXCEPT ALL SELECT r.offset_id, r.key, r.value FROM eventlog.read('mp', 0, 0, 100000) r) b)
+      FROM eventlog.compaction c WHERE c.topic = 'mp'};
+my ($passes, $bad, $cleaned, $stuck) = (0, 0, 0, 0);
+my @cleaned;
+while ($cleaned < 6000 && $passes < 100)
+{
+    $node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.compact('mp')});
+    $passes++;
+    my $now = $node->safe_psql('postgres', q{SELECT cleaned_offset FROM eventlog.compaction WHERE topic = 'mp'});
+    $stuck++ if $now <= $cleaned;
+    $cleaned = $now;
+    push @cleaned, $cleaned;
+    my $c = $node->safe_psql('postgres', $mcheck);
+    if ($c ne '0/0')
+    {
+        $bad++;
+        diag("pass $passes (cleaned offset $cleaned): extra/missing $c");
+    }
+}
+note("cleaned offsets after each pass: @cleaned");
+cmp_ok($passes, '>=', 4, "64kB: $passes passes");
+is($stuck, 0, 'each pass moved the cleaned offset on');
+is($cleaned, 6000, 'until the whole sealed log was compacted');
+ok(grep({ $_ % 2000 != 0 } @cleaned), 'passes stopped inside segments');
+is($bad, 0, 'after every pass a full read matched the model');
+is($node->safe_psql('postgres', q{
+    SELECT count(*) FROM (
+        (SELECT offset_id, key, value FROM eventlog.read('mp', 0, 0, 100000)
+         EXCEPT ALL SELECT offset_id, key, value FROM eventlog.read('mu', 0, 0, 100000))
+        UNION ALL
+        (SELECT offset_id, key, value FROM eventlog.read('mu', 0, 0, 100000)
+         EXCEPT ALL SELECT offset_id, key, value FROM eventlog.read('mp', 0, 0, 100000))) d}),
+   '0', 'the topic compacted in passes reads as the one compacted at once');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read('mu', 0, 0, 100000)}),
+   $node->safe_psql('postgres', q{SELECT count(*) FROM mexpected(6000)}),
+   'which holds the latest record of each key not deleted');
+$node->safe_psql('postgres', q{ALTER SYSTEM RESET eventlog.compaction_memory; SELECT pg_reload_conf()});
+$node->safe_psql('postgres', q{SELECT eventlog.drop_topic('mu'); SELECT eventlog.drop_topic('mp')});
+
 # kill -9 during a rewrite: two topics whose sealed segment is large enough
 # for the rewrite to take a while.  They become compacted in the
 # transaction that compacts them: otherwise the worker's first round after
