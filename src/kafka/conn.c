@@ -388,8 +388,9 @@ end:
 	kpg_close(conn);
 	ksasl_end(conn);
 	kio_end(conn);
-	kregistry_remove(conn);
+	/* Before leaving the registry: the gateway may stop once it is empty. */
 	klog(KLOG_DEBUG, "conn %llu: ended", id);
+	kregistry_remove(conn);
 	free(conn);
 	return NULL;
 }
