@@ -35,6 +35,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Milliseconds taken as "never": about 31,700 years.  Kafka writes
+ * Long.MAX_VALUE for "never" (max.compaction.lag.ms's default; tools that
+ * copy a topic's configs send it), which overflows an interval (int64
+ * microseconds, and interval_mul computes in float8).  From this value on,
+ * retention.ms and max.compaction.lag.ms are NULL, none; the other
+ * settings become this many milliseconds, never reached, instead of an
+ * "interval out of range" error.
+ */
+#define K_MAX_INTERVAL_MS	"1000000000000000"
+
 typedef struct CtTopic
 {
 	KSlice		name;
@@ -232,8 +243,8 @@ create_one(KConn *conn, CtTopic *t, bool validate_only)
 		snprintf(pbuf[1], sizeof(pbuf[1]), "%lld", (long long) t->retention_ms);
 		params[np++] = pbuf[1];
 		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
-				 ", retention => pg_catalog.justify_hours(NULLIF($%d::pg_catalog.int8, -1) * interval '1 millisecond')",
-				 np);
+				 ", retention => pg_catalog.justify_hours(CASE WHEN $%d::pg_catalog.int8 OPERATOR(pg_catalog.<) " K_MAX_INTERVAL_MS " THEN NULLIF($%d::pg_catalog.int8, -1) END * interval '1 millisecond')",
+				 np, np);
 	}
 	if (t->has_retention_bytes)
 	{
@@ -247,7 +258,7 @@ create_one(KConn *conn, CtTopic *t, bool validate_only)
 		snprintf(pbuf[3], sizeof(pbuf[3]), "%lld", (long long) t->segment_ms);
 		params[np++] = pbuf[3];
 		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
-				 ", segment_interval => pg_catalog.justify_hours($%d::pg_catalog.int8 * interval '1 millisecond')",
+				 ", segment_interval => pg_catalog.justify_hours(pg_catalog.int8smaller($%d::pg_catalog.int8, " K_MAX_INTERVAL_MS ") * interval '1 millisecond')",
 				 np);
 	}
 	if (t->has_segment_bytes)
@@ -268,7 +279,7 @@ create_one(KConn *conn, CtTopic *t, bool validate_only)
 		snprintf(pbuf[5], sizeof(pbuf[5]), "%lld", (long long) t->delete_retention_ms);
 		params[np++] = pbuf[5];
 		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
-				 ", delete_retention => pg_catalog.justify_hours($%d::pg_catalog.int8 * interval '1 millisecond')",
+				 ", delete_retention => pg_catalog.justify_hours(pg_catalog.int8smaller($%d::pg_catalog.int8, " K_MAX_INTERVAL_MS ") * interval '1 millisecond')",
 				 np);
 	}
 	if (t->has_min_lag_ms)
@@ -276,7 +287,7 @@ create_one(KConn *conn, CtTopic *t, bool validate_only)
 		snprintf(pbuf[6], sizeof(pbuf[6]), "%lld", (long long) t->min_lag_ms);
 		params[np++] = pbuf[6];
 		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
-				 ", min_compaction_lag => pg_catalog.justify_hours($%d::pg_catalog.int8 * interval '1 millisecond')",
+				 ", min_compaction_lag => pg_catalog.justify_hours(pg_catalog.int8smaller($%d::pg_catalog.int8, " K_MAX_INTERVAL_MS ") * interval '1 millisecond')",
 				 np);
 	}
 	if (t->has_max_lag_ms)
@@ -284,8 +295,8 @@ create_one(KConn *conn, CtTopic *t, bool validate_only)
 		snprintf(pbuf[7], sizeof(pbuf[7]), "%lld", (long long) t->max_lag_ms);
 		params[np++] = pbuf[7];
 		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
-				 ", max_compaction_lag => pg_catalog.justify_hours($%d::pg_catalog.int8 * interval '1 millisecond')",
-				 np);
+				 ", max_compaction_lag => pg_catalog.justify_hours(CASE WHEN $%d::pg_catalog.int8 OPERATOR(pg_catalog.<) " K_MAX_INTERVAL_MS " THEN $%d::pg_catalog.int8 END * interval '1 millisecond')",
+				 np, np);
 	}
 	snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), ")%s",
 			 validate_only ? K_VALIDATE_GUARD : "");

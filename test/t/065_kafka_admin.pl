@@ -279,8 +279,9 @@ is(sql(q{SELECT string_agg(name || ':' || partitions || ':' || format || ':' || 
            FROM eventlog.topic_catalog WHERE name LIKE 'pv-%'}),
     join(',', map { "pv-$_:2:binary:00:00:01" } 0 .. 7), 'SQL: every version created its topic');
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'create', 7, 'validate', 'ck-a:1:1', 'vo:1:1',
-    'pv-0:1:1', 'dup:1:1', 'dup:1:1', 'asg:-1:-1::assign', 'nul:1:1:retention.ms=NULL', 'big:1:1:retention.ms=9223372036854775807');
-is($out, <<'EOT', 'CreateTopics v7 validate_only: errors with messages; a valid topic with its configs, no id');
+    'pv-0:1:1', 'dup:1:1', 'dup:1:1', 'asg:-1:-1::assign', 'nul:1:1:retention.ms=NULL', 'big:1:1:retention.ms=9223372036854775807',
+    'mcl:1:1:max.compaction.lag.ms=9223372036854775807', 'seg:1:1:segment.ms=9223372036854775807');
+is($out, <<'EOT', 'CreateTopics v7 validate_only: errors with messages; a valid topic with its configs, no id; Long.MAX_VALUE for "never"');
 topic ck-a error=36 partitions=-1 rf=-1 configs= id=zero msg=topic "ck-a" already exists
 topic vo error=0 partitions=1 rf=1 configs=cleanup.policy=delete/5,retention.ms=604800000/5,retention.bytes=-1/5,segment.ms=86400000/5,segment.bytes=1073741824/5,delete.retention.ms=86400000/5,min.compaction.lag.ms=0/5,max.compaction.lag.ms=9223372036854775807/5,eventlog.format=binary/1/ro id=zero
 topic pv-0 error=36 partitions=-1 rf=-1 configs= id=zero msg=topic "pv-0" already exists
@@ -288,10 +289,12 @@ topic dup error=42 partitions=-1 rf=-1 configs= id=zero msg=topic named more tha
 topic dup error=42 partitions=-1 rf=-1 configs= id=zero msg=topic named more than once in the request
 topic asg error=39 partitions=-1 rf=-1 configs= id=zero msg=manual replica assignment is not supported: the gateways lead every partition
 topic nul error=40 partitions=-1 rf=-1 configs= id=zero msg=config retention.ms has a null value
-topic big error=40 partitions=-1 rf=-1 configs= id=zero msg=interval out of range
+topic big error=0 partitions=1 rf=1 configs=cleanup.policy=delete/5,retention.ms=-1/1,retention.bytes=-1/5,segment.ms=86400000/5,segment.bytes=1073741824/5,delete.retention.ms=86400000/5,min.compaction.lag.ms=0/5,max.compaction.lag.ms=9223372036854775807/5,eventlog.format=binary/1/ro id=zero
+topic mcl error=0 partitions=1 rf=1 configs=cleanup.policy=delete/5,retention.ms=604800000/5,retention.bytes=-1/5,segment.ms=86400000/5,segment.bytes=1073741824/5,delete.retention.ms=86400000/5,min.compaction.lag.ms=0/5,max.compaction.lag.ms=9223372036854775807/5,eventlog.format=binary/1/ro id=zero
+topic seg error=0 partitions=1 rf=1 configs=cleanup.policy=delete/5,retention.ms=604800000/5,retention.bytes=-1/5,segment.ms=1000000000000000/1,segment.bytes=1073741824/5,delete.retention.ms=86400000/5,min.compaction.lag.ms=0/5,max.compaction.lag.ms=9223372036854775807/5,eventlog.format=binary/1/ro id=zero
 rest=0
 EOT
-is(sql(q{SELECT count(*) FROM eventlog.topic_catalog WHERE name IN ('vo', 'dup', 'asg', 'nul', 'big')}), '0',
+is(sql(q{SELECT count(*) FROM eventlog.topic_catalog WHERE name IN ('vo', 'dup', 'asg', 'nul', 'big', 'mcl', 'seg')}), '0',
     'SQL: validate_only created nothing');
 
 for my $v (0 .. 3)
