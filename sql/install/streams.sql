@@ -129,7 +129,7 @@ BEGIN
     gk := gk || ')';
     FOR i IN 1 .. na LOOP
         f := p.agg_funcs[i];
-        xs := xs || format(', (%s)::numeric AS x_%s',
+        xs := xs || format(', CASE WHEN t_.in_ THEN (%s)::numeric END AS x_%s',
                            CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
                                 WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
                                 ELSE p.agg_args[i] END, i);
@@ -148,45 +148,58 @@ BEGIN
                                         ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
     END LOOP;
 
+    /*
+     * The user's expressions are evaluated once per record, in "b" (the
+     * LATERAL subquery, kept apart by OFFSET 0, evaluates the event time and
+     * the filter once; the group keys and aggregate arguments only for the
+     * records that pass, as a WHERE would), so that only narrow rows are
+     * materialized.  A record is late for all its windows when it is late
+     * for the one that ends last (the one starting at date_bin(advance,
+     * ts)): "late_" decides late_records without grouping the windows of
+     * each record.  Tumbling windows (advance = size) skip generate_series.
+     */
     RETURN format($f$
-WITH b0 AS MATERIALIZED (
-    SELECT record.partition AS p_, record.offset_id AS o_, %1$s AS ts_, record.*
-      FROM %2$s AS record),
-prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
+WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
 ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
+b AS (
+    SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
+           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s
+      FROM %2$s AS record
+           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
+                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_),
 e AS MATERIALIZED (
-    SELECT b0.*, coalesce(greatest(prev.m_, max(b0.ts_) OVER (PARTITION BY b0.p_ ORDER BY b0.o_
-                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
-                          '-infinity') - $7 AS wm_
-      FROM b0 LEFT JOIN prev ON prev.p_ = b0.p_),
-k AS (SELECT record.p_, record.o_, record.ts_, record.wm_, %4$s AS gk_ %5$s
-        FROM e AS record WHERE record.ts_ IS NOT NULL AND %6$s),
-a AS (SELECT k.*, w.ws_, w.ws_ + $8 AS we_,
-             (w.ws_ + $8 + $9 <= greatest(k.wm_, ct.c_)) AS late_
-        FROM k CROSS JOIN ct,
-             LATERAL (SELECT g.ws_ FROM generate_series(date_bin($10, k.ts_, '1970-01-01 00:00:00+00') - $8 + $10,
-                                                        date_bin($10, k.ts_, '1970-01-01 00:00:00+00'), $10) AS g(ws_)
-                       WHERE g.ws_ + $8 > k.ts_) AS w),
-late AS (SELECT p_, count(*) AS n_ FROM (SELECT p_, o_ FROM a GROUP BY p_, o_ HAVING bool_and(late_)) l GROUP BY p_),
-agg AS (SELECT ws_, we_, gk_ %7$s FROM a WHERE NOT late_ GROUP BY ws_, we_, gk_),
+    SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
+           (date_bin($10, w_.ts_, '1970-01-01 00:00:00+00') + $8 + $9 <= greatest(w_.wm_, ct.c_)) AS late_
+      FROM (SELECT b.*, coalesce(greatest(prev.m_, max(b.ts_) OVER (PARTITION BY b.p_ ORDER BY b.o_
+                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+                                 '-infinity') - $7 AS wm_
+              FROM b LEFT JOIN prev ON prev.p_ = b.p_) AS w_
+           CROSS JOIN ct),
+a AS (%12$s),
+agg AS (SELECT ws_, ws_ + $8, gk_ %7$s FROM a GROUP BY ws_, gk_),
 u AS (INSERT INTO %8$s AS t (window_start, window_end, group_key %9$s)
       SELECT * FROM agg
       ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %10$s
       RETURNING t.*),
 %11$s,
 pu AS (INSERT INTO %3$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
-       SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), coalesce(max(late.n_), 0),
+       SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.in_ AND e.late_),
               count(*) FILTER (WHERE e.ts_ IS NULL)
-         FROM e LEFT JOIN late ON late.p_ = e.p_ GROUP BY e.p_
+         FROM e GROUP BY e.p_
        ON CONFLICT (partition) DO UPDATE
           SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
               last_record_at = excluded.last_record_at,
               records = t.records + excluded.records,
               late_records = t.late_records + excluded.late_records,
               null_time_records = t.null_time_records + excluded.null_time_records)
-SELECT count(*) FROM b0$f$,
+SELECT count(*) FROM e$f$,
         ts, batch, progress, gk, xs, filter, partials, windows, cols, merge,
-        @extschema@._processor_emit_sql(p, '$11'));
+        @extschema@._processor_emit_sql(p, '$11'),
+        CASE WHEN p.size = p.advance
+             THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+             ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
+                  'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                  'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
@@ -195,7 +208,10 @@ COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalo
 /*
  * Writing window rows to the sink: "su" updates the rows that exist, "si"
  * inserts the others, from the window rows of a CTE "u", when the SQL
- * boolean "flag" holds.  The step holds the processor's lock, so no other
+ * boolean "flag" holds.  The rows of the sink that match a window are
+ * exactly those "su" updated: "si" looks for them in its RETURNING rather
+ * than in the sink, which without an index would be a second scan of the
+ * whole sink per step.  The step holds the processor's lock, so no other
  * step of it writes the sink meanwhile; a replay overwrites what it wrote.
  */
 CREATE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text)
@@ -227,9 +243,10 @@ BEGIN
                                p.sink_columns[2 + ng + i], o);
     END LOOP;
     RETURN format($f$su AS (UPDATE %1$s AS s SET %2$s FROM u
-        WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s),
+        WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+        RETURNING s.*),
 si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
-        WHERE %3$s AND NOT EXISTS (SELECT FROM %1$s AS s
+        WHERE %3$s AND NOT EXISTS (SELECT FROM su AS s
                                     WHERE s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s))$f$,
         p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
 END
