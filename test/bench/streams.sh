@@ -6,9 +6,18 @@
 # read from the topic.  The two alternate, RUNS times, each into a fresh
 # sink; the ratio of the medians is printed (processor time / batch time).
 #
+# Both are timed inside their session (clock_timestamp before and after),
+# so that neither pays for starting psql or a backend: the steps run in one
+# session, one transaction each (a DO loop that commits after every step,
+# as a scheduler's loop or a background worker runs them).  MODE=connection
+# runs each step in its own psql instead (as cron would) and times from the
+# shell, as this script did first: that adds a connection's start per step
+# to the processor and a psql start to the batch.
+#
 #   PG_BINDIR=/usr/lib/postgresql/15/bin bash test/bench/streams.sh
 #
-# Settings (environment): RUNS (3), RECORDS (100000), STEP (10000).
+# Settings (environment): RUNS (3), RECORDS (100000), STEP (10000),
+# MODE (session or connection).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=${PG_BINDIR:-/usr/lib/postgresql/15/bin}:$PATH
@@ -16,6 +25,7 @@ export PATH=${PG_BINDIR:-/usr/lib/postgresql/15/bin}:$PATH
 RUNS=${RUNS:-3}
 RECORDS=${RECORDS:-100000}
 STEP=${STEP:-10000}
+MODE=${MODE:-session}
 
 conf=$(mktemp)
 cat test/bench/bench.conf > "$conf"
@@ -34,6 +44,14 @@ SELECT count(*) FROM eventlog.produce_batch('bench',
 SQL
 
 ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
+# in_session SQL: the milliseconds SQL takes, timed in its own session.
+in_session() {
+    psql -X -qAt -v ON_ERROR_STOP=1 <<SQL
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
+$1
+SELECT round((extract(epoch FROM clock_timestamp()) - :t0) * 1000);
+SQL
+}
 proc_times=(); batch_times=()
 for run in $(seq 1 "$RUNS"); do
     psql -X -q -v ON_ERROR_STOP=1 -c "
@@ -43,23 +61,31 @@ for run in $(seq 1 "$RUNS"); do
         SELECT eventlog.drop_processor(name) FROM eventlog.processors;
         SELECT eventlog.create_window_processor('bench', 'bench', 'sink_p', size => '1 minute',
                                                 idle_timeout => '0');"
-    t0=$(ms)
-    while [ "$(psql -X -qAt -c "SELECT eventlog.run_processor('bench', $STEP)")" != 0 ]; do :; done
-    t1=$(ms)
-    psql -X -q -v ON_ERROR_STOP=1 -c "
-        INSERT INTO sink_b
+    batch="INSERT INTO sink_b
         SELECT date_bin('1 minute', event_time, '1970-01-01'), date_bin('1 minute', event_time, '1970-01-01') + interval '1 minute',
                key, count(*)
           FROM eventlog.read('bench', 0, 0, $RECORDS) GROUP BY 1, 2, 3;"
-    t2=$(ms)
+    if [ "$MODE" = connection ]; then
+        t0=$(ms)
+        while [ "$(psql -X -qAt -c "SELECT eventlog.run_processor('bench', $STEP)")" != 0 ]; do :; done
+        t1=$(ms)
+        psql -X -q -v ON_ERROR_STOP=1 -c "$batch"
+        t2=$(ms)
+        p=$((t1 - t0)); b=$((t2 - t1))
+    else
+        p=$(in_session "DO \$\$DECLARE n bigint; BEGIN
+                            LOOP n := eventlog.run_processor('bench', $STEP); EXIT WHEN n = 0; COMMIT; END LOOP;
+                        END\$\$;")
+        b=$(in_session "$batch")
+    fi
     # The processor's output must equal the batch's, but for the last
     # window, which the watermark (the last event time) has not closed.
     diff=$(psql -X -qAt -c "
         DELETE FROM sink_b WHERE window_end > (SELECT max(event_time) FROM eventlog.read('bench', 0, $RECORDS - 1, 1));
         SELECT count(*) FROM ((TABLE sink_p EXCEPT TABLE sink_b) UNION ALL (TABLE sink_b EXCEPT TABLE sink_p)) d")
     [ "$diff" = 0 ] || el_die "processor and batch differ in $diff rows"
-    proc_times+=($((t1 - t0))); batch_times+=($((t2 - t1)))
-    echo "run $run: processor $((t1 - t0)) ms, batch $((t2 - t1)) ms"
+    proc_times+=("$p"); batch_times+=("$b")
+    echo "run $run: processor $p ms, batch $b ms"
 done
 python3 - "${proc_times[*]}" "${batch_times[*]}" "$RECORDS" <<'PY'
 import statistics, sys
