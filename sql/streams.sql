@@ -143,6 +143,16 @@ SELECT count(*) FROM eventlog.produce('clicks', 'u1', '{"amount": 0}', partition
 SELECT eventlog.run_processor('fragile');
 SELECT count(*) FROM amounts;
 SELECT name, lag FROM eventlog.processors WHERE name = 'fragile';
+-- A window processor evaluates its aggregates only over the records its
+-- filter keeps: the record of amount 0 is filtered out, not divided by.
+CREATE TABLE guarded (window_start timestamptz, window_end timestamptz, s numeric);
+SELECT eventlog.create_window_processor('guarded', 'clicks', 'guarded', size => '1 hour', group_by => '{}',
+    aggregates => ARRAY[$$sum(100 / (value->>'amount')::numeric)$$],
+    where_clause => $$(value->>'amount')::numeric <> 0$$, time_mode => 'processing', emit => 'changes');
+SELECT eventlog.run_processor('guarded') > 0 AS read;
+SELECT (SELECT count(*) FROM guarded) AS windows, (SELECT sum(records) FROM eventlog.processor_progress('guarded')) AS records;
+SELECT eventlog.drop_processor('guarded');
+DROP TABLE guarded;
 
 -- The source topic dropped under a processor.
 SELECT eventlog.create_topic('gone', 1);
@@ -181,6 +191,8 @@ SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute'
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', event_time => 'value');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', aggregates => '{count(key)}', time_mode => 'wall');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{NULL}');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}',
+    aggregates => ARRAY[$$sum(jsonb_array_elements_text(value))$$]);
 SELECT eventlog.run_processor('nope');
 SELECT eventlog.run_processor('opm', 0);
 SELECT eventlog.run_processor(NULL);

@@ -529,11 +529,13 @@ BEGIN
         RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
             DETAIL = 'A window processor selects, inserts and updates its sink table.';
     END IF;
-    -- The expressions over no records, as the caller.
-    EXECUTE format('SELECT %s, pg_catalog.jsonb_build_array(%s) %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
                    CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
                    (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
-                   (SELECT string_agg(format(', (%s)::numeric', CASE x WHEN '*' THEN 'NULL' ELSE x END), '') FROM unnest(p.agg_args) x),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::numeric END', CASE x WHEN '*' THEN 'NULL' ELSE x END), '') FROM unnest(p.agg_args) x),
                    coalesce('(' || where_clause || ')', 'true'));
     -- and the casts of the group keys to the sink's column types
     FOR i IN 1 .. cardinality(group_by) LOOP
