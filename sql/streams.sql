@@ -153,6 +153,18 @@ SELECT eventlog.run_processor('guarded') > 0 AS read;
 SELECT (SELECT count(*) FROM guarded) AS windows, (SELECT sum(records) FROM eventlog.processor_progress('guarded')) AS records;
 SELECT eventlog.drop_processor('guarded');
 DROP TABLE guarded;
+-- A sink whose trigger skips updates keeps one row per window: the step
+-- looks for the window's row in the sink, not among the rows it updated.
+CREATE TABLE firsts (window_start timestamptz, window_end timestamptz, n bigint);
+CREATE FUNCTION keep_first() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+CREATE TRIGGER keep_first BEFORE UPDATE ON firsts FOR EACH ROW EXECUTE FUNCTION keep_first();
+SELECT eventlog.create_window_processor('firsts', 'clicks', 'firsts', size => '36500 days', group_by => '{}',
+    emit => 'changes');
+SELECT eventlog.run_processor('firsts', 1), eventlog.run_processor('firsts');
+SELECT n FROM firsts;
+SELECT eventlog.drop_processor('firsts');
+DROP TABLE firsts;
+DROP FUNCTION keep_first();
 
 -- The source topic dropped under a processor.
 SELECT eventlog.create_topic('gone', 1);

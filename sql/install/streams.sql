@@ -208,10 +208,9 @@ COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalo
 /*
  * Writing window rows to the sink: "su" updates the rows that exist, "si"
  * inserts the others, from the window rows of a CTE "u", when the SQL
- * boolean "flag" holds.  The rows of the sink that match a window are
- * exactly those "su" updated: "si" looks for them in its RETURNING rather
- * than in the sink, which without an index would be a second scan of the
- * whole sink per step.  The step holds the processor's lock, so no other
+ * boolean "flag" holds.  "si" looks for the rows in the sink itself, not in
+ * what "su" returned: a sink's BEFORE UPDATE trigger may skip or change a
+ * row, which must not make it inserted twice.  The step holds the processor's lock, so no other
  * step of it writes the sink meanwhile; a replay overwrites what it wrote.
  */
 CREATE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text)
@@ -243,10 +242,9 @@ BEGIN
                                p.sink_columns[2 + ng + i], o);
     END LOOP;
     RETURN format($f$su AS (UPDATE %1$s AS s SET %2$s FROM u
-        WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
-        RETURNING s.*),
+        WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s),
 si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
-        WHERE %3$s AND NOT EXISTS (SELECT FROM su AS s
+        WHERE %3$s AND NOT EXISTS (SELECT FROM %1$s AS s
                                     WHERE s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s))$f$,
         p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
 END
