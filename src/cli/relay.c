@@ -146,7 +146,15 @@ relay_poll(PGconn *conn, RelayKafka *k, RelayTopic *t, const char *group,
 	res = PQexecParams(conn, "SELECT pg_catalog.count(*) FROM eventlog.commit($1, $2, $3)",
 					   3, NULL, (const char *[]) {t->name, group, member}, NULL, NULL, 0);
 	if (!cli_result_ok(res))
+	{
+		/* SIGTERM's cancel hit the commit: the next run sends them again. */
+		if (cli_interrupted)
+		{
+			PQclear(res);
+			return n;
+		}
 		cli_fail_result(conn, res);
+	}
 	PQclear(res);
 	return n;
 }

@@ -11,7 +11,10 @@
  * The idempotent producer (enable.idempotence=true, which implies acks=all
  * and at most 5 requests in flight per partition) keeps each partition's
  * order across retries, so the relay may produce a whole poll's records
- * before waiting; it cannot be turned off with -X.
+ * before waiting.  -X enable.idempotence=false, for brokers without it
+ * (pg_eventlog's own gateway until issue 16), keeps the order with one
+ * request in flight per broker instead; -X cannot change acks or the
+ * requests in flight.
  *
  *-------------------------------------------------------------------------
  */
@@ -75,6 +78,7 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
 	char		errstr[512];
 	rd_kafka_resp_err_t err;
+	bool		idempotent = true;
 
 	memset(k, 0, sizeof(*k));
 	k->bootstrap = bootstrap;
@@ -89,12 +93,26 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 		if (eq == NULL || eq == props[i])
 			cli_usage("relay", "-X needs PROPERTY=VALUE, not \"%s\"", props[i]);
 		*eq = '\0';
-		if (strcmp(props[i], "enable.idempotence") == 0 && strcmp(eq + 1, "true") != 0)
-			cli_usage("relay", "-X enable.idempotence cannot be turned off: it keeps each partition's order");
+		if (strcmp(props[i], "enable.idempotence") == 0)
+			idempotent = strcmp(eq + 1, "true") == 0;
+		else if (strcmp(props[i], "max.in.flight.requests.per.connection") == 0 ||
+				 strcmp(props[i], "max.in.flight") == 0 || strcmp(props[i], "acks") == 0 ||
+				 strcmp(props[i], "request.required.acks") == 0)
+			cli_usage("relay", "-X %s cannot be set: the relay sets it to keep each partition's order", props[i]);
 		set_property(conf, props[i], eq + 1);
 		*eq = '=';
 	}
-	set_property(conf, "enable.idempotence", "true");
+	if (idempotent)
+		set_property(conf, "enable.idempotence", "true");
+	else
+	{
+		/*
+		 * Brokers without InitProducerId (pg_eventlog's own gateway): one
+		 * request in flight per broker, so that a retry cannot overtake.
+		 */
+		set_property(conf, "max.in.flight.requests.per.connection", "1");
+		set_property(conf, "acks", "all");
+	}
 	rd_kafka_conf_set_dr_msg_cb(conf, delivered);
 	rd_kafka_conf_set_opaque(conf, k);
 	k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
@@ -251,6 +269,9 @@ relay_kafka_send(RelayKafka *k, const RelayRecord *r)
 		/* librdkafka's queue is full: let deliveries drain it. */
 		rd_kafka_poll(k->rk, 100);
 	}
+	if (err == RD_KAFKA_RESP_ERR__FATAL &&
+		rd_kafka_fatal_error(k->rk, k->failure, sizeof(k->failure)))
+		cli_error("Kafka producer failed: %s", k->failure);
 	if (err)
 	{
 		rd_kafka_headers_destroy(h);

@@ -6,6 +6,10 @@
 # order (duplicates allowed, told apart by the source headers); and what a
 # hostile user tries: a different partition count, Kafka unreachable, a
 # record above message.max.bytes, SIGTERM, a role without privileges.
+# Then against pg_eventlog's own Kafka gateway (src/kafka), serving another
+# database: the topics created there through the admin API, and, as that
+# gateway has no idempotent producer yet (issue 16), -X
+# enable.idempotence=false.
 use strict;
 use warnings;
 use File::Basename;
@@ -14,6 +18,7 @@ use PostgreSQL::Test::Utils;
 use IPC::Run;
 use Test::More;
 use CliTest;
+use KafkaGatewayTest;
 
 my $dir = dirname(__FILE__);
 my $python = '/usr/bin/python3';
@@ -138,8 +143,8 @@ ok($rc == 1 && one_line_error($err, qr/^pg_eventlog: error: Kafka topic "mism" h
 ok($rc == 1 && one_line_error($err, qr/cannot reach Kafka at 127\.0\.0\.1:1/), 'Kafka unreachable: one line') or diag($err);
 ($rc, $out, $err) = cli(qw(relay orders --to-kafka), $boot);
 ok($rc == 2 && one_line_error($err, qr/--group is required/), '--group is required');
-($rc, $out, $err) = cli(qw(relay orders --group g --to-kafka), $boot, '-X', 'enable.idempotence=false');
-ok($rc == 2 && one_line_error($err, qr/enable\.idempotence cannot be turned off/), 'the idempotent producer stays');
+($rc, $out, $err) = cli(qw(relay orders --group g --to-kafka), $boot, '-X', 'max.in.flight=10');
+ok($rc == 2 && one_line_error($err, qr/-X max\.in\.flight cannot be set/), 'the requests in flight stay the relay\'s');
 ($rc, $out, $err) = cli(qw(relay orders --group g --to-kafka), $boot, '-X', 'no.such.property=1');
 ok($rc == 2 && one_line_error($err, qr/no\.such\.property/), 'an unknown librdkafka property');
 ($rc, $out, $err) = cli(qw(relay nope --group g --to-kafka), $boot);
@@ -174,6 +179,37 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.consumer_groups 
 my %before = map { $_ => 1 } @$kafka;
 is_deeply([ grep { !$before{$_} } @{ kafka_records('orders') } ],
     [ grep { /7b227465726d223a20317d/ } @{ source_records('orders', 0) } ], 'the record sent before SIGTERM, once');
+
+# 4. Into pg_eventlog's own Kafka gateway, serving database "dest": the
+#    relay creates the topics (CreateTopics) with the same partition counts.
+$node->safe_psql('postgres', 'CREATE DATABASE dest');
+$node->safe_psql('dest', 'CREATE EXTENSION pg_eventlog');
+my $gwport = PostgreSQL::Test::Cluster::get_free_port();
+my ($gwh) = spawn_gateway($node->config_data('--bindir') . '/pg_eventlog_kafka', PostgreSQL::Test::Utils::tempdir(),
+    'gw', qr/serving database/, '--dsn', $node->connstr('dest'), '--listen', "127.0.0.1:$gwport");
+($rc, $out, $err) = cli(qw(relay orders bin --group gw --to-kafka), "127.0.0.1:$gwport", '-e');
+ok($rc == 1 && one_line_error($err, qr/Kafka producer failed: Idempotent producer not supported/),
+    'a broker without the idempotent producer: one line') or diag($err);
+($rc, $out, $err) = cli(qw(relay orders bin --group gw --to-kafka), "127.0.0.1:$gwport", '-e', '-X', 'enable.idempotence=false');
+is($rc, 0, 'relay into the gateway with -X enable.idempotence=false') or diag($err);
+is($node->safe_psql('dest', q{SELECT string_agg(topic || ':' || partitions, ',' ORDER BY topic) FROM eventlog.topics}),
+    'bin:2,orders:3', 'the gateway\'s topics were created with the same partition counts');
+my $gwsql = q{SELECT string_agg(r.partition || ' ' || coalesce(encode(r.key, 'hex'), '-') || ' ' || coalesce(encode(r.value, 'hex'), '-')
+    || ' ' || coalesce(array_to_string(ARRAY(SELECT h.name || '=' || coalesce(encode(h.value, 'hex'), '-') FROM unnest(r.headers) h), ','), ''),
+    E'\n' ORDER BY r.partition, r.offset_id)
+    FROM generate_series(0, 2) p, eventlog.read_binary('TOPIC', p, 0, 100000) r};
+my $srcsql = q{SELECT string_agg(r.partition || ' ' || coalesce(encode(convert_to(r.key, 'UTF8'), 'hex'), '-') || ' ' || encode(convert_to(r.value::text, 'UTF8'), 'hex')
+    || ' ' || concat_ws(',', (SELECT string_agg(h.key || '=' || encode(convert_to(h.value, 'UTF8'), 'hex'), ',') FROM jsonb_each_text(r.headers) h),
+    'pg_eventlog.topic=' || encode('orders', 'hex') || ',pg_eventlog.partition=' || encode(convert_to(r.partition::text, 'UTF8'), 'hex')
+    || ',pg_eventlog.offset=' || encode(convert_to(r.offset_id::text, 'UTF8'), 'hex')),
+    E'\n' ORDER BY r.partition, r.offset_id)
+    FROM generate_series(0, 2) p, eventlog.read('orders', p, 0, 100000) r};
+(my $gwq = $gwsql) =~ s/TOPIC/orders/;
+my $src = $node->safe_psql('postgres', $srcsql);
+is(scalar(() = $src =~ /\n/g) + 1, 500 + 20 + 30000 + 1, 'the source text has every committed record of orders');
+is($node->safe_psql('dest', $gwq), $src,
+    'the gateway\'s copy of a JSON topic: same partitions, order, keys, values and headers');
+$gwh->kill_kill;
 
 $min = '';
 $mock->finish;
