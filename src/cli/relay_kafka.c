@@ -11,10 +11,9 @@
  * The idempotent producer (enable.idempotence=true, which implies acks=all
  * and at most 5 requests in flight per partition) keeps each partition's
  * order across retries, so the relay may produce a whole poll's records
- * before waiting.  -X enable.idempotence=false, for brokers without it
- * (pg_eventlog's own gateway until issue 16), keeps the order with one
- * request in flight per broker instead; -X cannot change acks or the
- * requests in flight.
+ * before waiting.  -X enable.idempotence=false, for brokers without it,
+ * keeps the order with one request in flight per broker instead; -X
+ * cannot change acks or the requests in flight.
  *
  *-------------------------------------------------------------------------
  */
