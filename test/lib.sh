@@ -20,7 +20,8 @@ EL_TEST_PKGS="postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl 
 EL_BENCH_PKGS="postgresql-$PG_MAJOR-pgq3 pgqd gnuplot-nox python3-psycopg python3-confluent-kafka kcat"
 # The Kafka gateway's codecs (src/kafka/compress.c) and TLS/SCRAM (OpenSSL),
 # built with the rest; its TLS test makes certificates with openssl.
-EL_KAFKA_PKGS="zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev libssl-dev"
+# librdkafka-dev: the CLI's relay into Apache Kafka (src/cli/relay_kafka.c).
+EL_KAFKA_PKGS="zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev libssl-dev librdkafka-dev"
 EL_BUILD_PKGS="$EL_BUILD_PKGS $EL_KAFKA_PKGS"
 
 el_log() { printf '==> %s\n' "$*"; }

@@ -39,6 +39,7 @@ extern int	cmd_consume(int argc, char **argv, bool tail);
 extern int	cmd_group(int argc, char **argv);
 extern int	cmd_export(int argc, char **argv);
 extern int	cmd_stats(int argc, char **argv);
+extern int	cmd_relay(int argc, char **argv);
 
 /* conn.c */
 extern PGconn *cli_connect(void);

@@ -33,7 +33,8 @@ help(void)
 		   "  tail TOPIC           follow a topic's new records (consume -o end)\n"
 		   "  group list|describe|reset|delete          manage consumer groups\n"
 		   "  export TOPIC         write a topic to files, resumably, as a group\n"
-		   "  stats                records/s in and out per topic, lag per group\n\n"
+		   "  stats                records/s in and out per topic, lag per group\n"
+		   "  relay TOPIC... --group G --to-kafka BOOTSTRAP   copy topics into Apache Kafka\n\n"
 		   "Options:\n"
 		   "  -d, --dbname=CONNINFO   database name or connection string (default:\n"
 		   "                          libpq's environment, PGHOST, PGDATABASE, ...)\n"
@@ -126,6 +127,8 @@ main(int argc, char **argv)
 		return cmd_export(argc, argv);
 	if (strcmp(cmd, "stats") == 0)
 		return cmd_stats(argc, argv);
+	if (strcmp(cmd, "relay") == 0)
+		return cmd_relay(argc, argv);
 	if (strcmp(cmd, "help") == 0)
 	{
 		help();

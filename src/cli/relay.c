@@ -1,0 +1,330 @@
+/*-------------------------------------------------------------------------
+ *
+ * relay.c
+ *	  pg_eventlog relay T [T...] --group G --to-kafka BOOTSTRAP: consumes
+ *	  the topics as a member of group G and produces every record to the
+ *	  topic of the same name and the partition of the same number in
+ *	  Apache Kafka (relay_kafka.c), committing G's positions only once
+ *	  Kafka acknowledged the records.  -e ends once caught up; otherwise
+ *	  it follows the topics with the long poll.
+ *
+ * At least once: a crash between Kafka's acknowledgement and the commit
+ * sends the records again on restart; each Kafka record's headers
+ * pg_eventlog.topic, .partition and .offset name its source, so that a
+ * reader drops the duplicates.  Each round polls each topic (eventlog.poll
+ * or poll_binary, the records fetched in binary so that binary topics'
+ * bytes pass unchanged), sends the records, waits for every delivery
+ * report, then commits what the poll returned (eventlog.commit).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "relay.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROUND_RECORDS 10000
+
+typedef struct RelayTopic
+{
+	const char *name;
+	int			partitions;
+	bool		binary;
+	char		sql[1024];
+} RelayTopic;
+
+static void
+relay_help(void)
+{
+	printf("usage: pg_eventlog relay TOPIC [TOPIC]... --group GROUP --to-kafka BOOTSTRAP [OPTION]...\n\n"
+		   "Produces every record of the topics to Apache Kafka: the same topic name,\n"
+		   "the same partition number, in order, with the idempotent producer.  Reads\n"
+		   "as a member of GROUP and commits its positions once Kafka acknowledged the\n"
+		   "records (at least once: headers pg_eventlog.topic, pg_eventlog.partition\n"
+		   "and pg_eventlog.offset name each record's source).  Missing Kafka topics are\n"
+		   "created with the same partition count.  Without -e it follows the topics\n"
+		   "until Ctrl-C or SIGTERM.\n\n"
+		   "Options:\n"
+		   "  -g, --group=GROUP         the consumer group whose positions say what was sent\n"
+		   "  -b, --to-kafka=BOOTSTRAP  Kafka's bootstrap servers (host:port,...)\n"
+		   "  -X PROPERTY=VALUE         a librdkafka producer property (repeatable)\n"
+		   "  -e                        exit once every record is sent\n"
+		   "  -d, --dbname=CONNINFO     database name or connection string\n"
+		   "  --help                    print this help\n");
+}
+
+/* The whole record in binary: bytes as they are, headers in one bytea. */
+static void
+topic_query(RelayTopic *t)
+{
+	const char *headers = t->binary
+		? "(SELECT pg_catalog.string_agg(pg_catalog.int4send(pg_catalog.octet_length(pg_catalog.convert_to(h.name, 'UTF8')))"
+		"  OPERATOR(pg_catalog.||) pg_catalog.convert_to(h.name, 'UTF8')"
+		"  OPERATOR(pg_catalog.||) pg_catalog.int4send(coalesce(pg_catalog.octet_length(h.value), -1))"
+		"  OPERATOR(pg_catalog.||) coalesce(h.value, ''::bytea), ''::bytea ORDER BY h.i)"
+		" FROM pg_catalog.unnest(r.headers) WITH ORDINALITY AS h(name, value, i))"
+		: "(SELECT pg_catalog.string_agg(pg_catalog.int4send(pg_catalog.octet_length(pg_catalog.convert_to(h.key, 'UTF8')))"
+		"  OPERATOR(pg_catalog.||) pg_catalog.convert_to(h.key, 'UTF8')"
+		"  OPERATOR(pg_catalog.||) pg_catalog.int4send(coalesce(pg_catalog.octet_length(pg_catalog.convert_to(h.value, 'UTF8')), -1))"
+		"  OPERATOR(pg_catalog.||) coalesce(pg_catalog.convert_to(h.value, 'UTF8'), ''::bytea), ''::bytea)"
+		" FROM pg_catalog.jsonb_each_text(r.headers) AS h(key, value))";
+
+	snprintf(t->sql, sizeof(t->sql),
+			 "SELECT r.partition, r.offset_id, %s, %s, %s,"
+			 " pg_catalog.floor(EXTRACT(epoch FROM r.event_time) * 1000)::bigint"
+			 " FROM eventlog.%s($1, $2, $3::integer, $4::integer, member => $5,"
+			 " wait => $6::interval) AS r",
+			 t->binary ? "r.key" : "pg_catalog.convert_to(r.key, 'UTF8')",
+			 t->binary ? "r.value" : "pg_catalog.convert_to(r.value::text, 'UTF8')",
+			 headers, t->binary ? "poll_binary" : "poll");
+}
+
+static int64_t
+get_int(PGresult *res, int row, int col)
+{
+	const unsigned char *p = (const unsigned char *) PQgetvalue(res, row, col);
+	int			len = PQgetlength(res, row, col);
+	uint64_t	v = 0;
+
+	for (int i = 0; i < len; i++)
+		v = (v << 8) | p[i];
+	if (len == 4)
+		return (int32_t) v;
+	return (int64_t) v;
+}
+
+/* Sends one poll's records; returns how many. */
+static int
+relay_poll(PGconn *conn, RelayKafka *k, RelayTopic *t, const char *group,
+		   const char *member, const char *wait)
+{
+	char		max[16];
+	char		nparts[16];
+	const char *values[6] = {t->name, group, max, nparts, member, wait};
+	PGresult   *res;
+	int			n;
+
+	snprintf(max, sizeof(max), "%d", ROUND_RECORDS);
+	snprintf(nparts, sizeof(nparts), "%d", t->partitions);
+	res = PQexecParams(conn, t->sql, 6, NULL, values, NULL, NULL, 1);
+	if (!cli_result_ok(res))
+	{
+		if (cli_interrupted)
+		{
+			PQclear(res);
+			return 0;
+		}
+		cli_fail_result(conn, res);
+	}
+	n = PQntuples(res);
+	for (int r = 0; r < n; r++)
+	{
+		RelayRecord rec;
+
+		rec.topic = t->name;
+		rec.partition = (int32_t) get_int(res, r, 0);
+		rec.offset = get_int(res, r, 1);
+		rec.key = PQgetisnull(res, r, 2) ? NULL : PQgetvalue(res, r, 2);
+		rec.key_len = PQgetlength(res, r, 2);
+		rec.value = PQgetisnull(res, r, 3) ? NULL : PQgetvalue(res, r, 3);
+		rec.value_len = PQgetlength(res, r, 3);
+		rec.headers = PQgetisnull(res, r, 4) ? NULL : PQgetvalue(res, r, 4);
+		rec.headers_len = PQgetlength(res, r, 4);
+		rec.ts_ms = PQgetisnull(res, r, 5) ? -1 : get_int(res, r, 5);
+		relay_kafka_send(k, &rec);
+	}
+	PQclear(res);
+
+	/*
+	 * Kafka acknowledged all of them (or relay_kafka_wait ended the relay):
+	 * now the poll's positions, and only now.  Also after an empty poll,
+	 * which may have moved past rolled-back offsets.
+	 */
+	relay_kafka_wait(k);
+	res = PQexecParams(conn, "SELECT pg_catalog.count(*) FROM eventlog.commit($1, $2, $3)",
+					   3, NULL, (const char *[]) {t->name, group, member}, NULL, NULL, 0);
+	if (!cli_result_ok(res))
+	{
+		/* SIGTERM's cancel hit the commit: the next run sends them again. */
+		if (cli_interrupted)
+		{
+			PQclear(res);
+			return n;
+		}
+		cli_fail_result(conn, res);
+	}
+	PQclear(res);
+	return n;
+}
+
+/*
+ * -e's end: the group's positions are at every partition's last stable
+ * offset.  An empty poll is not enough: a member that died a moment ago
+ * still holds its partitions until its session times out, and this member
+ * is assigned the others only.
+ */
+static bool
+caught_up(PGconn *conn, RelayTopic *topics, int ntopics, const char *group)
+{
+	size_t		size = 3;
+	char	   *names;
+	PGresult   *res;
+	bool		done;
+
+	for (int i = 0; i < ntopics; i++)
+		size += strlen(topics[i].name) * 2 + 4;
+	names = cli_malloc(size);
+	strcpy(names, "{");
+	for (int i = 0; i < ntopics; i++)
+	{
+		char	   *p = names + strlen(names);
+
+		*p++ = '"';
+		for (const char *c = topics[i].name; *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				*p++ = '\\';
+			*p++ = *c;
+		}
+		*p++ = '"';
+		*p++ = i + 1 < ntopics ? ',' : '}';
+		*p = '\0';
+	}
+	res = cli_query(conn,
+					"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 0"
+					" FROM eventlog.topics t CROSS JOIN LATERAL pg_catalog.generate_series(0, t.partitions - 1) AS p(p)"
+					" LEFT JOIN eventlog.consumer_groups g ON g.group_name OPERATOR(pg_catalog.=) $1"
+					"  AND g.topic OPERATOR(pg_catalog.=) t.topic AND g.partition OPERATOR(pg_catalog.=) p.p"
+					" WHERE t.topic OPERATOR(pg_catalog.=) ANY ($2::text[])"
+					"  AND coalesce(g.committed_offset, eventlog.log_start_offset(t.topic, p.p))"
+					"   OPERATOR(pg_catalog.<) eventlog.last_stable_offset(t.topic, p.p)",
+					2, (const char *[]) {group, names});
+	done = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	free(names);
+	return done;
+}
+
+static void
+leave(PGconn *conn, RelayTopic *topics, int ntopics, const char *group, const char *member)
+{
+	for (int i = 0; i < ntopics; i++)
+		PQclear(PQexecParams(conn, "SELECT eventlog.leave($1, $2, $3)", 3, NULL,
+							 (const char *[]) {topics[i].name, group, member}, NULL, NULL, 0));
+}
+
+int
+cmd_relay(int argc, char **argv)
+{
+	static struct option opts[] = {
+		{"help", no_argument, NULL, '?'},
+		{"group", required_argument, NULL, 'g'},
+		{"to-kafka", required_argument, NULL, 'b'},
+		CLI_DBNAME_OPTION,
+		{NULL, 0, NULL, 0}
+	};
+	const char *group = NULL;
+	const char *bootstrap = NULL;
+	char	  **props = cli_malloc(sizeof(char *) * argc);
+	int			nprops = 0;
+	bool		exit_at_end = false;
+	RelayTopic *topics;
+	int			ntopics;
+	RelayKafka *k;
+	PGconn	   *conn;
+	char		host[64];
+	char		member[128];
+	int			opt;
+
+	if (cli_is_help(argc, argv))
+	{
+		relay_help();
+		return 0;
+	}
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":d:g:b:X:e", opts, NULL)) != -1)
+	{
+		switch (opt)
+		{
+			case 'd':
+				cli_conninfo = optarg;
+				break;
+			case 'g':
+				group = optarg;
+				break;
+			case 'b':
+				bootstrap = optarg;
+				break;
+			case 'X':
+				props[nprops++] = optarg;
+				break;
+			case 'e':
+				exit_at_end = true;
+				break;
+			default:
+				cli_bad_option("relay", opt, argv);
+		}
+	}
+	if (optind >= argc)
+		cli_usage("relay", "a topic is required");
+	if (group == NULL)
+		cli_usage("relay", "--group is required: its positions say what Kafka has");
+	if (bootstrap == NULL)
+		cli_usage("relay", "--to-kafka is required");
+	ntopics = argc - optind;
+	topics = cli_malloc(sizeof(RelayTopic) * ntopics);
+
+	conn = cli_connect();
+	for (int i = 0; i < ntopics; i++)
+	{
+		const char *name = argv[optind + i];
+		PGresult   *res = cli_query(conn,
+									"SELECT t.partitions, t.format OPERATOR(pg_catalog.=) 'binary'"
+									" FROM eventlog.topic_catalog t WHERE t.name OPERATOR(pg_catalog.=) $1",
+									1, &name);
+
+		if (PQntuples(res) == 0)
+			cli_error("topic \"%s\" does not exist", name);
+		topics[i].name = name;
+		topics[i].partitions = atoi(PQgetvalue(res, 0, 0));
+		topics[i].binary = PQgetvalue(res, 0, 1)[0] == 't';
+		PQclear(res);
+		topic_query(&topics[i]);
+	}
+	k = relay_kafka_open(bootstrap, nprops, props);
+	for (int i = 0; i < ntopics; i++)
+		relay_kafka_topic(k, topics[i].name, topics[i].partitions);
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(member, sizeof(member), "pg_eventlog-relay-%s-%d", host, (int) getpid());
+	cli_install_interrupt(conn);
+
+	while (!cli_interrupted)
+	{
+		int64_t		sent = 0;
+
+		for (int i = 0; i < ntopics && !cli_interrupted; i++)
+			sent += relay_poll(conn, k, &topics[i], group, member, NULL);
+		if (sent > 0)
+			continue;
+		if (exit_at_end && caught_up(conn, topics, ntopics, group))
+			break;
+
+		/*
+		 * Idle: the long poll, on one topic for the whole wait, or on each
+		 * topic in turn for a second (the poll is per topic).
+		 */
+		for (int i = 0; i < ntopics && !cli_interrupted; i++)
+			if (relay_poll(conn, k, &topics[i], group, member,
+						   ntopics == 1 ? "10 seconds" : "1 second") > 0)
+				break;
+	}
+	leave(conn, topics, ntopics, group, member);
+	relay_kafka_close(k);
+	PQfinish(conn);
+	return 0;
+}

@@ -1,0 +1,216 @@
+# pg_eventlog relay --to-kafka (src/cli/relay.c, relay_kafka.c) against
+# librdkafka's mock cluster (kafka_mock.c, built here): every record lands
+# in the Kafka topic of the same name and the partition of the same number,
+# in order, keys/values/headers byte for byte, with the source headers;
+# kill -9 mid-run and a restart lose nothing and keep each partition's
+# order (duplicates allowed, told apart by the source headers); and what a
+# hostile user tries: a different partition count, Kafka unreachable, a
+# record above message.max.bytes, SIGTERM, a role without privileges.
+# Then against pg_eventlog's own Kafka gateway (src/kafka), serving another
+# database: the topics created there through the admin API, the records
+# through its idempotent producers.
+use strict;
+use warnings;
+use File::Basename;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
+use Test::More;
+use CliTest;
+use KafkaGatewayTest;
+
+my $dir = dirname(__FILE__);
+my $python = '/usr/bin/python3';
+my $mock_bin = PostgreSQL::Test::Utils::tempdir() . '/kafka_mock';
+system('cc', '-o', $mock_bin, "$dir/kafka_mock.c", '-lrdkafka') == 0
+  or BAIL_OUT('cannot build kafka_mock.c (librdkafka-dev)');
+
+my $node = cli_node('relay');
+my ($rc, $out, $err);
+
+# The mock cluster: orders (3 partitions), bin (2), mism (5, against 3 here).
+my ($min, $mout, $merr) = ('', '', '');
+my $mock = IPC::Run::start([ $mock_bin, 'orders:3', 'bin:2', 'mism:5', 'big:1' ],
+    '<', \$min, '>', \$mout, '2>', \$merr);
+my $t = IPC::Run::timer(30);
+$mock->pump until $mout =~ /\n/ || $t->is_expired;
+chomp(my $boot = $mout);
+like($boot, qr/^127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+)*$/, 'the mock cluster is up') or BAIL_OUT($merr);
+
+# Kafka's records, one line each without Kafka's offset: topic partition
+# key value headers (hex; "-" NULL, "\"\"" empty), in Kafka's order.
+sub kafka_records
+{
+    my (@topics) = @_;
+    my ($o, $e) = ('', '');
+    IPC::Run::run([ $python, "$dir/kafka_mock.py", 'dump', $boot, @topics ], '>', \$o, '2>', \$e)
+      or die "dump: $e";
+    return [ map { my @f = split / /; "$f[0] $f[1] $f[3] $f[4] $f[5]" } split /\n/, $o ];
+}
+
+# The same lines from SQL, in offset order.
+sub hexsql { my ($e) = @_; return "CASE WHEN $e IS NULL THEN '-' WHEN $e = '' THEN '\"\"' ELSE encode($e, 'hex') END"; }
+sub source_headers
+{
+    return "'pg_eventlog.topic=' || encode(convert_to(r.topic, 'UTF8'), 'hex') || ',pg_eventlog.partition='"
+      . " || encode(convert_to(r.partition::text, 'UTF8'), 'hex') || ',pg_eventlog.offset='"
+      . " || encode(convert_to(r.offset_id::text, 'UTF8'), 'hex')";
+}
+sub source_records
+{
+    my ($topic, $binary) = @_;
+    my $key = $binary ? 'r.key' : "convert_to(r.key, 'UTF8')";
+    my $value = $binary ? 'r.value' : "convert_to(r.value::text, 'UTF8')";
+    my $own = $binary
+      ? "(SELECT string_agg(h.name || '=' || " . hexsql('h.value') . " || ',', '' ORDER BY h.i) FROM unnest(r.headers) WITH ORDINALITY h(name, value, i))"
+      : "(SELECT string_agg(h.key || '=' || encode(convert_to(h.value, 'UTF8'), 'hex') || ',', '') FROM jsonb_each_text(r.headers) h)";
+    my $read = $binary ? 'read_binary' : 'read';
+    my $sql = "SELECT r.topic || ' ' || r.partition || ' ' || " . hexsql($key) . " || ' ' || " . hexsql($value)
+      . " || ' ' || coalesce($own, '') || " . source_headers()
+      . " FROM eventlog.topics t, generate_series(0, t.partitions - 1) p, eventlog.$read(t.topic, p, 0, 1000000) r"
+      . " WHERE t.topic = '$topic' ORDER BY r.partition, r.offset_id";
+    return [ split /\n/, $node->safe_psql('postgres', $sql) ];
+}
+
+# 1. The records of a JSON and a binary topic, with rolled-back offsets.
+cli(qw(topic create orders --partitions 3));
+cli(qw(topic create bin --partitions 2 --format binary));
+$node->safe_psql('postgres', q{
+SELECT eventlog.produce('orders', 'k' || i % 17, jsonb_build_object('n', i, 's', 'é"\\'),
+                        CASE WHEN i % 3 = 0 THEN jsonb_build_object('h', i::text, 'z', 'ü') END)
+  FROM generate_series(1, 500) i;
+SELECT eventlog.produce_binary('bin', CASE WHEN i % 5 <> 0 THEN int4send(i) END,
+                               CASE WHEN i % 7 = 0 THEN NULL WHEN i % 11 = 0 THEN ''::bytea ELSE '\x00ff0a'::bytea || int4send(i) END,
+                               CASE WHEN i % 2 = 0 THEN ARRAY[ROW('a', '\x0001'::bytea)::eventlog.header,
+                                                              ROW('n', NULL)::eventlog.header,
+                                                              ROW('e', ''::bytea)::eventlog.header] END,
+                               i % 2)
+  FROM generate_series(1, 300) i;
+});
+$node->safe_psql('postgres', q{BEGIN; SELECT eventlog.produce('orders', 'k1', '{"rolled": "back"}') FROM generate_series(1, 10); ROLLBACK;
+SELECT eventlog.produce('orders', 'k' || i, jsonb_build_object('after', i)) FROM generate_series(1, 20) i;});
+
+($rc, $out, $err) = cli(qw(relay orders bin --group relay --to-kafka), $boot, '-e');
+is($rc, 0, 'relay -e exits 0 once caught up') or diag($err);
+is($err, '', 'and says nothing');
+is_deeply(kafka_records('orders'), source_records('orders', 0),
+    'JSON topic: same partitions, order, keys, values (JSON text), headers and source headers');
+is_deeply(kafka_records('bin'), source_records('bin', 1),
+    'binary topic: keys, values and headers byte for byte (NULL, empty), source headers');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.consumer_groups
+    WHERE group_name = 'relay' AND committed_offset <> last_stable_offset}), '0',
+    'the group\'s positions are at the end');
+($rc, $out, $err) = cli(qw(relay orders bin --group relay --to-kafka), $boot, '-e');
+is(scalar @{ kafka_records('orders') }, scalar @{ source_records('orders', 0) }, 'a second run sends nothing again');
+
+# 2. kill -9 mid-run, then a restart: nothing lost, order kept, duplicates
+#    only as re-sent copies, told apart by the source headers.
+$node->safe_psql('postgres', q{SELECT eventlog.produce('orders', 'x' || i, jsonb_build_object('big', i, 'pad', repeat('p', 200)))
+  FROM generate_series(1, 30000) i});
+my $before = $node->safe_psql('postgres', q{SELECT sum(committed_offset) FROM eventlog.consumer_groups WHERE group_name = 'relay' AND topic = 'orders'});
+my ($rin, $rout, $rerr) = ('', '', '');
+my $relay = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay orders --group relay --to-kafka), $boot ],
+    '<', \$rin, '>', \$rout, '2>', \$rerr);
+$node->poll_query_until('postgres', qq{SELECT sum(committed_offset) > $before FROM eventlog.consumer_groups
+    WHERE group_name = 'relay' AND topic = 'orders'}) or die 'the relay did not commit';
+$relay->signal('KILL');
+$relay->finish;
+my $mid = $node->safe_psql('postgres', q{SELECT sum(lag) FROM eventlog.consumer_groups WHERE group_name = 'relay' AND topic = 'orders'});
+note("lag at kill -9: $mid");
+($rc, $out, $err) = cli(qw(relay orders --group relay --to-kafka), $boot, '-e',
+    '-X', 'message.timeout.ms=60000');
+is($rc, 0, 'the restarted relay catches up') or diag($err);
+my $kafka = kafka_records('orders');
+my (%seen, @first, $dups, $bad);
+for my $line (@$kafka)
+{
+    my ($src) = $line =~ /pg_eventlog\.partition=(\w+),pg_eventlog\.offset=(\w+)$/ ? "$1/$2" : (undef);
+    if ($seen{$src}) { $dups++; $bad++ if $seen{$src} ne $line; next; }
+    $seen{$src} = $line;
+    push @first, $line;
+}
+note('duplicates after kill -9: ' . ($dups // 0));
+is_deeply(\@first, source_records('orders', 0), 'first arrivals equal the source: nothing lost, order kept');
+ok(!$bad, 'every duplicate is a copy of its first arrival');
+
+# 3. A hostile user.
+cli(qw(topic create mism --partitions 3));
+($rc, $out, $err) = cli(qw(relay mism --group relay --to-kafka), $boot, '-e');
+ok($rc == 1 && one_line_error($err, qr/^pg_eventlog: error: Kafka topic "mism" has 5 partitions, the topic here has 3: partition numbers must match$/),
+    'a Kafka topic with another partition count is refused') or diag($err);
+($rc, $out, $err) = cli(qw(relay orders --group relay --to-kafka 127.0.0.1:1 -e));
+ok($rc == 1 && one_line_error($err, qr/cannot reach Kafka at 127\.0\.0\.1:1/), 'Kafka unreachable: one line') or diag($err);
+($rc, $out, $err) = cli(qw(relay orders --to-kafka), $boot);
+ok($rc == 2 && one_line_error($err, qr/--group is required/), '--group is required');
+($rc, $out, $err) = cli(qw(relay orders --group g --to-kafka), $boot, '-X', 'max.in.flight=10');
+ok($rc == 2 && one_line_error($err, qr/-X max\.in\.flight cannot be set/), 'the requests in flight stay the relay\'s');
+($rc, $out, $err) = cli(qw(relay orders --group g --to-kafka), $boot, '-X', 'no.such.property=1');
+ok($rc == 2 && one_line_error($err, qr/no\.such\.property/), 'an unknown librdkafka property');
+($rc, $out, $err) = cli(qw(relay nope --group g --to-kafka), $boot);
+ok($rc == 1 && one_line_error($err, qr/topic "nope" does not exist/), 'an unknown topic');
+
+# A record above message.max.bytes: refused, the positions stay before it.
+cli(qw(topic create big));
+$node->safe_psql('postgres', q{SELECT eventlog.produce('big', 'a', '"small"'); SELECT eventlog.produce('big', 'b', to_jsonb(repeat('x', 5000)))});
+($rc, $out, $err) = cli(qw(relay big --group bigg --to-kafka), $boot, '-e', '-X', 'message.max.bytes=2000');
+ok($rc == 1 && one_line_error($err, qr/offset 1 of topic "big" partition 0.*too large/i), 'a record above message.max.bytes: one line') or diag($err);
+is($node->safe_psql('postgres', q{SELECT coalesce(max(committed_offset), 0) FROM eventlog.consumer_groups WHERE group_name = 'bigg'}), '0',
+    'nothing of that poll is committed');
+
+# No privilege on the topic.
+$node->safe_psql('postgres', 'CREATE ROLE nopriv LOGIN');
+($rc, $out, $err) = cli('--no-d', '-d', $node->connstr('postgres') . ' user=nopriv', qw(relay orders --group np --to-kafka), $boot, '-e');
+ok($rc == 1 && one_line_error($err, qr/permission denied/), 'a role without the consume privilege: the server\'s message') or diag($err);
+
+# SIGTERM while following: what was sent is committed, the member leaves, exit 0.
+$node->safe_psql('postgres', q{SELECT eventlog.produce('orders', 't', '{"term": 1}')});
+($rin, $rout, $rerr) = ('', '', '');
+$relay = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay orders --group relay --to-kafka), $boot ],
+    '<', \$rin, '>', \$rout, '2>', \$rerr);
+$node->poll_query_until('postgres', q{SELECT sum(lag) = 0 FROM eventlog.consumer_groups WHERE group_name = 'relay' AND topic = 'orders'})
+  or die 'not caught up';
+$node->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog' AND wait_event IS NOT NULL AND query LIKE '%poll%'});
+$relay->signal('TERM');
+$relay->finish;
+is($?, 0, 'SIGTERM while following: exit 0') or diag($rerr);
+is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.consumer_groups WHERE group_name = 'relay' AND owner_member IS NOT NULL}),
+    '0', 'the member left');
+my %before = map { $_ => 1 } @$kafka;
+is_deeply([ grep { !$before{$_} } @{ kafka_records('orders') } ],
+    [ grep { /7b227465726d223a20317d/ } @{ source_records('orders', 0) } ], 'the record sent before SIGTERM, once');
+
+# 4. Into pg_eventlog's own Kafka gateway, serving database "dest": the
+#    relay creates the topics (CreateTopics) with the same partition counts.
+$node->safe_psql('postgres', 'CREATE DATABASE dest');
+$node->safe_psql('dest', 'CREATE EXTENSION pg_eventlog');
+my $gwport = PostgreSQL::Test::Cluster::get_free_port();
+my ($gwh) = spawn_gateway($node->config_data('--bindir') . '/pg_eventlog_kafka', PostgreSQL::Test::Utils::tempdir(),
+    'gw', qr/serving database/, '--dsn', $node->connstr('dest'), '--listen', "127.0.0.1:$gwport");
+# The gateway answers InitProducerId only to a role that may produce to
+# some topic (CLUSTER_AUTHORIZATION_FAILED otherwise), even a superuser in a
+# database without topics: one topic there first.
+$node->safe_psql('dest', q{SELECT eventlog.create_topic('other')});
+($rc, $out, $err) = cli(qw(relay orders bin --group gw --to-kafka), "127.0.0.1:$gwport", '-e');
+is($rc, 0, 'relay into the gateway, idempotent producer') or diag($err);
+is($node->safe_psql('dest', q{SELECT string_agg(topic || ':' || partitions, ',' ORDER BY topic) FROM eventlog.topics}),
+    'bin:2,orders:3,other:1', 'the gateway\'s topics were created with the same partition counts');
+my $gwsql = q{SELECT string_agg(r.partition || ' ' || coalesce(encode(r.key, 'hex'), '-') || ' ' || coalesce(encode(r.value, 'hex'), '-')
+    || ' ' || coalesce(array_to_string(ARRAY(SELECT h.name || '=' || coalesce(encode(h.value, 'hex'), '-') FROM unnest(r.headers) h), ','), ''),
+    E'\n' ORDER BY r.partition, r.offset_id)
+    FROM generate_series(0, 2) p, eventlog.read_binary('TOPIC', p, 0, 100000) r};
+my $srcsql = q{SELECT string_agg(r.partition || ' ' || coalesce(encode(convert_to(r.key, 'UTF8'), 'hex'), '-') || ' ' || encode(convert_to(r.value::text, 'UTF8'), 'hex')
+    || ' ' || concat_ws(',', (SELECT string_agg(h.key || '=' || encode(convert_to(h.value, 'UTF8'), 'hex'), ',') FROM jsonb_each_text(r.headers) h),
+    'pg_eventlog.topic=' || encode('orders', 'hex') || ',pg_eventlog.partition=' || encode(convert_to(r.partition::text, 'UTF8'), 'hex')
+    || ',pg_eventlog.offset=' || encode(convert_to(r.offset_id::text, 'UTF8'), 'hex')),
+    E'\n' ORDER BY r.partition, r.offset_id)
+    FROM generate_series(0, 2) p, eventlog.read('orders', p, 0, 100000) r};
+(my $gwq = $gwsql) =~ s/TOPIC/orders/;
+my $src = $node->safe_psql('postgres', $srcsql);
+is(scalar(() = $src =~ /\n/g) + 1, 500 + 20 + 30000 + 1, 'the source text has every committed record of orders');
+is($node->safe_psql('dest', $gwq), $src,
+    'the gateway\'s copy of a JSON topic: same partitions, order, keys, values and headers');
+$gwh->kill_kill;
+
+$min = '';
+$mock->finish;
+done_testing();
