@@ -6479,12 +6479,18 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'A transactional ID is 1 to 1000 bytes long.';
     END IF;
-    -- As Kafka 2.8 on: a role that may produce to some topic (or owns one).
+    -- As Kafka 2.8 on: a role that may produce to some topic (or owns one);
+    -- or that may create topics, which a client about to create the first
+    -- topic of a database must be able to do with an idempotent producer.
     IF NOT EXISTS (SELECT FROM @extschema@.topic_catalog t
-                    WHERE @extschema@.has_topic_privilege(caller, t.name, 'produce')) THEN
+                    WHERE @extschema@.has_topic_privilege(caller, t.name, 'produce'))
+       AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc f
+                        WHERE f.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+                          AND f.proname OPERATOR(pg_catalog.=) 'create_topic'
+                          AND pg_catalog.has_function_privilege(caller, f.oid, 'EXECUTE')) THEN
         RAISE EXCEPTION 'permission denied to obtain a producer ID'
             USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Role "%s" may not produce to any topic.', caller),
+                  DETAIL = format('Role "%s" may not produce to any topic, nor create one.', caller),
                   HINT = 'A topic''s owner can grant the produce privilege with eventlog.grant().';
     END IF;
     IF transactional_id IS NULL THEN
