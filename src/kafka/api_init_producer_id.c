@@ -18,9 +18,10 @@
  * that code fatal at once (rd_kafka_idemp_check_error), where any other
  * would be retried for ever; docs/kafka.md says why.
  *
- * Errors: a role that may produce to no topic: CLUSTER_AUTHORIZATION_FAILED
- * (Kafka's IdempotentWrite check, which since Kafka 2.8 is passed by a
- * Write permission on any topic, as init_producer checks); the database
+ * Errors: a role that may produce to no topic, nor create one:
+ * CLUSTER_AUTHORIZATION_FAILED (Kafka's IdempotentWrite check, which since
+ * Kafka 2.8 is passed by a Write permission on any topic, as init_producer
+ * checks; creating topics passes it here too); the database
  * unreachable: COORDINATOR_NOT_AVAILABLE (retried).
  *
  *-------------------------------------------------------------------------
