@@ -337,13 +337,14 @@ el_hint_slot(ElTidHint *cache, int64 producer_id, int32 topic_id, int32 partitio
  * (producer_id, topic_id, partition) (topic_id -1: the catalog, keyed by
  * producer alone), copied, if "snap" sees it and it has that key; NULL
  * otherwise.  The relation is locked, so it cannot be truncated under the
- * fetch, but it may have been before: a TID past its end is no row.
+ * fetch, but it may have been before: the TID's block may be gone.
  */
 static HeapTuple
 el_producer_fetch_hint(Relation rel, const ElTidHint *hint, Snapshot snap,
 					   int64 producer_id, int32 topic_id, int32 partition)
 {
 	ItemPointerData tid = hint->tid;
+	Buffer		buf;
 	TupleTableSlot *slot;
 	HeapTuple	result = NULL;
 	bool		isnull;
@@ -351,8 +352,27 @@ el_producer_fetch_hint(Relation rel, const ElTidHint *hint, Snapshot snap,
 	if (!ItemPointerIsValid(&hint->tid) || hint->producer_id != producer_id ||
 		hint->topic_id != topic_id || hint->partition != partition)
 		return NULL;
-	if (ItemPointerGetBlockNumber(&hint->tid) >= RelationGetNumberOfBlocks(rel))
+
+	/*
+	 * A block in shared buffers exists: a truncation drops the relation's
+	 * buffers past its new end, and none can run while the caller holds
+	 * its lock (asking the file for its size instead is a system call,
+	 * which cost more than the index scan saved).  A block not in shared
+	 * buffers is looked up through the index.
+	 */
+	if (!BufferIsValid(PrefetchBuffer(rel, MAIN_FORKNUM,
+									  ItemPointerGetBlockNumber(&hint->tid)).recent_buffer))
 		return NULL;
+
+	/*
+	 * Prune the page first, as an index scan does on its way to the row:
+	 * each batch leaves a dead version of the row behind, and the update
+	 * stays heap-only (no index entries) only while the page has room.
+	 */
+	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&tid));
+	heap_page_prune_opt(rel, buf);
+	ReleaseBuffer(buf);
+
 	slot = table_slot_create(rel, NULL);
 	if (table_tuple_fetch_row_version(rel, &tid, snap, slot))
 	{
