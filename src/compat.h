@@ -34,6 +34,20 @@
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
 
+/*
+ * PostgreSQL 16 made simple_heap_update say which indexes need new
+ * entries (commit 19d8e2308bc); pg_eventlog tests HeapTupleIsHeapOnly.
+ */
+#if PG_VERSION_NUM >= 160000
+#define el_simple_heap_update(rel, otid, tup) \
+	do { \
+		TU_UpdateIndexes el_update_indexes_; \
+		simple_heap_update((rel), (otid), (tup), &el_update_indexes_); \
+	} while (0)
+#else
+#define el_simple_heap_update(rel, otid, tup) simple_heap_update((rel), (otid), (tup))
+#endif
+
 /* PostgreSQL 16 moved the varlena macros into varatt.h. */
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"

@@ -43,22 +43,28 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/heapam.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -110,6 +116,71 @@ static const Oid el_catalog_types[EL_CATALOG_NATTS] = {
 /* The INSERT's saved plan, prepared on first use. */
 static SPIPlanPtr el_producer_insert_plan = NULL;
 
+/*
+ * The OIDs of the state tables and their primary keys, looked up on first
+ * use and forgotten by the relcache callback when any of them (or every
+ * relation) is invalidated: DROP EXTENSION, ALTER EXTENSION UPDATE.
+ */
+enum
+{
+	EL_REL_CATALOG,
+	EL_REL_CATALOG_PKEY,
+	EL_REL_STATE,
+	EL_REL_STATE_PKEY,
+	EL_NRELS
+};
+static const char *const el_rel_names[EL_NRELS] = {
+	"producer_catalog", "producer_catalog_pkey", "producer_state", "producer_state_pkey"
+};
+static Oid	el_rel_oids[EL_NRELS];
+
+/*
+ * Where this backend last saw the rows it uses, so that the next batch
+ * reads them by TID, without descending the primary keys: a direct-mapped
+ * cache of the catalog rows (by producer) and of the state rows (by
+ * producer and partition).  A hint only: a row fetched at a remembered TID
+ * is used only if the check's snapshot sees it and its key is the one
+ * looked for, and then it is the row's one visible version, the one the
+ * index would have found; otherwise the primary key is searched.
+ */
+#define EL_TID_CACHE_SIZE 64
+typedef struct ElTidHint
+{
+	int64		producer_id;
+	int32		topic_id;		/* -1 in the catalog cache */
+	int32		partition;
+	ItemPointerData tid;
+} ElTidHint;
+static ElTidHint el_catalog_hints[EL_TID_CACHE_SIZE];
+static ElTidHint el_state_hints[EL_TID_CACHE_SIZE];
+
+static void
+el_producer_forget(void)
+{
+	int			i;
+
+	for (i = 0; i < EL_NRELS; i++)
+		el_rel_oids[i] = InvalidOid;
+	for (i = 0; i < EL_TID_CACHE_SIZE; i++)
+	{
+		ItemPointerSetInvalid(&el_catalog_hints[i].tid);
+		ItemPointerSetInvalid(&el_state_hints[i].tid);
+	}
+}
+
+static void
+el_producer_relcache_callback(Datum arg, Oid relid)
+{
+	int			i;
+
+	for (i = 0; i < EL_NRELS; i++)
+		if (!OidIsValid(relid) || relid == el_rel_oids[i])
+		{
+			el_producer_forget();
+			return;
+		}
+}
+
 void
 el_producer_init(void)
 {
@@ -122,6 +193,8 @@ el_producer_init(void)
 							86400, 1, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
+	el_producer_forget();
+	CacheRegisterRelcacheCallback(el_producer_relcache_callback, (Datum) 0);
 }
 
 /* The first sequence number after "seq" plus "n" records. */
@@ -193,17 +266,22 @@ el_producer_locktag(LOCKTAG *tag, const ElIdempotence *idem, int32 topic_id,
 	el_locktag(tag, whole_producer ? EL_LOCK_PRODUCER : EL_LOCK_PRODUCER_PARTITION, key);
 }
 
-/* A relation of the extension's schema, by name. */
+/* A relation of the extension's schema (EL_REL_*), cached. */
 static Oid
-el_producer_relid(const char *name)
+el_producer_relid(int which)
 {
-	Oid			relid = get_relname_relid(name, get_namespace_oid(EL_SCHEMA_NAME, false));
+	Oid			relid = el_rel_oids[which];
 
+	if (OidIsValid(relid))
+		return relid;
+	relid = get_relname_relid(el_rel_names[which],
+							  get_namespace_oid(EL_SCHEMA_NAME, false));
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("idempotent producers need pg_eventlog 0.3.0"),
 				 errhint("Run ALTER EXTENSION pg_eventlog UPDATE.")));
+	el_rel_oids[which] = relid;
 	return relid;
 }
 
@@ -231,7 +309,7 @@ el_producer_check_shape(Relation rel, int natts, const Oid *types)
  * "snap" sees it, copied; NULL if there is none.
  */
 static HeapTuple
-el_producer_fetch(Relation rel, const char *index, Snapshot snap,
+el_producer_fetch(Relation rel, int index, Snapshot snap,
 				  int nkeys, ScanKey keys)
 {
 	SysScanDesc scan;
@@ -245,11 +323,87 @@ el_producer_fetch(Relation rel, const char *index, Snapshot snap,
 	return tup;
 }
 
+static ElTidHint *
+el_hint_slot(ElTidHint *cache, int64 producer_id, int32 topic_id, int32 partition)
+{
+	uint64		h = hash_combine64((uint64) producer_id,
+								   ((uint64) (uint32) topic_id << 32) | (uint32) partition);
+
+	return &cache[hash_bytes_uint32((uint32) (h ^ (h >> 32))) % EL_TID_CACHE_SIZE];
+}
+
+/*
+ * The row of "rel" at the TID remembered in "hint" for the key
+ * (producer_id, topic_id, partition) (topic_id -1: the catalog, keyed by
+ * producer alone), copied, if "snap" sees it and it has that key; NULL
+ * otherwise.  The relation is locked, so it cannot be truncated under the
+ * fetch, but it may have been before: the TID's block may be gone.
+ */
+static HeapTuple
+el_producer_fetch_hint(Relation rel, const ElTidHint *hint, Snapshot snap,
+					   int64 producer_id, int32 topic_id, int32 partition)
+{
+	ItemPointerData tid = hint->tid;
+	Buffer		buf;
+	TupleTableSlot *slot;
+	HeapTuple	result = NULL;
+	bool		isnull;
+
+	if (!ItemPointerIsValid(&hint->tid) || hint->producer_id != producer_id ||
+		hint->topic_id != topic_id || hint->partition != partition)
+		return NULL;
+
+	/*
+	 * A block in shared buffers exists: a truncation drops the relation's
+	 * buffers past its new end, and none can run while the caller holds
+	 * its lock (asking the file for its size instead is a system call,
+	 * which cost more than the index scan saved).  A block not in shared
+	 * buffers is looked up through the index.
+	 */
+	if (!BufferIsValid(PrefetchBuffer(rel, MAIN_FORKNUM,
+									  ItemPointerGetBlockNumber(&hint->tid)).recent_buffer))
+		return NULL;
+
+	/*
+	 * Prune the page first, as an index scan does on its way to the row:
+	 * each batch leaves a dead version of the row behind, and the update
+	 * stays heap-only (no index entries) only while the page has room.
+	 */
+	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&tid));
+	heap_page_prune_opt(rel, buf);
+	ReleaseBuffer(buf);
+
+	slot = table_slot_create(rel, NULL);
+	if (table_tuple_fetch_row_version(rel, &tid, snap, slot))
+	{
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, NULL);
+		TupleDesc	desc = RelationGetDescr(rel);
+
+		if (DatumGetInt64(heap_getattr(tuple, 1, desc, &isnull)) == producer_id &&
+			(topic_id < 0 ||
+			 (DatumGetInt32(heap_getattr(tuple, 2, desc, &isnull)) == topic_id &&
+			  DatumGetInt32(heap_getattr(tuple, 3, desc, &isnull)) == partition)))
+			result = heap_copytuple(tuple);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	return result;
+}
+
+static void
+el_hint_set(ElTidHint *hint, int64 producer_id, int32 topic_id, int32 partition,
+			ItemPointer tid)
+{
+	hint->producer_id = producer_id;
+	hint->topic_id = topic_id;
+	hint->partition = partition;
+	hint->tid = *tid;
+}
+
 /* The state tables' owner, as whom the INSERT runs. */
 static Oid
 el_producer_tables_owner(void)
 {
-	Oid			relid = el_producer_relid("producer_state");
+	Oid			relid = el_producer_relid(EL_REL_STATE);
 	HeapTuple	tup;
 	Oid			owner;
 
@@ -259,6 +413,39 @@ el_producer_tables_owner(void)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/*
+ * Insert the index entries of "tup", a new version of a row of "rel" that
+ * is not heap-only, as CatalogTupleUpdate does (the state's indexes are
+ * plain btrees on columns).
+ */
+static void
+el_producer_index_tuple(Relation rel, HeapTuple tup)
+{
+	CatalogIndexState indstate = CatalogOpenIndexes(rel);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
+													&TTSOpsHeapTuple);
+	int			i;
+
+	ExecStoreHeapTuple(tup, slot, false);
+	for (i = 0; i < indstate->ri_NumIndices; i++)
+	{
+		Relation	index = indstate->ri_IndexRelationDescs[i];
+		IndexInfo  *info = indstate->ri_IndexRelationInfo[i];
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+
+		if (info->ii_Expressions != NIL || info->ii_Predicate != NIL)
+			elog(ERROR, "index \"%s\" of producer state is not a plain index",
+				 RelationGetRelationName(index));
+		FormIndexDatum(info, slot, NULL, values, isnull);
+		index_insert(index, values, isnull, &tup->t_self, rel,
+					 index->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+					 false, info);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	CatalogCloseIndexes(indstate);
 }
 
 /* Copy a NOT NULL int4[] or int8[] of at most EL_PRODUCER_KEPT_BATCHES. */
@@ -324,6 +511,7 @@ el_producer_check(ElTopic *topic, int32 partition, const ElIdempotence *idem,
 	ScanKeyData keys[3];
 	bool		isnull;
 	HeapTuple	row;
+	ElTidHint  *hint;
 	int16		cur_epoch;
 	Oid			owner;
 	int32		expected;
@@ -349,11 +537,18 @@ el_producer_check(ElTopic *topic, int32 partition, const ElIdempotence *idem,
 	 */
 	CommandCounterIncrement();
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	rel = table_open(el_producer_relid("producer_catalog"), AccessShareLock);
+	rel = table_open(el_producer_relid(EL_REL_CATALOG), AccessShareLock);
 	el_producer_check_shape(rel, EL_CATALOG_NATTS, el_catalog_types);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(idem->producer_id));
-	row = el_producer_fetch(rel, "producer_catalog_pkey", snap, 1, keys);
+	hint = el_hint_slot(el_catalog_hints, idem->producer_id, -1, 0);
+	row = el_producer_fetch_hint(rel, hint, snap, idem->producer_id, -1, 0);
+	if (row == NULL)
+	{
+		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ,
+					Int64GetDatum(idem->producer_id));
+		row = el_producer_fetch(rel, EL_REL_CATALOG_PKEY, snap, 1, keys);
+		if (row != NULL)
+			el_hint_set(hint, idem->producer_id, -1, 0, &row->t_self);
+	}
 	if (row == NULL)
 		ereport(ERROR,
 				(errcode(EL_ERRCODE_UNKNOWN_PRODUCER),
@@ -384,15 +579,24 @@ el_producer_check(ElTopic *topic, int32 partition, const ElIdempotence *idem,
 						idem->epoch),
 				 errdetail("The producer's current epoch is %d.", cur_epoch)));
 
-	rel = table_open(el_producer_relid("producer_state"), RowExclusiveLock);
+	rel = table_open(el_producer_relid(EL_REL_STATE), RowExclusiveLock);
 	el_producer_check_shape(rel, EL_STATE_NATTS, el_state_types);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(idem->producer_id));
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum(topic->topic_id));
-	ScanKeyInit(&keys[2], 3, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum(partition));
-	row = el_producer_fetch(rel, "producer_state_pkey", snap, 3, keys);
+	hint = el_hint_slot(el_state_hints, idem->producer_id, topic->topic_id, partition);
+	row = el_producer_fetch_hint(rel, hint, snap, idem->producer_id,
+								 topic->topic_id, partition);
+	if (row == NULL)
+	{
+		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ,
+					Int64GetDatum(idem->producer_id));
+		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(topic->topic_id));
+		ScanKeyInit(&keys[2], 3, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(partition));
+		row = el_producer_fetch(rel, EL_REL_STATE_PKEY, snap, 3, keys);
+		if (row != NULL)
+			el_hint_set(hint, idem->producer_id, topic->topic_id, partition,
+						&row->t_self);
+	}
 	UnregisterSnapshot(snap);
 	b->exists = (row != NULL);
 	if (b->exists)
@@ -496,14 +700,24 @@ el_producer_record(ElProducerBatch *b, int64 first_offset)
 		 * this transaction appended to).  No trigger of the table's fires
 		 * (the foreign keys' do nothing when the keys do not change).
 		 */
-		Relation	rel = table_open(el_producer_relid("producer_state"), RowExclusiveLock);
+		Relation	rel = table_open(el_producer_relid(EL_REL_STATE), RowExclusiveLock);
 		bool		nulls[EL_STATE_NATTS] = {false};
 		HeapTuple	tup;
 
 		el_producer_check_shape(rel, EL_STATE_NATTS, el_state_types);
 		args[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 		tup = heap_form_tuple(RelationGetDescr(rel), args, nulls);
-		CatalogTupleUpdate(rel, &b->tid, tup);
+		el_simple_heap_update(rel, &b->tid, tup);
+
+		/*
+		 * No indexed column changes, so the new version is usually on the
+		 * same page, heap-only (the fill factor leaves room): the indexes
+		 * are opened only when it is not, to point them at it.
+		 */
+		if (!HeapTupleIsHeapOnly(tup))
+			el_producer_index_tuple(rel, tup);
+		el_hint_set(el_hint_slot(el_state_hints, b->producer_id, b->topic_id, b->partition),
+					b->producer_id, b->topic_id, b->partition, &tup->t_self);
 		heap_freetuple(tup);
 		table_close(rel, NoLock);
 		return;
