@@ -7520,3 +7520,75 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.processor_progress(text) IS
 'a processor''s source partitions: largest event time seen, watermark, last records, counters (late: dropped after their window closed), and the watermark windows were closed up to';
+
+/*
+ * Kafka transactions (src/kafka/txn.c): after the gateway rolled back a
+ * producer's transaction, its state in each partition moves past the
+ * sequence numbers of the batches rolled back (the ROLLBACK undid the
+ * state they wrote), as Kafka keeps an aborted batch's numbers and its
+ * clients number on after an abort.  The batches kept for retries are
+ * replaced by one that no retry can match (offset -1): after EndTxn no
+ * batch of the transaction is retried.  Nothing is done if the producer
+ * is gone or has a newer epoch (whose numbers start at 0 again).
+ */
+CREATE FUNCTION @extschema@._kafka_producer_aborted(producer_id bigint, epoch smallint, topic text,
+                                                    partition integer, last_sequence integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller regrole := @extschema@._caller();
+    cur @extschema@.producer_catalog;
+    tid integer;
+BEGIN
+    IF producer_id IS NULL OR epoch IS NULL OR topic IS NULL OR partition IS NULL
+       OR last_sequence IS NULL THEN
+        RAISE EXCEPTION 'arguments must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF last_sequence < 0 THEN
+        RAISE EXCEPTION 'sequence number % is negative', last_sequence
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Against init_producer (which bumps the epoch) and the expiry.
+    SELECT * INTO cur FROM @extschema@.producer_catalog c
+     WHERE c.producer_id = _kafka_producer_aborted.producer_id FOR SHARE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF NOT pg_has_role(caller, cur.owner, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied for producer %', producer_id
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'Only the role that obtained a producer, its members and superusers may produce with it.';
+    END IF;
+    IF cur.epoch <> epoch THEN
+        RETURN;
+    END IF;
+    SELECT t.topic_id INTO tid FROM @extschema@.topic_catalog t WHERE t.name = topic;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO @extschema@.producer_state AS s
+           (producer_id, topic_id, partition, epoch, first_sequence, last_sequence, first_offset, last_used)
+    SELECT cur.producer_id, tid, p.partition, epoch, ARRAY[last_sequence], ARRAY[last_sequence],
+           ARRAY[-1::bigint], now()
+      FROM @extschema@.partition_catalog p
+     WHERE p.topic_id = tid AND p.partition = _kafka_producer_aborted.partition
+    ON CONFLICT ON CONSTRAINT producer_state_pkey DO UPDATE
+       SET epoch = excluded.epoch, first_sequence = excluded.first_sequence,
+           last_sequence = excluded.last_sequence, first_offset = excluded.first_offset,
+           last_used = excluded.last_used;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._kafka_producer_aborted(bigint, smallint, text, integer, integer) IS
+'internal: the body of eventlog.kafka_producer_aborted, run as the extension owner on behalf of the caller (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._kafka_producer_aborted(bigint, smallint, text, integer, integer) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.kafka_producer_aborted(producer_id bigint, epoch smallint, topic text,
+                                                   partition integer, last_sequence integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.kafka_producer_aborted(bigint, smallint, text, integer, integer) IS
+'Kafka gateway: after a producer''s transaction rolled back, carries its sequence numbers in the partition past the last one of the batches rolled back';

@@ -620,9 +620,14 @@ el_producer_check(ElTopic *topic, int32 partition, const ElIdempotence *idem,
 	/* Kept to the end of the transaction, as an UPDATE would. */
 	table_close(rel, NoLock);
 
-	/* A retry of a kept batch: its offsets, nothing stored. */
+	/*
+	 * A retry of a kept batch: its offsets, nothing stored.  A batch kept
+	 * with offset -1 stands for a Kafka transaction's batches rolled back
+	 * (kafka_producer_aborted): nothing to return, and no retry of them.
+	 */
 	for (i = 0; i < b->nkept; i++)
-		if (b->kept_first[i] == b->first_sequence && b->kept_last[i] == b->last_sequence)
+		if (b->kept_first[i] == b->first_sequence && b->kept_last[i] == b->last_sequence &&
+			b->kept_offset[i] >= 0)
 		{
 			*first_offset = b->kept_offset[i];
 			return true;

@@ -13,10 +13,16 @@
  * in eventlog.producer_catalog, owned by the connection's role: a Produce
  * with it by another role is refused (TOPIC_AUTHORIZATION_FAILED).
  *
- * A transactional id (transactions, issue 16 part 2) is refused with
- * TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a log line: librdkafka makes
- * that code fatal at once (rd_kafka_idemp_check_error), where any other
- * would be retried for ever; docs/kafka.md says why.
+ * A transactional id (txn.c) gets eventlog.init_producer(transactional_id):
+ * the same producer id with the next epoch when the id is known, which
+ * fences the older epoch.  First the transaction the id has open on this
+ * gateway, if any, is rolled back (init_producer waits for the producer's
+ * open transactions: it would wait for this one).  Its
+ * transaction_timeout_ms (1 to 900000, Kafka's default maximum, else
+ * INVALID_TRANSACTION_TIMEOUT) bounds its transactions from then on.  A
+ * transactional id with a transaction open on this gateway for another
+ * role: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (init_producer says the
+ * same of an id another role obtained).
  *
  * Errors: a role that may produce to no topic, nor create one:
  * CLUSTER_AUTHORIZATION_FAILED (Kafka's IdempotentWrite check, which since
@@ -28,12 +34,22 @@
  */
 #include "log.h"
 #include "server.h"
+#include "txn.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const init_sql =
-"SELECT p.producer_id, p.epoch FROM eventlog.init_producer(NULL) p";
+"SELECT p.producer_id, p.epoch FROM eventlog.init_producer($1) p";
+
+/* Kafka's transaction.max.timeout.ms default: the longest allowed. */
+#define K_MAX_TXN_TIMEOUT_MS	900000
+
+static char *
+dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
 
 /* The Kafka error of a failed init_producer. */
 static int16_t
@@ -41,7 +57,31 @@ init_error(const char *sqlstate)
 {
 	if (strcmp(sqlstate, "42501") == 0)
 		return KERR_CLUSTER_AUTHORIZATION_FAILED;
+	if (strcmp(sqlstate, "22023") == 0)
+		return KERR_INVALID_REQUEST;
 	return KERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+/* eventlog.init_producer in the connection's session. */
+static int16_t
+init(KConn *conn, const char *tid, int64_t *producer_id, int16_t *epoch)
+{
+	char		sqlstate[6];
+	const char *params[1] = {tid};
+	PGresult   *res = kpg_exec(conn, init_sql, 1, params, sqlstate);
+	int16_t		error = KERR_NONE;
+
+	if (res == NULL)
+		error = init_error(sqlstate);
+	else if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+		error = KERR_UNKNOWN_SERVER_ERROR;
+	else
+	{
+		*producer_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		*epoch = (int16_t) strtol(PQgetvalue(res, 0, 1), NULL, 10);
+	}
+	PQclear(res);
+	return error;
 }
 
 KHandlerResult
@@ -54,9 +94,11 @@ khandle_init_producer_id(KConn *conn, KRequest *req, KWriter *w)
 	int16_t		error = KERR_NONE;
 	int64_t		producer_id = -1;
 	int16_t		epoch = -1;
+	int32_t		timeout_ms;
+	KTxn	   *t;
 
 	transactional_id = kr_nullable_string_v(r, flex);
-	(void) kr_int32(r);			/* transaction_timeout_ms: transactions only */
+	timeout_ms = kr_int32(r);
 	if (v >= 3)
 	{
 		(void) kr_int64(r);		/* producer_id: see the file's comment */
@@ -66,27 +108,43 @@ khandle_init_producer_id(KConn *conn, KRequest *req, KWriter *w)
 	if (!khandler_body_done(req))
 		return KH_MALFORMED;
 
-	if (!KSLICE_IS_NULL(transactional_id))
-	{
-		klog(KLOG_INFO, "conn %llu (%s): InitProducerId with a transactional id: transactions are not supported yet",
-			 (unsigned long long) conn->id, conn->peer);
-		error = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-	}
+	if (KSLICE_IS_NULL(transactional_id))
+		error = init(conn, NULL, &producer_id, &epoch);
+	else if (timeout_ms <= 0 || timeout_ms > K_MAX_TXN_TIMEOUT_MS)
+		error = KERR_INVALID_TRANSACTION_TIMEOUT;
+	else if ((t = ktxn_acquire(transactional_id, true)) == NULL)
+		error = KERR_INVALID_REQUEST;	/* a NUL in it, or too many ids */
 	else
 	{
-		char		sqlstate[6];
-		PGresult   *res = kpg_exec(conn, init_sql, 0, NULL, sqlstate);
+		bool		same = ktxn_same_role(t, conn);
 
-		if (res == NULL)
-			error = init_error(sqlstate);
-		else if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
-			error = KERR_UNKNOWN_SERVER_ERROR;
+		if (!same && (t->ongoing || t->lost))
+			error = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 		else
 		{
-			producer_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-			epoch = (int16_t) strtol(PQgetvalue(res, 0, 1), NULL, 10);
+			/* Fencing: what the older epoch left open goes first. */
+			ktxn_fence(t);
+			error = init(conn, t->tid, &producer_id, &epoch);
+			if (error == KERR_NONE)
+			{
+				if (!same)
+				{
+					/* The session runs as this client's role from now on. */
+					kpg_close(&t->session);
+					free(t->session.pg_user);
+					free(t->session.pg_password);
+					free(t->session.pg_role);
+					t->session.pg_user = dup_or_null(conn->pg_user);
+					t->session.pg_password = dup_or_null(conn->pg_password);
+					t->session.pg_role = dup_or_null(conn->pg_role);
+				}
+				t->producer_id = producer_id;
+				t->epoch = epoch;
+				t->timeout_ms = timeout_ms;
+			}
 		}
-		PQclear(res);
+		ktxn_release(t);
+		ktxn_start_reaper();
 	}
 
 	kw_int32(w, 0);				/* throttle_time_ms */

@@ -19,10 +19,18 @@
  *    INVALID_TOPIC_EXCEPTION; a role without the produce privilege:
  *    TOPIC_AUTHORIZATION_FAILED;
  *  - records that do not decode (records.c): CORRUPT_MESSAGE and friends;
- *  - transactional and control batches, and requests with a transactional
- *    id: UNSUPPORTED_FOR_MESSAGE_FORMAT, what a Kafka broker answers when
- *    its log format cannot hold them (clients report it as a permanent,
- *    not retriable, error);
+ *  - control batches, and transactional batches outside a request with a
+ *    transactional id: UNSUPPORTED_FOR_MESSAGE_FORMAT, what a Kafka broker
+ *    answers when its log format cannot hold them (clients report it as a
+ *    permanent, not retriable, error);
+ *  - a request with a transactional id (txn.c): its batches must be
+ *    transactional, of the transaction's producer id and epoch, and are
+ *    stored in its PostgreSQL transaction, which must be open (an
+ *    AddPartitionsToTxn came first); else INVALID_PRODUCER_ID_MAPPING (an
+ *    id this gateway does not coordinate: another gateway's, or it
+ *    restarted), INVALID_PRODUCER_EPOCH (fenced), INVALID_TXN_STATE (no
+ *    transaction open, or it failed or timed out), or
+ *    TRANSACTIONAL_ID_AUTHORIZATION_FAILED (another role's);
  *  - an idempotent batch (producer id >= 0) that is not alone in its
  *    partition, or has a negative epoch or base sequence: INVALID_RECORD;
  *    its sequence check (produce_store.c) answers OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -47,6 +55,7 @@
 #include "produce_store.h"
 #include "records.h"
 #include "server.h"
+#include "txn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,7 +212,7 @@ lookup_topics(KConn *conn, PrTopic *topics, int32_t ntopics)
  * transaction or control batch.  Sets the partition's error if not.
  */
 static bool
-check_batches(PrPartition *p, const KRecordSet *set, int16_t version)
+check_batches(PrPartition *p, const KRecordSet *set, int16_t version, KTxn *txn)
 {
 	char		msg[200];
 
@@ -223,11 +232,38 @@ check_batches(PrPartition *p, const KRecordSet *set, int16_t version)
 	{
 		const KRecordBatch *batch = &set->batches[b];
 
-		if (batch->attributes & (K_ATTR_TRANSACTIONAL | K_ATTR_CONTROL))
+		if (batch->attributes & K_ATTR_CONTROL)
 		{
 			set_error(p, KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT,
-					  "transactional and control batches are not supported by this gateway yet");
+					  "control batches are written by the transaction coordinator, not by producers");
 			return false;
+		}
+		if (txn == NULL && (batch->attributes & K_ATTR_TRANSACTIONAL))
+		{
+			set_error(p, KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT,
+					  "a transactional batch needs the request's transactional id");
+			return false;
+		}
+		if (txn != NULL)
+		{
+			if (!(batch->attributes & K_ATTR_TRANSACTIONAL) || batch->producer_id < 0)
+			{
+				set_error(p, KERR_INVALID_RECORD,
+						  "a request with a transactional id carries transactional batches only");
+				return false;
+			}
+			if (batch->producer_id != txn->producer_id)
+			{
+				set_error(p, KERR_INVALID_PRODUCER_ID_MAPPING,
+						  "the batch's producer id is not the transactional id's on this gateway");
+				return false;
+			}
+			if (batch->producer_epoch != txn->epoch)
+			{
+				set_error(p, KERR_INVALID_PRODUCER_EPOCH,
+						  "the batch's producer epoch is not the transactional id's current one");
+				return false;
+			}
 		}
 		if (batch->producer_id >= 0)
 		{
@@ -259,7 +295,7 @@ check_batches(PrPartition *p, const KRecordSet *set, int16_t version)
 /* Decode, check and store one partition's records. */
 static void
 produce_partition(KConn *conn, const KRequest *req, PrTopic *t, PrPartition *p,
-				  int16_t acks)
+				  int16_t acks, KTxn *txn)
 {
 	KRecordSet	set;
 	KProduceResult *out;
@@ -281,8 +317,15 @@ produce_partition(KConn *conn, const KRequest *req, PrTopic *t, PrPartition *p,
 		k_records_free(&set);
 		return;
 	}
-	if (!check_batches(p, &set, req->api_version))
+	if (!check_batches(p, &set, req->api_version, txn))
 	{
+		k_records_free(&set);
+		return;
+	}
+	if (txn != NULL && ktxn_usable(txn) != KERR_NONE)
+	{
+		set_error(p, ktxn_usable(txn),
+				  "the transaction is not open on this gateway (no AddPartitionsToTxn, or it failed or timed out)");
 		k_records_free(&set);
 		return;
 	}
@@ -293,7 +336,20 @@ produce_partition(KConn *conn, const KRequest *req, PrTopic *t, PrPartition *p,
 		k_records_free(&set);
 		return;
 	}
-	kproduce_store(conn, t->cname, p->index, t->binary, acks, &set, out);
+	if (txn != NULL)
+	{
+		/* In the transaction's session; its commit is EndTxn's. */
+		kproduce_store(&txn->session, t->cname, p->index, t->binary, -1, &set, out);
+		if (out->error != KERR_NONE)
+			ktxn_statement_failed(txn);
+		else if (!ktxn_note_batch(txn, t->cname, p->index,
+								  (int32_t) (((int64_t) set.batches[0].base_sequence +
+											  set.batches[0].record_count - 1) % ((int64_t) INT32_MAX + 1))))
+			klog(KLOG_WARNING, "conn %llu (%s): out of memory noting a transaction's batch",
+				 (unsigned long long) conn->id, conn->peer);
+	}
+	else
+		kproduce_store(conn, t->cname, p->index, t->binary, acks, &set, out);
 	k_records_free(&set);
 	set_error(p, out->error, out->errmsg[0] ? out->errmsg : NULL);
 	p->base_offset = out->base_offset;
@@ -388,6 +444,7 @@ khandle_produce(KConn *conn, KRequest *req, KWriter *w)
 	const char *request_error = NULL;
 	int16_t		request_code = KERR_NONE;
 	unsigned long long id = (unsigned long long) conn->id;
+	KTxn	   *txn = NULL;
 
 	if (v >= 3)
 		transactional_id = kr_nullable_string_v(r, flex);
@@ -466,14 +523,25 @@ khandle_produce(KConn *conn, KRequest *req, KWriter *w)
 	}
 	else if (!KSLICE_IS_NULL(transactional_id))
 	{
-		request_code = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
-		request_error = "transactional producing is not supported by this gateway yet";
+		txn = ktxn_acquire(transactional_id, false);
+		if (txn == NULL)
+		{
+			request_code = KERR_INVALID_PRODUCER_ID_MAPPING;
+			request_error = "this gateway does not coordinate the transactional id (it is another gateway's, or this one restarted since InitProducerId)";
+		}
+		else if (!ktxn_same_role(txn, conn))
+		{
+			request_code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+			request_error = "another role initialised this transactional id";
+		}
 	}
 
 	if (request_code == KERR_NONE && !lookup_topics(conn, topics, ntopics))
 	{
 		klog(KLOG_WARNING, "conn %llu (%s): out of memory for a Produce request: closing",
 			 id, conn->peer);
+		if (txn != NULL)
+			ktxn_release(txn);
 		free_topics(topics, ntopics);
 		return KH_CLOSE;
 	}
@@ -491,11 +559,14 @@ khandle_produce(KConn *conn, KRequest *req, KWriter *w)
 			else if (t->error != KERR_NONE)
 				set_error(p, t->error, NULL);
 			else
-				produce_partition(conn, req, t, p, acks);
+				produce_partition(conn, req, t, p, acks, txn);
 			if (p->error != KERR_NONE)
 				failed = true;
 		}
 	}
+
+	if (txn != NULL)
+		ktxn_release(txn);
 
 	if (acks == 0)
 	{

@@ -415,6 +415,18 @@ kpg_connect(KConn *conn)
 
 	/* Every use of the session but the idle Fetch's own ends its await. */
 	await_end(conn);
+	/*
+	 * A transaction's session (txn.c) is never replaced while BEGIN is
+	 * open: a statement in a new session would run outside the transaction.
+	 */
+	if (conn->pinned)
+	{
+		if (conn->pg != NULL && session_alive(conn->pg))
+			return true;
+		if (conn->pg != NULL)
+			kpg_close(conn);
+		return false;
+	}
 	if (conn->pg != NULL)
 	{
 		if (session_alive(conn->pg))

@@ -55,6 +55,9 @@
 #define KERR_OUT_OF_ORDER_SEQUENCE_NUMBER 45
 #define KERR_DUPLICATE_SEQUENCE_NUMBER	46
 #define KERR_INVALID_PRODUCER_EPOCH		47
+#define KERR_INVALID_TXN_STATE			48
+#define KERR_INVALID_PRODUCER_ID_MAPPING 49
+#define KERR_INVALID_TRANSACTION_TIMEOUT 50
 #define KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED 53
 #define KERR_SASL_AUTHENTICATION_FAILED 58
 #define KERR_UNKNOWN_PRODUCER_ID		59
@@ -83,6 +86,10 @@
 #define KAPI_CREATE_TOPICS	19
 #define KAPI_DELETE_TOPICS	20
 #define KAPI_INIT_PRODUCER_ID	22
+#define KAPI_ADD_PARTITIONS_TO_TXN	24
+#define KAPI_ADD_OFFSETS_TO_TXN	25
+#define KAPI_END_TXN		26
+#define KAPI_TXN_OFFSET_COMMIT	28
 #define KAPI_DESCRIBE_CONFIGS	32
 #define KAPI_SASL_AUTHENTICATE	36
 #define KAPI_CREATE_PARTITIONS	37
@@ -102,6 +109,8 @@ typedef struct KConn
 	bool		in_query;		/* under the registry's lock */
 	bool		fetch_prepared; /* pg has Fetch's statement prepared (pg.c) */
 	bool		await_pending;	/* pg runs an idle Fetch's await (pg.c) */
+	bool		pinned;			/* a Kafka transaction's session with BEGIN
+								 * open (txn.c): pg.c never replaces it */
 	char	   *await_key;		/* what it waits for (kpg_await_start), then
 								 * its extra bytes */
 	struct KConn *prev;			/* the registry's list, under its lock */
@@ -186,6 +195,11 @@ extern KHandlerResult khandle_create_partitions(KConn *conn, KRequest *req, KWri
 extern KHandlerResult khandle_describe_cluster(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_produce(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_init_producer_id(KConn *conn, KRequest *req, KWriter *resp);
+/* Kafka transactions (api_txn.c). */
+extern KHandlerResult khandle_add_partitions_to_txn(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_add_offsets_to_txn(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_end_txn(KConn *conn, KRequest *req, KWriter *resp);
+extern KHandlerResult khandle_txn_offset_commit(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_sasl_handshake(KConn *conn, KRequest *req, KWriter *resp);
 extern KHandlerResult khandle_sasl_authenticate(KConn *conn, KRequest *req, KWriter *resp);
 

@@ -489,6 +489,10 @@ static const ApiDef apis[] = {
 	{19, "CreateTopics", 0, 7, 5},
 	{20, "DeleteTopics", 0, 6, 4},
 	{22, "InitProducerId", 0, 4, 2},
+	{24, "AddPartitionsToTxn", 0, 3, 3},
+	{25, "AddOffsetsToTxn", 0, 3, 3},
+	{26, "EndTxn", 0, 3, 3},
+	{28, "TxnOffsetCommit", 0, 3, 3},
 	{32, "DescribeConfigs", 0, 4, 4},
 	{36, "SaslAuthenticate", 0, 2, 2},
 	{37, "CreatePartitions", 0, 3, 2},
@@ -1018,6 +1022,90 @@ corpus_init_producer_id(int v)
 	b_tags(b, f);
 }
 
+/*
+ * The transaction APIs: a transactional id no InitProducerId made (the
+ * gateway answers with an error, and nothing is opened).
+ */
+static void
+corpus_add_partitions_to_txn(int v)
+{
+	Entry	   *e = new_entry(24, v, "");
+	Buf		   *b = &e->body;
+	bool		f = e->flex;
+
+	b_str(b, f, "fz-txn");
+	b_i64(b, 1);				/* producer id */
+	b_i16(b, 0);				/* epoch */
+	b_arr(b, f, 1);
+	b_str(b, f, topic);
+	b_arr(b, f, 2);
+	b_i32(b, 0);
+	b_i32(b, 1);
+	b_tags(b, f);
+	b_tags(b, f);
+}
+
+static void
+corpus_add_offsets_to_txn(int v)
+{
+	Entry	   *e = new_entry(25, v, "");
+	Buf		   *b = &e->body;
+	bool		f = e->flex;
+
+	b_str(b, f, "fz-txn");
+	b_i64(b, 1);
+	b_i16(b, 0);
+	b_str(b, f, "fzg@@");
+	b_tags(b, f);
+}
+
+static void
+corpus_end_txn(int v)
+{
+	Entry	   *e = new_entry(26, v, "");
+	Buf		   *b = &e->body;
+	bool		f = e->flex;
+
+	b_str(b, f, "fz-txn");
+	b_i64(b, 1);
+	b_i16(b, 0);
+	b_i8(b, 1);					/* committed */
+	b_tags(b, f);
+}
+
+static void
+corpus_txn_offset_commit(int v)
+{
+	Entry	   *e = new_entry(28, v, "");
+	Buf		   *b = &e->body;
+	bool		f = e->flex;
+
+	b_str(b, f, "fz-txn");
+	b_str(b, f, "fzg@@");
+	b_i64(b, 1);
+	b_i16(b, 0);
+	if (v >= 3)
+	{
+		b_i32(b, -1);			/* generation */
+		b_str(b, f, "");		/* member id */
+		b_str(b, f, NULL);		/* group instance id */
+	}
+	b_arr(b, f, 1);
+	b_str(b, f, topic);
+	b_arr(b, f, 2);
+	for (int p = 0; p < 2; p++)
+	{
+		b_i32(b, p);
+		b_i64(b, p);
+		if (v >= 2)
+			b_i32(b, -1);		/* leader epoch */
+		b_str(b, f, p ? NULL : "meta");
+		b_tags(b, f);
+	}
+	b_tags(b, f);
+	b_tags(b, f);
+}
+
 static void
 corpus_describe_configs(int v)
 {
@@ -1152,6 +1240,14 @@ build_corpus(void)
 		corpus_delete_topics(v);
 	for (int v = 0; v <= 4; v++)
 		corpus_init_producer_id(v);
+	for (int v = 0; v <= 3; v++)
+		corpus_add_partitions_to_txn(v);
+	for (int v = 0; v <= 3; v++)
+		corpus_add_offsets_to_txn(v);
+	for (int v = 0; v <= 3; v++)
+		corpus_end_txn(v);
+	for (int v = 0; v <= 3; v++)
+		corpus_txn_offset_commit(v);
 	for (int v = 0; v <= 4; v++)
 		corpus_describe_configs(v);
 	for (int v = 0; v <= 3; v++)

@@ -254,8 +254,8 @@ like($hostile, qr/^idempotent: probe\/0 error=59 msg=producer 7 does not exist$/
     'an idempotent batch of a producer id never handed out: UNKNOWN_PRODUCER_ID (080 tests the rest)');
 like($hostile, qr/^transactional batch: probe\/0 error=43 /m, 'a transactional batch: refused');
 like($hostile, qr/^control batch: probe\/0 error=43 /m, 'a control batch: refused');
-like($hostile, qr/^transactional id: probe\/0 error=43 msg=transactional producing/m,
-    'a transactional id: refused');
+like($hostile, qr/^transactional id: probe\/0 error=49 msg=this gateway does not coordinate/m,
+    'a transactional id never initialised: INVALID_PRODUCER_ID_MAPPING (081 tests transactions)');
 like($hostile, qr/^null records: probe\/0 error=87 /m, 'null records: INVALID_RECORD');
 like($hostile, qr/^empty records: probe\/0 error=87 /m, 'empty records: INVALID_RECORD');
 like($hostile, qr/^two batches v9: probe\/0 error=87 msg=Produce v9 must carry exactly one record batch/m,
