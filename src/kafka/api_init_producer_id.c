@@ -112,6 +112,8 @@ khandle_init_producer_id(KConn *conn, KRequest *req, KWriter *w)
 		error = init(conn, NULL, &producer_id, &epoch);
 	else if (timeout_ms <= 0 || timeout_ms > K_MAX_TXN_TIMEOUT_MS)
 		error = KERR_INVALID_TRANSACTION_TIMEOUT;
+	else if (transactional_id.len == 0 || transactional_id.len > 1000)
+		error = KERR_INVALID_REQUEST;	/* init_producer's limits (22023) */
 	else if ((t = ktxn_acquire(transactional_id, true)) == NULL)
 		error = KERR_INVALID_REQUEST;	/* a NUL in it, or too many ids */
 	else
