@@ -10,7 +10,10 @@
 # outlives transaction.timeout.ms is rolled back and the producer goes on
 # after aborting; and consume-transform-produce with
 # send_offsets_to_transaction is exactly once across a SIGKILL of the
-# gateway in the middle of a transaction (records produced, not committed).
+# gateway in the middle of a transaction (records produced, not committed);
+# with two gateways (--brokers), a transaction writing partitions led by
+# the gateway that does not coordinate it fails with an abortable error and
+# leaves nothing (docs/delivery.md says why: one gateway per transaction).
 #
 # The gateway is the installed one ($(pg_config --bindir)): this test builds
 # nothing.
@@ -38,6 +41,7 @@ $node->safe_psql('postgres', q{
     SELECT eventlog.create_topic('tl', 1, format => 'binary');
     SELECT eventlog.create_topic('cin', 2, format => 'binary');
     SELECT eventlog.create_topic('cout', 2, format => 'binary');
+    SELECT eventlog.create_topic('tm', 4, format => 'binary');
     SELECT count(*) FROM (
       SELECT eventlog.produce_binary_batch('cin',
                array_agg(ROW(NULL, convert_to(i::text, 'UTF8'), NULL, NULL)::eventlog.message ORDER BY i),
@@ -148,7 +152,26 @@ is(sql(q{SELECT string_agg(partition || ':' || committed_offset, ',' ORDER BY pa
            FROM eventlog.kafka_offset_fetch('ctp-group')}),
     '0:150,1:150', 'SQL: the group\'s positions are the end of the input, committed with the output');
 
+# 6. Two gateways: a transaction is served by one.
 $gwh->signal('TERM');
 $gwh->finish;
+my @mports = map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 2;
+my $list = join(',', map { "127.0.0.1:$_" } @mports);
+my @mgws = map { [ start_gateway("multi$_", '--listen', "127.0.0.1:$mports[$_]", '--brokers', $list) ] } 0 .. 1;
+$addr = "127.0.0.1:$mports[0]";
+$out = client('multi', 'tm', 'tx-multi');
+like($out, qr/^commit error INVALID_PRODUCER_ID_MAPPING fatal=0 abortable=1 .*\naborted$/m,
+    'two gateways: the partitions of the other gateway refuse the batches, the transaction aborts')
+  or diag($out);
+is(sql(q{SELECT count(*) FROM generate_series(0, 3) p, eventlog.read_binary('tm', p, 0, 100) r}), '0',
+    'SQL: nothing of it was stored, on either gateway');
+like(slurp_file($mgws[0][1]) . slurp_file($mgws[1][1]),
+    qr/Produce with transactional id "tx-multi", which this gateway does not coordinate: refused/,
+    'the gateway that does not coordinate it says why');
+for (@mgws)
+{
+    $_->[0]->signal('TERM');
+    $_->[0]->finish;
+}
 $node->stop;
 done_testing();

@@ -14,6 +14,9 @@ Commands (each prints lines the test matches):
                         commit fails; after an abort the next one commits
   lso TOPIC TID         an open transaction holds read_committed readers
                         back, also from records committed after it
+  multi TOPIC TID       (several gateways) one record to each of 4
+                        partitions in one transaction: "commit error ..."
+                        or "committed", then "aborted" after an abortable error
   ctp IN OUT GROUP TID PARTS FLAGFILE
                         consume-transform-produce, exactly once: every
                         record of IN as b"x"+value to OUT (same partition),
@@ -170,6 +173,23 @@ def cmd_lso(topic, tid):
         out('after commit: %d %s' % (off, val))
 
 
+def cmd_multi(topic, tid):
+    p = producer(tid)
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(4):
+        p.produce(topic, b'm%d' % i, partition=i)
+    try:
+        p.commit_transaction(30)
+        out('committed')
+    except KafkaException as e:
+        out('commit ' + describe(e))
+        k = err_of(e)
+        if k is not None and k.txn_requires_abort():
+            p.abort_transaction(30)
+            out('aborted')
+
+
 def cmd_ctp(src, dst, group, tid, parts, flagfile):
     parts = int(parts)
     c = Consumer({'bootstrap.servers': addr, 'group.id': group,
@@ -259,4 +279,4 @@ def cmd_ctp(src, dst, group, tid, parts, flagfile):
 
 
 {'basic': cmd_basic, 'fence': cmd_fence, 'timeout': cmd_timeout,
- 'lso': cmd_lso, 'ctp': cmd_ctp}[cmd](*args)
+ 'lso': cmd_lso, 'multi': cmd_multi, 'ctp': cmd_ctp}[cmd](*args)
