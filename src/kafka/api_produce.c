@@ -52,6 +52,7 @@
  */
 #include "config.h"
 #include "log.h"
+#include "produce_batch.h"
 #include "produce_store.h"
 #include "records.h"
 #include "server.h"
@@ -449,6 +450,7 @@ khandle_produce(KConn *conn, KRequest *req, KWriter *w)
 	if (v >= 3)
 		transactional_id = kr_nullable_string_v(r, flex);
 	acks = kr_int16(r);
+	kbatch_note_acks(conn, acks);
 	(void) kr_int32(r);			/* timeout_ms: see the file's comment */
 	/* A topic: a name and a partition array (and tags). */
 	ntopics = kr_array_len_v(r, flex, flex ? 3 : 6);

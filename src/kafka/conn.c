@@ -4,6 +4,8 @@
  *	  A client connection's thread: read a frame, decode the request
  *	  header, dispatch through the API table, send the response; one
  *	  request at a time, so responses go out in the order of the requests.
+ *	  Produce requests the client pipelined share one commit, their
+ *	  responses held until it (produce_batch.c).
  *
  * A frame is an int32 size and that many bytes.  A size below zero or
  * above --max-request-bytes closes the connection, as Kafka's broker does
@@ -41,6 +43,7 @@
 #include "config.h"
 #include "io.h"
 #include "log.h"
+#include "produce_batch.h"
 #include "reqmem.h"
 #include "sasl.h"
 #include "server.h"
@@ -171,6 +174,7 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 	bool		supported;
 	size_t		size_at;
 	KHandlerResult hr;
+	int			in_batch;
 	char		cid[128];
 	unsigned long long id = (unsigned long long) conn->id;
 
@@ -225,6 +229,10 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 		return false;
 	}
 	req.body = r;
+	/* Pipelined Produce requests share a commit (produce_batch.c). */
+	in_batch = kbatch_join(conn, req.api_key, frame, size);
+	if (in_batch < 0)
+		return false;
 	if (klog_enabled(KLOG_DEBUG))
 		klog(KLOG_DEBUG, "conn %llu (%s): %s v%d, correlation id %d, client id \"%s\", %d bytes",
 			 id, conn->peer, api->name, req.api_version, req.correlation_id,
@@ -238,6 +246,8 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 		kw_empty_tagged_fields(w);
 
 	hr = api->handler(conn, &req, w);
+	if (in_batch && conn->batch_failed)
+		return kbatch_replay(conn, w, handle_request);
 	if (hr == KH_MALFORMED)
 	{
 		klog(KLOG_WARNING, "conn %llu (%s): malformed %s v%d request body (correlation id %d, %d bytes): closing",
@@ -245,7 +255,7 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 		return false;
 	}
 	if (hr == KH_NO_RESPONSE)
-		return true;
+		return in_batch ? kbatch_hold(conn, NULL) : true;
 	if (hr != KH_OK)
 		return false;
 	if (w->error)
@@ -255,6 +265,8 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 		return false;
 	}
 	kw_patch_int32(w, size_at, (int32_t) (w->len - 4));
+	if (in_batch)
+		return kbatch_hold(conn, w) && !conn->close_after_response;
 	if (!kio_send(conn, w->buf, w->len))
 	{
 		klog(KLOG_DEBUG, "conn %llu (%s): cannot send a response: %s", id, conn->peer, strerror(errno));
@@ -383,6 +395,7 @@ kconn_main(void *arg)
 			kw_free(&w);
 	}
 end:
+	kbatch_end(conn);
 	free(buf);
 	kw_free(&w);
 	kpg_close(conn);

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -227,6 +228,35 @@ kio_recv(KConn *conn, void *buf, size_t n)
 		errno = ECONNRESET;
 	ERR_clear_error();
 	return -1;
+}
+
+/*
+ * Whether a whole frame (its size and that many bytes) has arrived and is
+ * not read yet, so that reading it cannot wait for the client.  On TLS,
+ * only decrypted bytes count.  Never blocks.
+ */
+bool
+kio_frame_pending(KConn *conn)
+{
+	uint8_t		sizebuf[4];
+	int32_t		size;
+	int			avail;
+
+	if (conn->ssl != NULL)
+	{
+		avail = SSL_pending(conn->ssl);
+		if (avail < 4 || SSL_peek(conn->ssl, sizebuf, 4) != 4)
+			return false;
+	}
+	else
+	{
+		if (ioctl(conn->fd, FIONREAD, &avail) != 0 || avail < 4 ||
+			recv(conn->fd, sizebuf, 4, MSG_PEEK | MSG_DONTWAIT) != 4)
+			return false;
+	}
+	size = (int32_t) (((uint32_t) sizebuf[0] << 24) | ((uint32_t) sizebuf[1] << 16) |
+					  ((uint32_t) sizebuf[2] << 8) | sizebuf[3]);
+	return size >= 0 && (int64_t) avail >= (int64_t) size + 4;
 }
 
 bool

@@ -35,6 +35,9 @@ extern ssize_t kio_recv(struct KConn *conn, void *buf, size_t n);
 /* All n bytes, or false. */
 extern bool kio_send(struct KConn *conn, const void *buf, size_t n);
 
+/* A whole frame has arrived and waits to be read (never blocks). */
+extern bool kio_frame_pending(struct KConn *conn);
+
 /*
  * Ends TLS on a connection, sends the end of the stream after the
  * responses written and waits (2 s at most) for the client to close, so

@@ -637,7 +637,12 @@ exec_stmt(KConn *conn, const char *stmt, const char *sql, int nparams,
 	if (msg != NULL && msgsize > 0)
 		msg[0] = '\0';
 	if (!kpg_connect(conn))
+	{
+		/* A batch's session that ended took the batch with it. */
+		if (conn->batch_open)
+			conn->batch_failed = true;
 		return NULL;
+	}
 
 	/* Shutdown cancels only what it sees in flight: look, then mark. */
 	kregistry_lock();
@@ -678,7 +683,10 @@ exec_stmt(KConn *conn, const char *stmt, const char *sql, int nparams,
 	if (msg != NULL && msgsize > 0 && res != NULL &&
 		PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) != NULL)
 		snprintf(msg, msgsize, "%s", PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
-	klog(KLOG_WARNING, "conn %llu (%s): query failed: %s",
+	/* In a batch (produce_batch.c), the transaction is aborted now. */
+	if (conn->batch_open)
+		conn->batch_failed = true;
+	klog(conn->batch_open ? KLOG_DEBUG : KLOG_WARNING, "conn %llu (%s): query failed: %s",
 		 (unsigned long long) conn->id, conn->peer,
 		 kpg_trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn->pg)));
 	PQclear(res);

@@ -111,6 +111,10 @@ typedef struct KConn
 	bool		await_pending;	/* pg runs an idle Fetch's await (pg.c) */
 	bool		pinned;			/* a Kafka transaction's session with BEGIN
 								 * open (txn.c): pg.c never replaces it */
+	bool		batch_open;		/* Produce requests share an open BEGIN on pg
+								 * (produce_batch.c); pinned meanwhile */
+	bool		batch_failed;	/* a statement failed in it (pg.c sets it) */
+	struct KBatch *batch;		/* its held frames and responses, or NULL */
 	char	   *await_key;		/* what it waits for (kpg_await_start), then
 								 * its extra bytes */
 	struct KConn *prev;			/* the registry's list, under its lock */

@@ -381,6 +381,51 @@ is($node->safe_psql('postgres', q{
     SELECT count(DISTINCT offset_id) || ' ' || min(offset_id) || ' ' || max(offset_id)
       FROM eventlog.read_binary('conc', 0, 0, 10000)}), '1602 0 1601', 'offsets are distinct and gapless');
 
+# Pipelined Produce requests share one commit (produce_batch.c), and a
+# statement that fails among them (request 6: the role may not produce to
+# pipejs, which PostgreSQL refuses inside the batch's transaction) costs
+# the others nothing: the batch is rolled back and each request handled
+# again on its own.  Request 3 is refused before any statement.  Every
+# response comes, in order, with its own outcome, and exactly the good
+# records are stored, once each.
+$node->safe_psql('postgres', q{
+    SELECT eventlog.create_topic('pipe', 2, format => 'binary');
+    SELECT eventlog.create_topic('pipejs', 1);
+    SELECT eventlog.grant('pipe', 'produce', 'np');
+});
+{
+    my $pport = PostgreSQL::Test::Cluster::get_free_port();
+    my ($ph, $plog) = start_gateway('pipelined', $node->connstr('postgres') . ' user=np',
+        '--listen', "127.0.0.1:$pport", '--log-level', 'debug');
+    my (undef, $out) = run_cmd($python, $probe, '127.0.0.1', $pport, 'pipelined', 'pipe', 'pipejs');
+    chomp $out;
+    is($out, join("\n", '1: corr=1 error=0', '2: corr=2 error=0', '3: corr=3 error=87',
+                  '4: corr=4 error=0', '5: corr=5 error=0', '6: corr=6 error=29',
+                  '7: corr=7 error=0', '8: corr=8 error=0',
+                  'many: 200 answered, 0 out of order or failed'),
+       'pipelined Produce requests: every response, in order, with its own outcome');
+    is($node->safe_psql('postgres', q{
+        SELECT string_agg(convert_from(key, 'UTF8'), ',' ORDER BY partition, offset_id)
+          FROM (SELECT * FROM eventlog.read_binary('pipe', 0, 0, 1000)
+                UNION ALL
+                SELECT * FROM eventlog.read_binary('pipe', 1, 0, 1000)) r
+         WHERE convert_from(key, 'UTF8') LIKE 'p%'}), 'p2,p4,p8,p1,p5,p7',
+       'pipelined Produce requests: the good records stored once each, in order; the refused ones not');
+    is($node->safe_psql('postgres', q{
+        SELECT count(*) || ' ' || count(DISTINCT key) FROM eventlog.read_binary('pipe', 1, 0, 1000)
+         WHERE convert_from(key, 'UTF8') LIKE 'q%'}), '200 200',
+       'pipelined Produce requests: 200 sent back to back, 200 stored');
+    is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read('pipejs', 0, 0, 10)}), '0',
+       'pipelined Produce requests: nothing in the topic the role may not produce to');
+    $ph->signal('TERM');
+    $ph->finish;
+    my $plogtext = slurp_file($plog);
+    like($plogtext, qr/\d+ pipelined Produce requests committed in one transaction/,
+         'pipelined Produce requests: several committed in one transaction (the log says so)');
+    like($plogtext, qr/a statement failed among \d+ pipelined Produce requests: rolling back/,
+         'pipelined Produce requests: a failed statement rolled the batch back and replayed it');
+}
+
 # The gateway served everything without a crash.
 $gwh->signal('TERM');
 $gwh->finish;

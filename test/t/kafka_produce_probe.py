@@ -9,6 +9,8 @@ byte (RecordBatch v2 with its CRC-32C).  Usage:
   kafka_produce_probe.py HOST PORT hostile BINTOPIC JSONTOPIC
   kafka_produce_probe.py HOST PORT acks0 TOPIC
   kafka_produce_probe.py HOST PORT one TOPIC PARTITION [ACKS] (one record, v9)
+  kafka_produce_probe.py HOST PORT pipelined TOPIC JSONTOPIC (requests sent
+                                                       back to back)
   kafka_produce_probe.py HOST PORT mutations COUNT SEED TOPIC
 
 It prints one line per finding; the TAP test compares them.
@@ -243,6 +245,46 @@ def cmd_acks0(host, port, topic):
     print('after a failed acks=0: %s' % ('closed' if got is None else 'answered'))
 
 
+def cmd_pipelined(host, port, topic, jsontopic):
+    """Produce requests sent back to back in one write, so that each is
+    whole in the gateway's socket before the previous one is answered (as
+    librdkafka pipelines them): the responses in order, one line each.
+    Request 3 holds a timestamp PostgreSQL cannot hold (refused before any
+    statement), request 6 goes to JSONTOPIC, which the gateway's role may
+    not produce to (refused by PostgreSQL, inside the batch's transaction);
+    the others are good."""
+    s = connect(host, port)
+    reqs = []
+    for i in range(1, 9):
+        if i == 3:
+            b = batch([(b'p3', b'bad', [])], base_ts=2 ** 62)
+            reqs.append(produce_request(9, [(topic, [(0, b)])], corr=i))
+        elif i == 6:
+            b = batch([(b'p6', b'{"a": 1}', [])])
+            reqs.append(produce_request(9, [(jsontopic, [(0, b)])], corr=i))
+        else:
+            b = batch([(('p%d' % i).encode(), b'good', [])])
+            reqs.append(produce_request(9, [(topic, [(i % 2, b)])], corr=i))
+    send(s, b''.join(reqs))
+    for i in range(1, 9):
+        data = read_frame(s)
+        if data is None:
+            print('%d: closed' % i)
+            return
+        corr, parts, _, _ = parse_response(data, 9)
+        print('%d: corr=%d error=%d' % (i, corr, parts[0][2]))
+    # Then many good ones, all answered, in order.
+    n = 200
+    send(s, b''.join(produce_request(9, [(topic, [(1, batch([(b'q%d' % i, b'many', [])]))])],
+                                     corr=1000 + i) for i in range(n)))
+    bad = 0
+    for i in range(n):
+        corr, parts, _, _ = parse_response(read_frame(s), 9)
+        if corr != 1000 + i or parts[0][2] != 0:
+            bad += 1
+    print('many: %d answered, %d out of order or failed' % (n, bad))
+
+
 def cmd_one(host, port, topic, partition, acks):
     s = connect(host, port)
     show('one', exchange(s, 9, produce_request(9, [(topic, [(partition, batch([(b'k', b'v', [])]))])],
@@ -292,6 +334,8 @@ def main():
         cmd_hostile(host, port, args[0], args[1])
     elif cmd == 'acks0':
         cmd_acks0(host, port, args[0])
+    elif cmd == 'pipelined':
+        cmd_pipelined(host, port, sys.argv[4], sys.argv[5])
     elif cmd == 'one':
         cmd_one(host, port, args[0], int(args[1]), int(args[2]) if len(args) > 2 else -1)
     elif cmd == 'mutations':

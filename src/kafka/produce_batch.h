@@ -1,0 +1,45 @@
+/*-------------------------------------------------------------------------
+ *
+ * produce_batch.h
+ *	  Group commit of the Produce requests a client pipelines on one
+ *	  connection (produce_batch.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_PRODUCE_BATCH_H
+#define KAFKA_PRODUCE_BATCH_H
+
+#include "server.h"
+
+/* At most this many requests share a transaction. */
+#define K_BATCH_MAX_REQUESTS	32
+/* Only frames up to this size join one (each is copied, for a replay). */
+#define K_BATCH_MAX_FRAME		(64 * 1024)
+
+/* Handles one frame on its own, as if no batch existed (conn.c). */
+typedef bool (*KBatchReplay) (KConn *conn, const uint8_t *frame, int32_t size, KWriter *w);
+
+/*
+ * Before a request is dispatched: 1 if it joins the connection's batch
+ * (opening one if a whole frame waits behind it), 0 if it runs on its own
+ * (an open batch was committed and its responses sent first), -1 if the
+ * connection must close (a commit failed).
+ */
+extern int	kbatch_join(KConn *conn, int16_t api_key, const uint8_t *frame, int32_t size);
+
+/*
+ * After a joined request's handler: hold its response (w, or NULL when it
+ * has none) until the commit; commit when no whole frame waits or the
+ * batch is full.  If a statement of the batch failed, roll back and handle
+ * each of its frames on its own with replay.  False: close.
+ */
+extern bool kbatch_hold(KConn *conn, KWriter *w);
+extern bool kbatch_replay(KConn *conn, KWriter *w, KBatchReplay replay);
+
+/* The strongest acks of the batch decides its commit's durability. */
+extern void kbatch_note_acks(KConn *conn, int16_t acks);
+
+/* At the connection's end: frees what it holds (the session rolls back). */
+extern void kbatch_end(KConn *conn);
+
+#endif							/* KAFKA_PRODUCE_BATCH_H */
