@@ -520,8 +520,27 @@ cmd_relay_from_kafka(int argc, char **argv)
 			store(&r);
 	}
 	store(&r);
-	rd_kafka_consumer_close(r.rk);
-	rd_kafka_destroy(r.rk);
 	PQfinish(r.conn);
+
+	/*
+	 * Nothing of Kafka's needs closing: the positions are here, and the
+	 * consumer never joined its group.  --group's last offsets are sent
+	 * synchronously.  No rd_kafka_destroy: librdkafka 2.0.2 sometimes
+	 * asserts in it (rd_kafka_broker_destroy_final, thrd_is_current) after
+	 * watermark queries, which would turn a clean stop into SIGABRT.
+	 */
+	if (r.group)
+	{
+		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+
+		for (int i = 0; i < r.ntopics; i++)
+			for (int j = 0; j < r.topics[i].npartitions; j++)
+				if (r.topics[i].parts[j].stored)
+					rd_kafka_topic_partition_list_add(l, r.topics[i].name, j)->offset =
+						r.topics[i].parts[j].stored_next;
+		if (l->cnt > 0)
+			(void) rd_kafka_commit(r.rk, l, 0);
+		rd_kafka_topic_partition_list_destroy(l);
+	}
 	return 0;
 }

@@ -66,7 +66,7 @@ sub pg_records
     my $sql = "SELECT r.topic || ' ' || r.partition || ' ' || " . hexsql('r.key') . " || ' ' || " . hexsql('r.value')
       . " || ' ' || coalesce((SELECT string_agg(h.name || '=' || " . hexsql('h.value') . ", ',' ORDER BY h.i)"
       . "   FROM unnest(r.headers) WITH ORDINALITY h(name, value, i)), '-')"
-      . " || ' ' || (extract(epoch FROM r.event_time) * 1000)::bigint"
+      . " || ' ' || floor(extract(epoch FROM r.event_time) * 1000)::bigint"
       . " FROM eventlog.topics t, generate_series(0, t.partitions - 1) p, eventlog.read_binary(t.topic, p, 0, 1000000) r"
       . " WHERE t.topic = '$topic' ORDER BY r.partition, r.offset_id";
     return [ split /\n/, $node->safe_psql($db, $sql) ];
@@ -103,25 +103,25 @@ kafka_produce($boot, 'src', 3, 600, 150);
 is($rc, 0, 'a third run, with --group') or diag($err);
 is_deeply(pg_records('postgres', 'src'), kafka_records($boot, 'src'), 'resumed at the stored offsets: equal again');
 
-# 3. Kafka transactions: aborted records never arrive (read_committed).
-kafka_produce($boot, 'two', 2, 0, 20, 'abort');
-kafka_produce($boot, 'two', 2, 20, 10, 'commit');
-kafka_produce($boot, 'two', 2, 30, 10);
+# 3. Two topics at once.  (librdkafka 2.0's mock cluster does not filter
+#    aborted transactions' records even for read_committed consumers: the
+#    aborted transaction is in part 8, against the gateway.)
+kafka_produce($boot, 'two', 2, 0, 30);
 ($rc, $out, $err) = cli(qw(relay two src --from-kafka), $boot, '-e');
 is($rc, 0, 'two topics at once') or diag($err);
-my $two = pg_records('postgres', 'two');
-is_deeply($two, kafka_records($boot, 'two'), 'committed records only, in order');
-is(scalar(grep { / 17000000000(0\d|1\d)$/ } @$two), 0, 'none of the aborted transaction\'s records');
+is_deeply(pg_records('postgres', 'two'), kafka_records($boot, 'two'), 'equal');
 
 # 4. kill -9 mid-stream, then a restart: PostgreSQL's partitions equal
-#    Kafka's exactly.  Test builds take small rounds from
+#    Kafka's exactly (the killed relay's sessions may still hold their
+#    transactions open for a moment: readers see only committed records,
+#    and a rolled-back round leaves a gap in the offsets here).  Test builds take small rounds from
 #    PG_EVENTLOG_TEST_ROUND_RECORDS (many transactions, so that a kill lands
 #    between two) and die before the Nth round's COMMIT with
 #    PG_EVENTLOG_TEST_KILL_BEFORE_COMMIT.  Kafka's offsets of src have no
 #    gaps: after any crash each partition here holds exactly its stored
 #    position's worth of records.
-my $together = q{SELECT count(*) FILTER (WHERE eventlog.high_watermark(topic, partition) <> next_offset)
-    || '/' || count(*) FROM eventlog.kafka_source_positions WHERE topic = 'src'};
+my $together = q{SELECT count(*) FILTER (WHERE (SELECT count(*) FROM eventlog.read_binary(s.topic, s.partition, 0, 1000000)) <> s.next_offset)
+    || '/' || count(*) FROM eventlog.kafka_source_positions s WHERE s.topic = 'src'};
 kafka_produce($boot, 'src', 3, 750, 30000);
 {
     local $ENV{PG_EVENTLOG_TEST_ROUND_RECORDS} = 100;
@@ -229,9 +229,10 @@ is($rc, 0, 'kcat produced a header named 0xff') or diag($err);
 ($rc, $out, $err) = cli(qw(relay bad --from-kafka), $boot, '-e');
 ok($rc == 1 && one_line_error($err, qr/invalid byte sequence for encoding "UTF8"/),
     'a header name the server refuses: its message') or diag($err);
-is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read_binary('bad', 0, 0, 10)}) . '/'
-   . $node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.kafka_source_positions WHERE topic = 'bad'}),
-    '0/0', 'nothing of that round stored, no position');
+# The record before it may have been stored in a round of its own.
+like($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read_binary('bad', 0, 0, 10)}) . '/'
+   . $node->safe_psql('postgres', q{SELECT coalesce(sum(next_offset), 0) FROM eventlog.kafka_source_positions WHERE topic = 'bad'}),
+    qr{^(0/0|1/1)$}, 'nothing of that round stored, the position before the refused record');
 
 # A position moved forward by hand (by a role that may produce): the
 # relay resumes there.
@@ -246,6 +247,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE kfk');
 $node->safe_psql('kfk', 'CREATE EXTENSION pg_eventlog');
 $node->safe_psql('kfk', q{
 SELECT eventlog.create_topic('gw', 2, format => 'binary');
+SELECT eventlog.create_topic('tx', 2, format => 'binary');
 SELECT eventlog.create_topic('cmp', 1, format => 'binary', cleanup_policy => 'compact',
                              segment_interval => '1 microsecond');
 SELECT eventlog.produce_binary('gw', int4send(i), CASE WHEN i % 4 <> 0 THEN '\x00'::bytea || int4send(i) END,
@@ -255,8 +257,9 @@ SELECT eventlog.produce_binary('gw', int4send(i), CASE WHEN i % 4 <> 0 THEN '\x0
 });
 # One segment per transaction: compaction keeps each key's latest record
 # of the older segments.
+# (enforce_retention rolls the segment).
 $node->safe_psql('kfk', qq{SELECT eventlog.produce_binary('cmp', ('k' || i % 5)::bytea, int4send(i), NULL, 0)
-  FROM generate_series($_ * 10 + 1, $_ * 10 + 10) i}) for 0 .. 4;
+  FROM generate_series($_ * 10 + 1, $_ * 10 + 10) i; SELECT count(*) FROM eventlog.enforce_retention('cmp')}) for 0 .. 4;
 $node->safe_psql('kfk', q{BEGIN; SELECT eventlog.produce_binary('gw', 'r', 'rolled back', NULL, 0) FROM generate_series(1, 5); ROLLBACK;
 SELECT eventlog.produce_binary('gw', 'a', 'after', NULL, 0)});
 $node->safe_psql('kfk', q{SELECT count(*) FROM eventlog.compact('cmp')});
@@ -266,8 +269,15 @@ my ($gwh) = spawn_gateway($node->config_data('--bindir') . '/pg_eventlog_kafka',
 my $gwboot = "127.0.0.1:$gwport";
 my $srcsql = q{SELECT count(*) FROM eventlog.read_binary('cmp', 0, 0, 1000)};
 ok($node->safe_psql('kfk', $srcsql) < 50, 'compaction left offset gaps');
-($rc, $out, $err) = cli(qw(relay gw cmp --from-kafka), $gwboot, '-e', '--group', 'g');
+# Kafka transactions through the gateway: one aborted, one committed.
+kafka_produce($gwboot, 'tx', 2, 0, 20, 'abort');
+kafka_produce($gwboot, 'tx', 2, 20, 10, 'commit');
+kafka_produce($gwboot, 'tx', 2, 30, 10);
+($rc, $out, $err) = cli(qw(relay gw cmp tx --from-kafka), $gwboot, '-e', '--group', 'g');
 is($rc, 0, 'relay from the gateway') or diag($err);
+my $tx = pg_records('postgres', 'tx');
+is_deeply($tx, pg_records('kfk', 'tx'), 'a Kafka transaction aborted, one committed: the committed records, in order');
+is(scalar(@$tx) . '/' . scalar(grep { / 17000000000(0\d|1\d)$/ } @$tx), '20/0', 'none of the aborted transaction\'s records');
 is_deeply(pg_records('postgres', 'gw'), pg_records('kfk', 'gw'),
     'the gateway\'s binary topic, rolled-back offsets skipped: equal');
 is_deeply(pg_records('postgres', 'cmp'), pg_records('kfk', 'cmp'), 'a compacted topic, offset gaps: equal');
