@@ -128,9 +128,9 @@ SELECT is(
     (SELECT array_agg(c.relname::text ORDER BY c.relname)
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
-    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'partition_catalog', 'processor_catalog',
+    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'kafka_source_offsets', 'partition_catalog', 'processor_catalog',
           'processor_catalog_processor_id_seq', 'producer_catalog', 'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
-    'catalog tables, group positions, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
+    'catalog tables, group positions, relay --from-kafka''s Kafka positions, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
 
 -- Every object of the extension is commented.
 SELECT is(

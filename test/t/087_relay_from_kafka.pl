@@ -166,6 +166,33 @@ $relay->finish;
 is($?, 0, 'SIGTERM while following: exit 0') or diag($rerr);
 is_deeply(pg_records('postgres', 'src'), kafka_records($boot, 'src'), 'equal after SIGTERM');
 
+# 5b. Two relays of the same source at once (started by mistake): the
+#     positions' compare-and-set lets one store each round; the other fails
+#     with 40001 and rolls its round back.  Who wins is timing; either way
+#     PostgreSQL ends equal to Kafka.
+{
+    local $ENV{PG_EVENTLOG_TEST_ROUND_RECORDS} = 50;
+    kafka_produce($boot, 'src', 3, 30780, 3000);
+    my ($ain, $aout, $aerr, $bin, $bout, $berr) = ('', '', '', '', '', '');
+    my $a = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay src --from-kafka), $boot ],
+        '<', \$ain, '>', \$aout, '2>', \$aerr);
+    my $b = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay src --from-kafka), $boot, '-e' ],
+        '<', \$bin, '>', \$bout, '2>', \$berr);
+    $b->finish;
+    my $brc = $? >> 8;
+    $node->poll_query_until('postgres', q{SELECT sum(next_offset) = 33780 FROM eventlog.kafka_source_positions WHERE topic = 'src'})
+      or diag('not at the end');
+    eval { $a->signal('TERM') };
+    $a->finish;
+    my $arc = $? >> 8;
+    note("two relays: exit $arc ($aerr) and $brc ($berr)");
+    ok(($arc == 0 || ($arc == 1 && one_line_error($aerr, qr/position of Kafka source .* is no longer/)))
+       && ($brc == 0 || ($brc == 1 && one_line_error($berr, qr/position of Kafka source .* is no longer/))),
+       'two relays of one source: each either succeeds or loses a compare-and-set');
+    ($rc, $out, $err) = cli(qw(relay src --from-kafka), $boot, '-e');
+    is_deeply(pg_records('postgres', 'src'), kafka_records($boot, 'src'), 'and nothing is stored twice');
+}
+
 # 6. The positions' compare-and-set, their privileges, NULLs.
 my $src = $node->safe_psql('postgres', q{SELECT DISTINCT source FROM eventlog.kafka_source_positions});
 ($rc, $out, $err) = $node->psql('postgres', qq{SELECT eventlog.set_kafka_source_position('$src', 'src', 0, 5, 7)});
@@ -184,7 +211,7 @@ like($err, qr/permission denied/, 'a role that may only consume cannot write a p
 like($err, qr/permission denied/, 'nor write the table');
 is($node->safe_psql('postgres', q{SET ROLE nopriv; SELECT count(*) > 0 FROM eventlog.kafka_source_positions}), 't',
     'everybody reads the view');
-is(positions('src'), '0:10260,1:10260,2:10260', 'the positions did not move');
+is(positions('src'), '0:11260,1:11260,2:11260', 'the positions did not move');
 
 # 7. A hostile user.
 my $count = scalar @{ pg_records('postgres', 'src') };
@@ -236,8 +263,8 @@ like($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read_binary('b
 
 # A position moved forward by hand (by a role that may produce): the
 # relay resumes there.
-kafka_produce($boot, 'src', 3, 30780, 3);
-$node->safe_psql('postgres', qq{SELECT eventlog.set_kafka_source_position('$src', 'src', 0, 10260, 10261)});
+kafka_produce($boot, 'src', 3, 33780, 3);
+$node->safe_psql('postgres', qq{SELECT eventlog.set_kafka_source_position('$src', 'src', 0, 11260, 11261)});
 ($rc, $out, $err) = cli(qw(relay src --from-kafka), $boot, '-e');
 is($rc, 0, 'a position moved forward by hand') or diag($err);
 is(scalar @{ pg_records('postgres', 'src') }, $count + 2, 'the relay resumes there, skipping the record before it');
