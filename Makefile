@@ -116,6 +116,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	kafka_fetch.sql \
 	views.sql \
 	standby.sql \
+	kafka_source.sql \
 	capture.sql \
 	kafka_auth.sql \
 	streams.sql \

@@ -19,6 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "relay.h"
+#include "relay_from_kafka.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -52,7 +53,8 @@ relay_help(void)
 		   "  -X PROPERTY=VALUE         a librdkafka producer property (repeatable)\n"
 		   "  -e                        exit once every record is sent\n"
 		   "  -d, --dbname=CONNINFO     database name or connection string\n"
-		   "  --help                    print this help\n");
+		   "  --help                    print this help\n\n"
+		   "pg_eventlog relay --from-kafka --help: the opposite direction.\n");
 }
 
 /* The whole record in binary: bytes as they are, headers in one bytea. */
@@ -238,6 +240,10 @@ cmd_relay(int argc, char **argv)
 	char		member[128];
 	int			opt;
 
+	/* The opposite direction: relay_from_kafka.c. */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--from-kafka") == 0 || strncmp(argv[i], "--from-kafka=", 13) == 0)
+			return cmd_relay_from_kafka(argc, argv);
 	if (cli_is_help(argc, argv))
 	{
 		relay_help();

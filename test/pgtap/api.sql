@@ -82,7 +82,7 @@ SELECT is(
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    34, 'nineteen gated bodies (compact''s, init_producer''s and kafka_producer_aborted''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+    35, 'twenty gated bodies (compact''s, init_producer''s, kafka_producer_aborted''s and set_kafka_source_position''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 
@@ -128,9 +128,9 @@ SELECT is(
     (SELECT array_agg(c.relname::text ORDER BY c.relname)
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
-    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'partition_catalog', 'processor_catalog',
+    ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'kafka_source_offsets', 'partition_catalog', 'processor_catalog',
           'processor_catalog_processor_id_seq', 'producer_catalog', 'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
-    'catalog tables, group positions, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
+    'catalog tables, group positions, relay --from-kafka''s Kafka positions, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
 
 -- Every object of the extension is commented.
 SELECT is(
