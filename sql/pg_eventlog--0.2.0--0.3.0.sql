@@ -7700,3 +7700,719 @@ AS 'MODULE_PATHNAME', 'el_gate'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.set_kafka_source_position(text, text, integer, bigint, bigint) IS
 'relay --from-kafka: in the transaction that stored the records, moves the Kafka position of a source in a partition from expected_offset (NULL: none yet) to next_offset; fails (40001) if it is no longer expected_offset; needs the produce privilege';
+
+/* ------------------------------------------------------------------------
+ * Stream processors, window machinery (issue 19): session windows (gap),
+ * late-record policies (late, late_topic), closed windows kept for a
+ * retention, window results into a sink topic (aggregates named).
+ * ------------------------------------------------------------------------ */
+ALTER TABLE @extschema@.processor_catalog DROP CONSTRAINT processor_catalog_window_type_check;
+ALTER TABLE @extschema@.processor_catalog ADD CONSTRAINT processor_catalog_window_type_check
+    CHECK (window_type OPERATOR(pg_catalog.=) ANY (ARRAY['tumbling', 'hopping', 'session']));
+ALTER TABLE @extschema@.processor_catalog
+    ADD COLUMN gap interval,
+    ADD COLUMN late text CHECK (late OPERATOR(pg_catalog.=) ANY (ARRAY['drop', 'topic', 'update'])),
+    ADD COLUMN late_topic text,
+    ADD COLUMN retention interval,
+    ADD COLUMN agg_names text[];
+DROP FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text);
+DROP FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text);
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    filter text := coalesce('(' || p.where_clause || ')', 'true');
+    ts text;
+    gk text;
+    xs text := '';
+    partials text := '';
+    cols text := '';
+    merge text := '';
+    rv text := '';
+    comb text := '';
+    sets text := '';
+    head text;
+    body text;
+    late_out text;
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    i integer;
+    f text;
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
+BEGIN
+    IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS (INSERT INTO %s SELECT %s FROM b AS record WHERE %s) '
+                      'SELECT count(*) FROM b',
+                      batch, p.sink_table, p.select_list, filter);
+    ELSIF p.kind = 'map' THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS MATERIALIZED (SELECT count(@extschema@.produce($5, (%s)::text, (%s)::jsonb, NULL, NULL, (%s)::timestamptz)) AS n '
+                      '  FROM (SELECT * FROM b AS record WHERE %s ORDER BY record.partition, record.offset_id) AS record) '
+                      'SELECT (SELECT count(*) FROM b) FROM o',
+                      batch, p.key_expr, p.value_expr, p.event_time_expr, filter);
+    END IF;
+
+    -- Windows.
+    ts := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                           ELSE '(' || p.event_time_expr || ')::timestamptz' END;
+    gk := 'pg_catalog.jsonb_build_array(';
+    FOR i IN 1 .. ng LOOP
+        gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || '(' || p.group_by[i] || ')';
+    END LOOP;
+    gk := gk || ')';
+    FOR i IN 1 .. na LOOP
+        f := p.agg_funcs[i];
+        xs := xs || format(', CASE WHEN t_.in_ THEN (%s)::numeric END AS x_%s',
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
+                                WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
+                                ELSE p.agg_args[i] END, i);
+        partials := partials || format(', %s, %s',
+                                       CASE f WHEN 'min' THEN format('min(x_%s)', i)
+                                              WHEN 'max' THEN format('max(x_%s)', i)
+                                              WHEN 'count' THEN 'NULL::numeric'
+                                              ELSE format('sum(x_%s)', i) END,
+                                       CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'count(*)'
+                                            ELSE format('count(x_%s)', i) END);
+        cols := cols || format(', v_%s, n_%s', i, i);
+        merge := merge || format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = %2$s', i,
+                                 CASE f WHEN 'min' THEN format('least(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'max' THEN format('greatest(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'count' THEN 'NULL'
+                                        ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
+        -- sessions: a record as a partial (value, count), and partials combined
+        rv := rv || format(', %s AS v_%s, %s AS n_%s',
+                           CASE WHEN f = 'count' THEN 'NULL::numeric' ELSE format('e.x_%s', i) END, i,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN '1::bigint'
+                                ELSE format('CASE WHEN e.x_%s IS NULL THEN 0 ELSE 1 END::bigint', i) END, i);
+        comb := comb || format(', %s, sum(n_%s)::bigint',
+                               CASE f WHEN 'min' THEN format('min(v_%s)', i)
+                                      WHEN 'max' THEN format('max(v_%s)', i)
+                                      WHEN 'count' THEN 'NULL::numeric'
+                                      ELSE format('sum(v_%s)', i) END, i);
+        sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+    END LOOP;
+
+    /*
+     * The user's expressions are evaluated once per record, in "b" (the
+     * LATERAL subquery, kept apart by OFFSET 0, evaluates the event time and
+     * the filter once; the group keys and aggregate arguments only for the
+     * records that pass, as a WHERE would), so that only narrow rows are
+     * materialized.  A record is late for all its windows when it is late
+     * for the one that ends last (the one starting at date_bin(advance,
+     * ts)): "late_" decides late_records without grouping the windows of
+     * each record.  A session window's record is late when the session of
+     * that record alone would be closed (its time + gap + lateness before
+     * the watermark), so that lateness does not depend on how the records
+     * of other partitions were cut into steps.
+     */
+    head := format($f$
+WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
+b AS (
+    SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
+           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s
+      FROM %2$s AS record
+           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
+                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_),
+e AS MATERIALIZED (
+    SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
+           (%7$s) AS late_
+      FROM (SELECT b.*, coalesce(greatest(prev.m_, max(b.ts_) OVER (PARTITION BY b.p_ ORDER BY b.o_
+                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+                                 '-infinity') - $7 AS wm_
+              FROM b LEFT JOIN prev ON prev.p_ = b.p_) AS w_
+           CROSS JOIN ct),$f$,
+        ts, batch, progress, gk, xs, filter,
+        CASE WHEN p.window_type = 'session'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
+        CASE WHEN p.late = 'topic'
+             THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
+             ELSE '' END);
+
+    -- Late records to the late-records topic, in offset order.
+    late_out := CASE WHEN p.late = 'topic'
+        THEN 'lt AS MATERIALIZED (SELECT count(@extschema@.produce($13, x.rk_, x.rv_, x.rh_, NULL, x.ret_)) AS n '
+             '  FROM (SELECT e.* FROM e WHERE e.in_ AND e.late_ ORDER BY e.p_, e.o_) AS x)'
+        ELSE 'lt AS (SELECT 0::bigint AS n)' END;
+
+    IF p.window_type = 'session' THEN
+        /*
+         * Sessions: the records that count ("r", each a session of one
+         * record), and the sessions in state that one of them reaches
+         * (within gap of its start or end, as Kafka Streams' findSessions)
+         * are laid on one line per group key and merged where they come
+         * within gap of each other (gaps and islands: a new session starts
+         * where a start is more than gap after every end before it).  The
+         * merged sessions replace the ones they absorbed: a merged session
+         * keeps the start of one of them (upserted) or deletes it.  Their
+         * rows in the sink go too ("gone": the absorbed sessions that were
+         * written, in full or as changes).
+         */
+        body := format($f$
+r AS (SELECT e.gk_, e.ts_ AS s_, e.ts_ AS e_ %1$s FROM e WHERE e.in_ AND NOT e.late_),
+o AS MATERIALIZED (SELECT w.* FROM %2$s AS w
+                    WHERE EXISTS (SELECT FROM r WHERE r.gk_ = w.group_key
+                                     AND r.s_ >= w.window_start - $8 AND r.s_ <= w.window_end + $8)),
+iv AS (SELECT r.* FROM r UNION ALL SELECT o.group_key, o.window_start, o.window_end %3$s FROM o),
+isl AS (SELECT y.*, count(*) FILTER (WHERE y.mx_ IS NULL OR y.s_ > y.mx_ + $8)
+                        OVER (PARTITION BY y.gk_ ORDER BY y.s_, y.e_ ROWS UNBOUNDED PRECEDING) AS i_
+          FROM (SELECT iv.*, max(iv.e_) OVER (PARTITION BY iv.gk_ ORDER BY iv.s_, iv.e_
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mx_
+                  FROM iv) AS y),
+agg AS (SELECT min(s_) AS ws_, max(e_) AS we_, gk_ %4$s FROM isl GROUP BY gk_, i_),
+gone AS (SELECT o.* FROM o WHERE NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key
+                                                AND agg.ws_ = o.window_start AND agg.we_ = o.window_end)),
+d AS (DELETE FROM %2$s AS w USING o
+       WHERE w.window_start = o.window_start AND w.group_key = o.group_key
+         AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
+u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
+      SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            rv, windows, cols, comb, sets,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSE
+        /*
+         * Tumbling and hopping windows: the batch's partials combine with
+         * the window rows.  A window is written to the sink as it changes
+         * (emit changes), or when it closes, or, closed already, when a late
+         * record updates it (late => 'update', within the retention).
+         */
+        body := format($f$
+a AS (%1$s),
+agg AS (SELECT ws_, ws_ + $8, gk_ %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY ws_, gk_),
+u AS (INSERT INTO %3$s AS t (window_start, window_end, group_key %4$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            CASE WHEN p.size = p.advance
+                 THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
+                      'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                      'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
+            partials, windows, cols, merge,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+    END IF;
+
+    RETURN head || body || format($f$
+%2$s,
+pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.in_ AND e.late_),
+              count(*) FILTER (WHERE e.ts_ IS NULL)
+         FROM e GROUP BY e.p_
+       ON CONFLICT (partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT (SELECT count(*) FROM e) FROM so, lt$f$, progress, late_out);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
+'internal: the statement of one step of a processor over a batch of records';
+
+CREATE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text, gone_flag text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    gcols text := '';
+    gmatch text := '';
+    gmatch_gone text := '';
+    outs text := '';
+    sets text := '';
+    jvals text := '';
+    k text;
+    o text;
+    i integer;
+    ctes text := '';
+BEGIN
+    FOR i IN 1 .. ng LOOP
+        IF p.sink_table IS NOT NULL THEN
+            gcols := gcols || format(', (u.group_key ->> %s)::%s', i - 1, p.sink_types[2 + i]);
+            gmatch := gmatch || format(' AND s.%I IS NOT DISTINCT FROM (u.group_key ->> %s)::%s',
+                                       p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+            gmatch_gone := gmatch_gone || format(' AND s.%I IS NOT DISTINCT FROM (gone.group_key ->> %s)::%s',
+                                                 p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. na LOOP
+        o := CASE p.agg_funcs[i] WHEN 'count' THEN format('u.n_%s', i)
+                                 WHEN 'avg' THEN format('u.v_%1$s / NULLIF(u.n_%1$s, 0)', i)
+                                 ELSE format('u.v_%s', i) END;
+        outs := outs || ', ' || o;
+        IF p.sink_table IS NOT NULL THEN
+            sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
+                                   p.sink_columns[2 + ng + i], o);
+        END IF;
+        jvals := jvals || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], o);
+    END LOOP;
+    IF p.sink_table IS NOT NULL THEN
+        IF gone_flag IS NOT NULL THEN
+            ctes := format($f$sd AS (DELETE FROM %1$s AS s USING gone
+        WHERE %2$s AND s.%3$I = gone.window_start AND s.%4$I = gone.window_end %5$s),
+$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone);
+        END IF;
+        ctes := ctes || format($f$su AS (UPDATE %1$s AS s SET %2$s FROM u
+        WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s),
+si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
+        WHERE %3$s AND NOT EXISTS (SELECT FROM %1$s AS s
+                                    WHERE s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s)),
+$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
+    END IF;
+    IF p.sink_topic IS NULL THEN
+        RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
+    END IF;
+    -- The record's key: the group value (one group_by expression) or the
+    -- JSON array of them; its value: the window and the aggregates by name.
+    k := CASE ng WHEN 0 THEN 'NULL::text' WHEN 1 THEN '%1$s.group_key ->> 0' ELSE '%1$s.group_key::text' END;
+    RETURN ctes || format($f$so AS MATERIALIZED (
+    SELECT count(@extschema@.produce(%1$L, x.k_, x.v_, NULL, NULL, x.t_)) AS n
+      FROM (%2$s
+            SELECT 1 AS o_, u.window_start AS s_, %3$s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', u.window_start, 'window_end', u.window_end,
+                                                 'group_key', u.group_key) %4$s AS v_,
+                   u.window_end AS t_
+              FROM u WHERE %5$s
+             ORDER BY 1, 2, 3) AS x)$f$,
+        p.sink_topic,
+        CASE WHEN gone_flag IS NULL THEN ''
+             ELSE format($g$SELECT 0 AS o_, gone.window_start AS s_, %s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', gone.window_start, 'window_end', gone.window_end,
+                                                 'group_key', gone.group_key, 'deleted', true) AS v_,
+                   gone.window_end AS t_
+              FROM gone WHERE %s
+            UNION ALL
+            $g$, format(k, 'gone'), gone_flag) END,
+        format(k, 'u'), jvals, flag);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text, text) IS
+'internal: the CTEs writing window rows to a processor''s sink table and sink topic';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_close_sql(p @extschema@.processor_catalog)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    windows text := format('@extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    closes text := CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 < $1'
+                        ELSE 'window_end + $2 <= $1' END;
+BEGIN
+    IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
+        RETURN format('WITH u AS (DELETE FROM %s WHERE %s RETURNING *), %s SELECT count(*) FROM u, so',
+                      windows, closes, @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
+    END IF;
+    RETURN format('WITH u AS (UPDATE %1$s SET closed = true WHERE NOT closed AND %2$s RETURNING *), %3$s, '
+                  'x AS (DELETE FROM %1$s WHERE closed AND %4$s) SELECT count(*) FROM u, so',
+                  windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
+                  CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
+                       ELSE 'window_end + $2 + $4 <= $1' END);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS
+'internal: the statement closing the windows a watermark passed (written to the sink when emit is final) and removing the closed windows kept past their retention';
+
+CREATE OR REPLACE FUNCTION @extschema@.__register_processor(spec jsonb)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    caller regrole := @extschema@._caller();
+    n integer;
+    progress text;
+BEGIN
+    IF spec IS NULL THEN
+        RAISE EXCEPTION 'processor specification must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    p := jsonb_populate_record(NULL::@extschema@.processor_catalog, spec);
+    IF p.name IS NULL OR p.name !~ '^[A-Za-z0-9._-]{1,100}$' THEN
+        RAISE EXCEPTION 'invalid processor name "%"', left(p.name, 110)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A processor name is 1 to 100 letters, digits, ".", "_" or "-".';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.processor_catalog c WHERE c.name = p.name) THEN
+        RAISE EXCEPTION 'processor "%" already exists', p.name USING ERRCODE = 'duplicate_object';
+    END IF;
+    p.source_topic_id := @extschema@._authorize(p.source_topic, 'consume');
+    IF p.sink_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.sink_topic, 'produce');
+    END IF;
+    IF p.late_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.late_topic, 'produce');
+    END IF;
+    p.owner := caller;
+    p.group_name := 'processor:' || p.name;
+    p.created_at := now();
+    p.processor_id := nextval(pg_get_serial_sequence('@extschema@.processor_catalog', 'processor_id'));
+    INSERT INTO @extschema@.processor_catalog SELECT p.*;
+    PERFORM @extschema@._create_group(p.source_topic, p.group_name, coalesce(spec ->> 'start_from', 'earliest'));
+
+    -- State, the owner's: steps run as the owner and write it directly.
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = p.source_topic_id;
+    progress := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    EXECUTE format('CREATE TABLE %s (partition integer PRIMARY KEY, max_event_time timestamptz, '
+                   'last_record_at timestamptz, records bigint NOT NULL DEFAULT 0, '
+                   'late_records bigint NOT NULL DEFAULT 0, null_time_records bigint NOT NULL DEFAULT 0, '
+                   'closed_through timestamptz)', progress);
+    EXECUTE format('INSERT INTO %s (partition, last_record_at) SELECT g, now() FROM generate_series(-1, %s) g',
+                   progress, n - 1);
+    EXECUTE format('COMMENT ON TABLE %s IS %L', progress,
+                   format('pg_eventlog processor %s: per source partition, the largest event time seen and counters; partition -1: the watermark windows were closed up to', p.name));
+    EXECUTE format('ALTER TABLE %s OWNER TO %s', progress, caller);
+    -- Watermarks and counters are public, as eventlog.consumer_groups is.
+    EXECUTE format('GRANT SELECT ON %s TO PUBLIC', progress);
+    IF p.kind = 'window' THEN
+        EXECUTE format('CREATE TABLE @extschema@.%I (window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, '
+                       'group_key jsonb NOT NULL%s, closed boolean NOT NULL DEFAULT false, '
+                       'PRIMARY KEY (window_start, group_key))',
+                       'processor_' || p.processor_id || '_windows',
+                       (SELECT string_agg(format(', v_%s numeric, n_%s bigint NOT NULL DEFAULT 0', i, i), '' ORDER BY i)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) i));
+        EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', 'processor_' || p.processor_id || '_windows',
+                       format('pg_eventlog processor %s: one row per open window (or session) and group key, and per closed one kept for the retention', p.name));
+        EXECUTE format('ALTER TABLE @extschema@.%I OWNER TO %s', 'processor_' || p.processor_id || '_windows', caller);
+    END IF;
+    RETURN p.processor_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.__register_processor(jsonb) IS
+'internal: the body of eventlog._register_processor, run as the extension owner on behalf of the caller eventlog._register_processor notes (see src/acl.c)';
+
+CREATE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type = 'sliding' THEN
+        RAISE EXCEPTION 'sliding windows are not supported yet' USING ERRCODE = 'feature_not_supported',
+            HINT = 'Use hopping windows with a small advance, or session windows.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    p.size := size;
+    p.advance := advance;
+    p.gap := gap;
+    p.allowed_lateness := allowed_lateness;
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE max_out_of_orderness END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := retention;
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        m := regexp_match(a, '^\s*(count|sum|min|max|avg)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+        IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate is count(*), or count, sum, min, max or avg of a numeric expression over the record.';
+        END IF;
+        p.agg_funcs := p.agg_funcs || lower(m[1]);
+        p.agg_args := p.agg_args || btrim(m[2]);
+        p.agg_names := p.agg_names || m[3];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(p.agg_funcs[i + 1:], p.agg_funcs[i]) IS NULL
+                                         AND array_position(p.agg_funcs[:i - 1], p.agg_funcs[i]) IS NULL
+                                        THEN p.agg_funcs[i] ELSE p.agg_funcs[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::numeric END', CASE x WHEN '*' THEN 'NULL' ELSE x END), '') FROM unnest(p.agg_args) x),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    PERFORM @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+
+CREATE OR REPLACE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    tid integer;
+    n integer;
+    consumed bigint;
+    waited interval;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    -- The owner's SQL could SET ROLE to any role the session user may
+    -- (PL/pgSQL cannot make this a security-restricted operation): run it
+    -- only in sessions whose user has no role the owner does not have.
+    IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
+                  HINT = format('Run it in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+    END IF;
+    -- Run the owner's SQL as the owner, never as the caller: the function's
+    -- SET clause restores the role on exit.
+    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+
+    SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
+    IF tid IS DISTINCT FROM p.source_topic_id THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', p.source_topic, p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+
+    -- One step of a processor at a time: the others wait, or skip.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', progress);
+    EXCEPTION WHEN lock_not_available THEN
+        IF NOT wait THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+        -- The step we waited for released this lock a moment before the
+        -- partitions its poll held (advisory locks go last): a poll now
+        -- would skip them and read nothing.  Let it look again (a long
+        -- poll retries partitions other transactions hold every second).
+        waited := interval '2 seconds';
+    END;
+
+    EXECUTE @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)')
+       INTO consumed
+      USING p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+            p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+            p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+            p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic;
+    IF p.kind = 'map' THEN
+        RETURN consumed;
+    END IF;
+
+    -- The processor's watermark: processing time, or the least watermark of
+    -- the partitions that are active (read recently, or with records left
+    -- to read); when every partition is idle, the greatest.
+    IF p.time_mode = 'processing' THEN
+        wm := now();
+    ELSE
+        EXECUTE format($q$
+            SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                        ELSE max(m) END - $3
+              FROM (SELECT t.max_event_time AS m,
+                           NOT (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                AND coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p)) AS active
+                      FROM generate_series(0, $5 - 1) AS g(p)
+                      LEFT JOIN %s t ON t.partition = g.p
+                      LEFT JOIN @extschema@.group_offsets o
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p) s$q$, progress)
+           INTO wm
+          USING p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid;
+    END IF;
+    EXECUTE format('SELECT closed_through FROM %s WHERE partition = -1', progress) INTO ct;
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        EXECUTE @extschema@._processor_close_sql(p)
+          USING wm, p.allowed_lateness, p.emit = 'final',
+                coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap;
+        EXECUTE format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                       'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress)
+          USING wm;
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
+'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+
+CREATE OR REPLACE VIEW @extschema@.processors AS
+SELECT c.name, c.owner, c.kind, c.source_topic, c.group_name,
+       coalesce(c.sink_table::text, c.sink_topic) AS sink,
+       c.window_type, c.size, c.advance, c.time_mode, c.allowed_lateness,
+       c.max_out_of_orderness, c.idle_timeout, c.emit,
+       (SELECT sum(g.lag) FROM @extschema@.consumer_groups g
+         WHERE g.topic OPERATOR(pg_catalog.=) c.source_topic
+           AND g.group_name OPERATOR(pg_catalog.=) c.group_name)::bigint AS lag,
+       c.created_at, c.gap, c.late, c.late_topic, c.retention,
+       CASE WHEN c.kind OPERATOR(pg_catalog.=) 'window' THEN c.sink_topic END AS sink_topic
+  FROM @extschema@.processor_catalog c;
+COMMENT ON VIEW @extschema@.processors IS
+'pg_eventlog stream processors: definition, sink and lag; per-partition watermarks and counters are in eventlog.processor_progress(name)';

@@ -1,7 +1,8 @@
 --
 -- Stream processors: stateless (filter/map into a table or a topic) and
--- windowed aggregates (tumbling, hopping; emit final and changes; lateness,
--- out-of-orderness, NULL event times), replay, privileges, bad input.
+-- windowed aggregates (tumbling, hopping, session; emit final and changes;
+-- lateness, late-record policies, out-of-orderness, NULL event times; sink
+-- tables and topics), replay, privileges, bad input.
 --
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
@@ -93,6 +94,75 @@ SELECT eventlog.create_window_processor('clock', 'orders', 'per_second', size =>
 SELECT eventlog.run_processor('clock');
 SELECT k, n, window_end - window_start AS size, window_start <= now() AND now() < window_end AS now_inside
   FROM per_second ORDER BY k;
+
+-- Session windows of clicks (gap 1 minute), three late-record policies and
+-- a sink topic, over the same records, run step by step:
+--  sess_changes: emit changes; a merge deletes the absorbed sessions' rows
+--                and writes the merged one; late records dropped, counted;
+--  sess_final:   emit final into a table and a topic; late records sent to
+--                the topic late_visits;
+--  upd:          tumbling minutes, emit final, late => 'update' with a
+--                retention of 3 minutes: a late record updates its closed
+--                window (written again) while the window is kept.
+SELECT eventlog.create_topic('visits', 1);
+SELECT eventlog.create_topic('visit_sessions', 1);
+SELECT eventlog.create_topic('late_visits', 1);
+CREATE TABLE sessions_changes (session_start timestamptz, session_end timestamptz, visitor text, n bigint);
+CREATE TABLE sessions_final (LIKE sessions_changes);
+CREATE TABLE visits_per_minute (window_start timestamptz, window_end timestamptz, n bigint);
+SELECT eventlog.create_window_processor('sess_changes', 'visits', 'sessions_changes', window_type => 'session',
+    gap => '1 minute', emit => 'changes', event_time => $$(value->>'ts')::timestamptz$$);
+SELECT eventlog.create_window_processor('sess_final', 'visits', 'sessions_final', window_type => 'session',
+    gap => '1 minute', event_time => $$(value->>'ts')::timestamptz$$, sink_topic => 'visit_sessions',
+    aggregates => ARRAY['count(*) AS clicks'], late => 'topic', late_topic => 'late_visits');
+SELECT eventlog.create_window_processor('upd', 'visits', 'visits_per_minute', size => '1 minute', group_by => '{}',
+    event_time => $$(value->>'ts')::timestamptz$$, late => 'update', retention => '3 minutes');
+SELECT name, window_type, size, gap, late, late_topic, retention, sink, sink_topic
+  FROM eventlog.processors WHERE name IN ('sess_changes', 'sess_final', 'upd') ORDER BY name;
+CREATE FUNCTION v(k text, t text) RETURNS void LANGUAGE sql AS $$
+    SELECT NULL FROM eventlog.produce('visits', k, jsonb_build_object('ts', '2026-01-01 10:' || t || '+00')) $$;
+CREATE FUNCTION steps() RETURNS TABLE (sess_changes bigint, sess_final bigint, upd bigint) LANGUAGE sql AS $$
+    SELECT eventlog.run_processor('sess_changes'), eventlog.run_processor('sess_final'), eventlog.run_processor('upd') $$;
+CREATE VIEW visit_state AS
+    SELECT 'changes' AS sink, * FROM sessions_changes
+    UNION ALL SELECT 'final', * FROM sessions_final
+    UNION ALL SELECT 'upd', window_start, window_end, NULL, n FROM visits_per_minute;
+-- a: 10:00:00, 10:00:30 and 10:02:00 (two sessions); b: 10:00:40.  The
+-- watermark (10:02:00) passes 10:00:30 + gap and 10:00:40 + gap: a's first
+-- session and b's close (written by emit final) and so does the minute 10:00.
+SELECT v('a', '00:00'), v('a', '00:30'), v('b', '00:40'), v('a', '02:00');
+SELECT * FROM steps();
+SELECT * FROM visit_state ORDER BY 1, 2, 4;
+-- 10:01:15 is within gap of 10:00:30 and of 10:02:00: a's sessions merge
+-- into one, still open (emit final deletes the row it wrote; emit changes
+-- replaces two rows by one).  10:00:50 is late for the sessions (10:00:50 +
+-- gap is before the watermark): dropped, or sent to late_visits; for upd it
+-- updates the closed minute 10:00 (4 records), and 10:01:15 writes the
+-- minute 10:01, closed already.
+SELECT v('a', '00:50'), v('a', '01:15');
+SELECT * FROM steps();
+SELECT * FROM visit_state ORDER BY 1, 2, 4;
+-- 10:05:00 closes a's merged session and the minute 10:02; the minutes
+-- 10:00 and 10:01 are past their retention (end + 3 minutes): removed.
+SELECT v('c', '05:00');
+SELECT * FROM steps();
+SELECT * FROM visit_state ORDER BY 1, 2, 4;
+SELECT format('eventlog.processor_%s_windows', processor_id) AS upd_windows
+  FROM eventlog.processor_catalog WHERE name = 'upd' \gset
+SELECT window_start, n_1, closed FROM :upd_windows ORDER BY 1;
+-- 10:00:10 is too late for all (upd: its minute is gone); 10:02:30 updates
+-- upd's closed minute 10:02, and is late for the sessions.
+SELECT v('a', '00:10'), v('a', '02:30');
+SELECT * FROM steps();
+SELECT * FROM visit_state ORDER BY 1, 2, 4;
+SELECT name, (SELECT sum(late_records) FROM eventlog.processor_progress(name)) AS late_records
+  FROM eventlog.processors WHERE name IN ('sess_changes', 'sess_final', 'upd') ORDER BY name;
+-- The late records, as they were; the sessions written to the topic
+-- (key: the group value; a merged-away session comes with "deleted").
+SELECT offset_id, key, value FROM eventlog.read('late_visits', 0, 0) ORDER BY offset_id;
+SELECT offset_id, key, value, event_time FROM eventlog.read('visit_sessions', 0, 0) ORDER BY offset_id;
+DROP VIEW visit_state;
+DROP FUNCTION steps();
 
 -- Privileges: a step runs as the processor's owner, and only its members
 -- run, reset or drop it.
@@ -205,6 +275,21 @@ SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute'
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{NULL}');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}',
     aggregates => ARRAY[$$sum(jsonb_array_elements_text(value))$$]);
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', group_by => '{}');
+SELECT eventlog.create_window_processor('w', 'orders', size => '1 minute', group_by => '{}');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', window_type => 'session');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', window_type => 'session', gap => '1 minute');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', window_type => 'session', gap => '-1 minute');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', gap => '1 minute');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', late => 'ignore');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', late => 'topic');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', late_topic => 'late_visits');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', late => 'topic', late_topic => 'orders');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', late => 'topic', late_topic => 'nope');
+SELECT eventlog.create_window_processor('w', 'orders', sink_topic => 'nope', size => '1 minute');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', retention => '-1 s');
+SELECT eventlog.create_window_processor('w', 'orders', sink_topic => 'visit_sessions', size => '1 minute',
+    aggregates => ARRAY['count(*) AS n', 'sum((value->>''amount'')::numeric) AS n']);
 SELECT eventlog.run_processor('nope');
 SELECT eventlog.run_processor('opm', 0);
 SELECT eventlog.run_processor(NULL);

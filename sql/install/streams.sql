@@ -37,7 +37,7 @@ CREATE TABLE @extschema@.processor_catalog (
     event_time_expr       text,
     -- windows
     time_mode             text CHECK (time_mode OPERATOR(pg_catalog.=) ANY (ARRAY['event', 'processing'])),
-    window_type           text CHECK (window_type OPERATOR(pg_catalog.=) ANY (ARRAY['tumbling', 'hopping'])),
+    window_type           text CHECK (window_type OPERATOR(pg_catalog.=) ANY (ARRAY['tumbling', 'hopping', 'session'])),
     size                  interval,
     advance               interval,
     allowed_lateness      interval,
@@ -49,7 +49,15 @@ CREATE TABLE @extschema@.processor_catalog (
     agg_args              text[],
     sink_columns          name[],
     sink_types            text[],
-    created_at            timestamptz NOT NULL DEFAULT pg_catalog.now()
+    created_at            timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- session windows' gap; what happens to late records (and the topic
+    -- they go to); how long closed windows are kept; the aggregates' names
+    -- in window records written to sink_topic
+    gap                   interval,
+    late                  text CHECK (late OPERATOR(pg_catalog.=) ANY (ARRAY['drop', 'topic', 'update'])),
+    late_topic            text,
+    retention             interval,
+    agg_names             text[]
 );
 COMMENT ON TABLE @extschema@.processor_catalog IS
 'pg_eventlog stream processors (eventlog.create_processor, eventlog.create_window_processor): definitions; state lives in eventlog.processor_<id>_progress and eventlog.processor_<id>_windows';
@@ -83,8 +91,13 @@ COMMENT ON FUNCTION @extschema@._processor(text) IS
  * The statement of one step, over a batch: "batch" is a FROM item giving
  * eventlog.record rows (the poll, or an empty set when create checks the
  * expressions).  $1 topic, $2 group, $3 max_records, $4 partitions, $5 the
- * sink topic, $6 the poll's wait; for windows $7 to $11 (see run_processor).  The user's expressions are pasted in
- * parentheses: they are the owner's SQL and run as the owner.
+ * sink topic, $6 the poll's wait; for windows (see run_processor) $7
+ * max_out_of_orderness, $8 the size (a session window's gap), $9 how late
+ * a record may be and still count (allowed_lateness, plus the retention
+ * with late => 'update'), $10 advance, $11 emit changes, $12
+ * allowed_lateness (when a window closes), $13 the late-records topic.
+ * The user's expressions are pasted in parentheses: they are the owner's
+ * SQL and run as the owner.
  */
 CREATE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
 RETURNS text
@@ -99,6 +112,12 @@ DECLARE
     partials text := '';
     cols text := '';
     merge text := '';
+    rv text := '';
+    comb text := '';
+    sets text := '';
+    head text;
+    body text;
+    late_out text;
     ng integer := coalesce(cardinality(p.group_by), 0);
     na integer := coalesce(cardinality(p.agg_funcs), 0);
     i integer;
@@ -146,6 +165,17 @@ BEGIN
                                         WHEN 'max' THEN format('greatest(t.v_%1$s, excluded.v_%1$s)', i)
                                         WHEN 'count' THEN 'NULL'
                                         ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
+        -- sessions: a record as a partial (value, count), and partials combined
+        rv := rv || format(', %s AS v_%s, %s AS n_%s',
+                           CASE WHEN f = 'count' THEN 'NULL::numeric' ELSE format('e.x_%s', i) END, i,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN '1::bigint'
+                                ELSE format('CASE WHEN e.x_%s IS NULL THEN 0 ELSE 1 END::bigint', i) END, i);
+        comb := comb || format(', %s, sum(n_%s)::bigint',
+                               CASE f WHEN 'min' THEN format('min(v_%s)', i)
+                                      WHEN 'max' THEN format('max(v_%s)', i)
+                                      WHEN 'count' THEN 'NULL::numeric'
+                                      ELSE format('sum(v_%s)', i) END, i);
+        sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
     END LOOP;
 
     /*
@@ -156,33 +186,107 @@ BEGIN
      * materialized.  A record is late for all its windows when it is late
      * for the one that ends last (the one starting at date_bin(advance,
      * ts)): "late_" decides late_records without grouping the windows of
-     * each record.  Tumbling windows (advance = size) skip generate_series.
+     * each record.  A session window's record is late when the session of
+     * that record alone would be closed (its time + gap + lateness before
+     * the watermark), so that lateness does not depend on how the records
+     * of other partitions were cut into steps.
      */
-    RETURN format($f$
+    head := format($f$
 WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
 ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
 b AS (
     SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
-           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s
+           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s
       FROM %2$s AS record
            CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
                                  FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_),
 e AS MATERIALIZED (
     SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
-           (date_bin($10, w_.ts_, '1970-01-01 00:00:00+00') + $8 + $9 <= greatest(w_.wm_, ct.c_)) AS late_
+           (%7$s) AS late_
       FROM (SELECT b.*, coalesce(greatest(prev.m_, max(b.ts_) OVER (PARTITION BY b.p_ ORDER BY b.o_
                                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
                                  '-infinity') - $7 AS wm_
               FROM b LEFT JOIN prev ON prev.p_ = b.p_) AS w_
-           CROSS JOIN ct),
-a AS (%12$s),
-agg AS (SELECT ws_, ws_ + $8, gk_ %7$s FROM a GROUP BY ws_, gk_),
-u AS (INSERT INTO %8$s AS t (window_start, window_end, group_key %9$s)
-      SELECT * FROM agg
-      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %10$s
+           CROSS JOIN ct),$f$,
+        ts, batch, progress, gk, xs, filter,
+        CASE WHEN p.window_type = 'session'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
+        CASE WHEN p.late = 'topic'
+             THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
+             ELSE '' END);
+
+    -- Late records to the late-records topic, in offset order.
+    late_out := CASE WHEN p.late = 'topic'
+        THEN 'lt AS MATERIALIZED (SELECT count(@extschema@.produce($13, x.rk_, x.rv_, x.rh_, NULL, x.ret_)) AS n '
+             '  FROM (SELECT e.* FROM e WHERE e.in_ AND e.late_ ORDER BY e.p_, e.o_) AS x)'
+        ELSE 'lt AS (SELECT 0::bigint AS n)' END;
+
+    IF p.window_type = 'session' THEN
+        /*
+         * Sessions: the records that count ("r", each a session of one
+         * record), and the sessions in state that one of them reaches
+         * (within gap of its start or end, as Kafka Streams' findSessions)
+         * are laid on one line per group key and merged where they come
+         * within gap of each other (gaps and islands: a new session starts
+         * where a start is more than gap after every end before it).  The
+         * merged sessions replace the ones they absorbed: a merged session
+         * keeps the start of one of them (upserted) or deletes it.  Their
+         * rows in the sink go too ("gone": the absorbed sessions that were
+         * written, in full or as changes).
+         */
+        body := format($f$
+r AS (SELECT e.gk_, e.ts_ AS s_, e.ts_ AS e_ %1$s FROM e WHERE e.in_ AND NOT e.late_),
+o AS MATERIALIZED (SELECT w.* FROM %2$s AS w
+                    WHERE EXISTS (SELECT FROM r WHERE r.gk_ = w.group_key
+                                     AND r.s_ >= w.window_start - $8 AND r.s_ <= w.window_end + $8)),
+iv AS (SELECT r.* FROM r UNION ALL SELECT o.group_key, o.window_start, o.window_end %3$s FROM o),
+isl AS (SELECT y.*, count(*) FILTER (WHERE y.mx_ IS NULL OR y.s_ > y.mx_ + $8)
+                        OVER (PARTITION BY y.gk_ ORDER BY y.s_, y.e_ ROWS UNBOUNDED PRECEDING) AS i_
+          FROM (SELECT iv.*, max(iv.e_) OVER (PARTITION BY iv.gk_ ORDER BY iv.s_, iv.e_
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mx_
+                  FROM iv) AS y),
+agg AS (SELECT min(s_) AS ws_, max(e_) AS we_, gk_ %4$s FROM isl GROUP BY gk_, i_),
+gone AS (SELECT o.* FROM o WHERE NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key
+                                                AND agg.ws_ = o.window_start AND agg.we_ = o.window_end)),
+d AS (DELETE FROM %2$s AS w USING o
+       WHERE w.window_start = o.window_start AND w.group_key = o.group_key
+         AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
+u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
+      SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
       RETURNING t.*),
-%11$s,
-pu AS (INSERT INTO %3$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
+%6$s,$f$,
+            rv, windows, cols, comb, sets,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSE
+        /*
+         * Tumbling and hopping windows: the batch's partials combine with
+         * the window rows.  A window is written to the sink as it changes
+         * (emit changes), or when it closes, or, closed already, when a late
+         * record updates it (late => 'update', within the retention).
+         */
+        body := format($f$
+a AS (%1$s),
+agg AS (SELECT ws_, ws_ + $8, gk_ %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY ws_, gk_),
+u AS (INSERT INTO %3$s AS t (window_start, window_end, group_key %4$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            CASE WHEN p.size = p.advance
+                 THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
+                      'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                      'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
+            partials, windows, cols, merge,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+    END IF;
+
+    RETURN head || body || format($f$
+%2$s,
+pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
        SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.in_ AND e.late_),
               count(*) FILTER (WHERE e.ts_ IS NULL)
          FROM e GROUP BY e.p_
@@ -192,28 +296,26 @@ pu AS (INSERT INTO %3$s AS t (partition, max_event_time, last_record_at, records
               records = t.records + excluded.records,
               late_records = t.late_records + excluded.late_records,
               null_time_records = t.null_time_records + excluded.null_time_records)
-SELECT count(*) FROM e$f$,
-        ts, batch, progress, gk, xs, filter, partials, windows, cols, merge,
-        @extschema@._processor_emit_sql(p, '$11'),
-        CASE WHEN p.size = p.advance
-             THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
-             ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
-                  'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
-                  'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END);
+SELECT (SELECT count(*) FROM e) FROM so, lt$f$, progress, late_out);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
 'internal: the statement of one step of a processor over a batch of records';
 
 /*
- * Writing window rows to the sink: "su" updates the rows that exist, "si"
- * inserts the others, from the window rows of a CTE "u", when the SQL
- * boolean "flag" holds.  "si" looks for the rows in the sink itself, not in
- * what "su" returned: a sink's BEFORE UPDATE trigger may skip or change a
- * row, which must not make it inserted twice.  The step holds the processor's lock, so no other
- * step of it writes the sink meanwhile; a replay overwrites what it wrote.
+ * Writing window rows, from a CTE "u", where the SQL boolean "flag" holds:
+ * to the sink table, "su" updates the rows that exist, "si" inserts the
+ * others.  "si" looks for the rows in the sink itself, not in what "su"
+ * returned: a sink's BEFORE UPDATE trigger may skip or change a row, which
+ * must not make it inserted twice.  For sessions, "gone_flag" (else NULL)
+ * says which rows of a CTE "gone" (sessions merged into others) are in the
+ * sink: "sd" deletes them.  To the sink topic, "so" produces a record per
+ * window (and per gone session); it is the CTE the caller's SELECT names so
+ * that it runs (a plain one when there is no sink topic).  The step holds
+ * the processor's lock, so no other step of it writes the sink meanwhile; a
+ * replay overwrites what it wrote in the table (and writes the topic again).
  */
-CREATE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text)
+CREATE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text, gone_flag text)
 RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -223,49 +325,109 @@ DECLARE
     na integer := coalesce(cardinality(p.agg_funcs), 0);
     gcols text := '';
     gmatch text := '';
+    gmatch_gone text := '';
     outs text := '';
     sets text := '';
+    jvals text := '';
+    k text;
     o text;
     i integer;
+    ctes text := '';
 BEGIN
     FOR i IN 1 .. ng LOOP
-        gcols := gcols || format(', (u.group_key ->> %s)::%s', i - 1, p.sink_types[2 + i]);
-        gmatch := gmatch || format(' AND s.%I IS NOT DISTINCT FROM (u.group_key ->> %s)::%s',
-                                   p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+        IF p.sink_table IS NOT NULL THEN
+            gcols := gcols || format(', (u.group_key ->> %s)::%s', i - 1, p.sink_types[2 + i]);
+            gmatch := gmatch || format(' AND s.%I IS NOT DISTINCT FROM (u.group_key ->> %s)::%s',
+                                       p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+            gmatch_gone := gmatch_gone || format(' AND s.%I IS NOT DISTINCT FROM (gone.group_key ->> %s)::%s',
+                                                 p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+        END IF;
     END LOOP;
     FOR i IN 1 .. na LOOP
         o := CASE p.agg_funcs[i] WHEN 'count' THEN format('u.n_%s', i)
                                  WHEN 'avg' THEN format('u.v_%1$s / NULLIF(u.n_%1$s, 0)', i)
                                  ELSE format('u.v_%s', i) END;
         outs := outs || ', ' || o;
-        sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
-                               p.sink_columns[2 + ng + i], o);
+        IF p.sink_table IS NOT NULL THEN
+            sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
+                                   p.sink_columns[2 + ng + i], o);
+        END IF;
+        jvals := jvals || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], o);
     END LOOP;
-    RETURN format($f$su AS (UPDATE %1$s AS s SET %2$s FROM u
+    IF p.sink_table IS NOT NULL THEN
+        IF gone_flag IS NOT NULL THEN
+            ctes := format($f$sd AS (DELETE FROM %1$s AS s USING gone
+        WHERE %2$s AND s.%3$I = gone.window_start AND s.%4$I = gone.window_end %5$s),
+$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone);
+        END IF;
+        ctes := ctes || format($f$su AS (UPDATE %1$s AS s SET %2$s FROM u
         WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s),
 si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
         WHERE %3$s AND NOT EXISTS (SELECT FROM %1$s AS s
-                                    WHERE s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s))$f$,
-        p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
+                                    WHERE s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s)),
+$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
+    END IF;
+    IF p.sink_topic IS NULL THEN
+        RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
+    END IF;
+    -- The record's key: the group value (one group_by expression) or the
+    -- JSON array of them; its value: the window and the aggregates by name.
+    k := CASE ng WHEN 0 THEN 'NULL::text' WHEN 1 THEN '%1$s.group_key ->> 0' ELSE '%1$s.group_key::text' END;
+    RETURN ctes || format($f$so AS MATERIALIZED (
+    SELECT count(@extschema@.produce(%1$L, x.k_, x.v_, NULL, NULL, x.t_)) AS n
+      FROM (%2$s
+            SELECT 1 AS o_, u.window_start AS s_, %3$s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', u.window_start, 'window_end', u.window_end,
+                                                 'group_key', u.group_key) %4$s AS v_,
+                   u.window_end AS t_
+              FROM u WHERE %5$s
+             ORDER BY 1, 2, 3) AS x)$f$,
+        p.sink_topic,
+        CASE WHEN gone_flag IS NULL THEN ''
+             ELSE format($g$SELECT 0 AS o_, gone.window_start AS s_, %s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', gone.window_start, 'window_end', gone.window_end,
+                                                 'group_key', gone.group_key, 'deleted', true) AS v_,
+                   gone.window_end AS t_
+              FROM gone WHERE %s
+            UNION ALL
+            $g$, format(k, 'gone'), gone_flag) END,
+        format(k, 'u'), jvals, flag);
 END
 $$;
-COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text) IS
-'internal: the CTEs writing window rows to a processor''s sink table';
+COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text, text) IS
+'internal: the CTEs writing window rows to a processor''s sink table and sink topic';
 
-/* The statement closing windows up to a watermark ($1); $2 lateness, $3 emit final. */
+/*
+ * The statement closing windows up to a watermark ($1); $2 allowed_lateness,
+ * $3 emit final, $4 how long closed windows are kept (the retention; for
+ * sessions plus the gap, as long as a record that counts can still reach
+ * them), $5 a session's gap.  A session closes when the watermark passes
+ * its end (its last record) + gap + lateness, as in Kafka Streams.  Without
+ * anything to keep, the closed windows are deleted at once, as they close.
+ */
 CREATE FUNCTION @extschema@._processor_close_sql(p @extschema@.processor_catalog)
 RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    windows text := format('@extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    closes text := CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 < $1'
+                        ELSE 'window_end + $2 <= $1' END;
 BEGIN
-    RETURN format('WITH u AS (DELETE FROM @extschema@.%I WHERE window_end + $2 <= $1 RETURNING *), %s SELECT count(*) FROM u',
-                  'processor_' || p.processor_id || '_windows',
-                  @extschema@._processor_emit_sql(p, '$3'));
+    IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
+        RETURN format('WITH u AS (DELETE FROM %s WHERE %s RETURNING *), %s SELECT count(*) FROM u, so',
+                      windows, closes, @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
+    END IF;
+    RETURN format('WITH u AS (UPDATE %1$s SET closed = true WHERE NOT closed AND %2$s RETURNING *), %3$s, '
+                  'x AS (DELETE FROM %1$s WHERE closed AND %4$s) SELECT count(*) FROM u, so',
+                  windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
+                  CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
+                       ELSE 'window_end + $2 + $4 <= $1' END);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS
-'internal: the statement removing the windows a watermark closed, writing them to the sink when emit is final';
+'internal: the statement closing the windows a watermark passed (written to the sink when emit is final) and removing the closed windows kept past their retention';
 
 /*
  * The catalog side of create_processor and create_window_processor, run as
@@ -303,6 +465,9 @@ BEGIN
     IF p.sink_topic IS NOT NULL THEN
         PERFORM @extschema@._authorize(p.sink_topic, 'produce');
     END IF;
+    IF p.late_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.late_topic, 'produce');
+    END IF;
     p.owner := caller;
     p.group_name := 'processor:' || p.name;
     p.created_at := now();
@@ -326,12 +491,13 @@ BEGIN
     EXECUTE format('GRANT SELECT ON %s TO PUBLIC', progress);
     IF p.kind = 'window' THEN
         EXECUTE format('CREATE TABLE @extschema@.%I (window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, '
-                       'group_key jsonb NOT NULL%s, PRIMARY KEY (window_start, group_key))',
+                       'group_key jsonb NOT NULL%s, closed boolean NOT NULL DEFAULT false, '
+                       'PRIMARY KEY (window_start, group_key))',
                        'processor_' || p.processor_id || '_windows',
                        (SELECT string_agg(format(', v_%s numeric, n_%s bigint NOT NULL DEFAULT 0', i, i), '' ORDER BY i)
                           FROM generate_series(1, cardinality(p.agg_funcs)) i));
         EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', 'processor_' || p.processor_id || '_windows',
-                       format('pg_eventlog processor %s: one row per open window and group key', p.name));
+                       format('pg_eventlog processor %s: one row per open window (or session) and group key, and per closed one kept for the retention', p.name));
         EXECUTE format('ALTER TABLE @extschema@.%I OWNER TO %s', 'processor_' || p.processor_id || '_windows', caller);
     END IF;
     RETURN p.processor_id;
@@ -419,8 +585,9 @@ $$;
 COMMENT ON FUNCTION @extschema@.create_processor(text, text, regclass, text, text, text, text, text, text, text) IS
 'creates a stateless processor: each record of source_topic for which where_clause holds becomes a row of sink_table (its select_list) or a record of sink_topic (key, value, event_time); expressions are SQL over the record, run as the processor''s owner';
 
-CREATE FUNCTION @extschema@.create_window_processor(name text, source_topic text, sink_table regclass,
-                                                    size interval,
+CREATE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
                                                     window_type text DEFAULT 'tumbling',
                                                     advance interval DEFAULT NULL,
                                                     group_by text[] DEFAULT ARRAY['key'],
@@ -432,7 +599,12 @@ CREATE FUNCTION @extschema@.create_window_processor(name text, source_topic text
                                                     max_out_of_orderness interval DEFAULT '0',
                                                     idle_timeout interval DEFAULT '1 minute',
                                                     emit text DEFAULT 'final',
-                                                    start_from text DEFAULT 'earliest')
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -444,32 +616,61 @@ DECLARE
     i integer;
     ncols integer;
 BEGIN
-    IF name IS NULL OR source_topic IS NULL OR sink_table IS NULL OR size IS NULL
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
        OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
        OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
-       OR idle_timeout IS NULL OR emit IS NULL OR array_position(group_by, NULL) IS NOT NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
        OR array_position(aggregates, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'the arguments of a window processor must not be null'
             USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'Only advance and where_clause may be null.';
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
     END IF;
-    IF window_type NOT IN ('tumbling', 'hopping') THEN
-        RAISE EXCEPTION 'window_type must be ''tumbling'' or ''hopping''' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
-        RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Use window_type => ''hopping'' for windows that overlap.';
-    END IF;
-    IF window_type = 'hopping' AND advance IS NULL THEN
-        RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    advance := coalesce(advance, size);
-    IF size <= '0' OR advance <= '0' OR advance > size
-       OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
-       OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
-        RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type = 'sliding' THEN
+        RAISE EXCEPTION 'sliding windows are not supported yet' USING ERRCODE = 'feature_not_supported',
+            HINT = 'Use hopping windows with a small advance, or session windows.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
     END IF;
     IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
         RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
@@ -481,6 +682,24 @@ BEGIN
     IF emit NOT IN ('final', 'changes') THEN
         RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF cardinality(aggregates) = 0 THEN
         RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -488,44 +707,69 @@ BEGIN
     p.kind := 'window';
     p.source_topic := source_topic;
     p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
     p.where_clause := where_clause;
     p.event_time_expr := event_time;
     p.time_mode := time_mode;
     p.window_type := window_type;
     p.size := size;
     p.advance := advance;
+    p.gap := gap;
     p.allowed_lateness := allowed_lateness;
     p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE max_out_of_orderness END;
     p.idle_timeout := idle_timeout;
     p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := retention;
     p.group_by := group_by;
     p.agg_funcs := '{}';
     p.agg_args := '{}';
+    p.agg_names := '{}';
     FOREACH a IN ARRAY aggregates LOOP
-        m := regexp_match(a, '^\s*(count|sum|min|max|avg)\s*\((.*)\)\s*$', 'i');
+        m := regexp_match(a, '^\s*(count|sum|min|max|avg)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
         IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
             RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
                 DETAIL = 'An aggregate is count(*), or count, sum, min, max or avg of a numeric expression over the record.';
         END IF;
         p.agg_funcs := p.agg_funcs || lower(m[1]);
         p.agg_args := p.agg_args || btrim(m[2]);
+        p.agg_names := p.agg_names || m[3];
     END LOOP;
     -- The sink's columns in order: window start, window end, one per
     -- group_by expression, one per aggregate.
-    SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
-      INTO p.sink_columns, p.sink_types
-      FROM pg_attribute att
-     WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
-    ncols := 2 + cardinality(group_by) + cardinality(aggregates);
-    IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
-        RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
-                        coalesce(cardinality(p.sink_columns), 0), ncols
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
     END IF;
-    IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
-        RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
-            DETAIL = 'A window processor selects, inserts and updates its sink table.';
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(p.agg_funcs[i + 1:], p.agg_funcs[i]) IS NULL
+                                         AND array_position(p.agg_funcs[:i - 1], p.agg_funcs[i]) IS NULL
+                                        THEN p.agg_funcs[i] ELSE p.agg_funcs[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
     END IF;
     -- The expressions over no records, as the caller; the group keys and
     -- aggregate arguments inside CASE, as a step evaluates them (so that a
@@ -536,14 +780,16 @@ BEGIN
                    (SELECT string_agg(format(', CASE WHEN true THEN (%s)::numeric END', CASE x WHEN '*' THEN 'NULL' ELSE x END), '') FROM unnest(p.agg_args) x),
                    coalesce('(' || where_clause || ')', 'true'));
     -- and the casts of the group keys to the sink's column types
-    FOR i IN 1 .. cardinality(group_by) LOOP
-        EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
-    END LOOP;
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
     PERFORM @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
 END
 $$;
-COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text) IS
-'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance) over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg written to sink_table when a window closes (emit final) or as it changes (emit changes)';
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
 /*
  * One step: as the processor's owner, in the caller's transaction, poll a
@@ -611,7 +857,9 @@ BEGIN
     EXECUTE @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)')
        INTO consumed
       USING p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
-            p.max_out_of_orderness, p.size, p.allowed_lateness, p.advance, p.emit = 'changes';
+            p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+            p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+            p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic;
     IF p.kind = 'map' THEN
         RETURN consumed;
     END IF;
@@ -637,7 +885,9 @@ BEGIN
     END IF;
     EXECUTE format('SELECT closed_through FROM %s WHERE partition = -1', progress) INTO ct;
     IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
-        EXECUTE @extschema@._processor_close_sql(p) USING wm, p.allowed_lateness, p.emit = 'final';
+        EXECUTE @extschema@._processor_close_sql(p)
+          USING wm, p.allowed_lateness, p.emit = 'final',
+                coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap;
         EXECUTE format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
                        'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress)
           USING wm;
@@ -718,7 +968,8 @@ SELECT c.name, c.owner, c.kind, c.source_topic, c.group_name,
        (SELECT sum(g.lag) FROM @extschema@.consumer_groups g
          WHERE g.topic OPERATOR(pg_catalog.=) c.source_topic
            AND g.group_name OPERATOR(pg_catalog.=) c.group_name)::bigint AS lag,
-       c.created_at
+       c.created_at, c.gap, c.late, c.late_topic, c.retention,
+       CASE WHEN c.kind OPERATOR(pg_catalog.=) 'window' THEN c.sink_topic END AS sink_topic
   FROM @extschema@.processor_catalog c;
 COMMENT ON VIEW @extschema@.processors IS
 'pg_eventlog stream processors: definition, sink and lag; per-partition watermarks and counters are in eventlog.processor_progress(name)';

@@ -4,11 +4,13 @@
 # NULL event times, duplicate and NULL keys, and an idle partition (a few
 # early records, then nothing), and computes the expected windows itself,
 # record by record (the model below: obviously right, no cleverness).
-# Four processors (tumbling and hopping, emit final and emit changes) read
-# the same topic in small steps while their driving backend is killed with
-# SIGKILL now and then (a crash restart of the server, mid-step or not);
-# their sink tables must then equal the model exactly, and again after a
-# replay from offset 0 (reset_processor).
+# Processors of every window kind (tumbling, hopping, session), emit mode
+# (final, changes) and late-record policy (drop, topic, update with a
+# retention), one writing its windows to a topic, read the same topic in
+# small steps while their driving backend is killed with SIGKILL now and
+# then (a crash restart of the server, mid-step or not); their sinks (and
+# the late-records topic) must then equal the model exactly, and again
+# after a replay from offset 0 (reset_processor).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -43,13 +45,17 @@ for my $p (0, 1)
 push @{ $events[2] }, [ $keys[ int(rand(@keys)) ], 1 + int(rand(100)), $base + int(rand(30)) ] for 1 .. 20;
 
 # The model: windows [start, start + size) every advance; a record is late
-# for a window when the window's end plus the grace is at or below its
-# partition's watermark (largest event time before it minus $ooo); a record
-# late for all its windows counts as late.
+# for a window when the window's end plus the grace (plus the retention,
+# with late => 'update') is at or below its partition's watermark (largest
+# event time before it minus $ooo); a record late for all its windows
+# counts as late.  Sessions: a record is late when its time + gap + grace
+# (+ retention) is below that watermark; the others, per key, make
+# sessions where they come within gap of each other; a session is closed
+# when its last time + gap + grace is below the final watermark.
 sub model
 {
-    my ($size, $advance) = @_;
-    my (%w, $late, $nulls, @maxts);
+    my ($type, $size, $advance, $R) = @_;
+    my (%w, %acc, @late, $nulls, @maxts);
     for my $p (0 .. 2)
     {
         my $max;
@@ -58,23 +64,48 @@ sub model
             my ($k, $amount, $t) = @$e;
             if (!defined $t) { $nulls++; next; }
             my $wm = defined $max ? $max - $ooo : undef;
+            $max = $t if !defined $max || $t > $max;
+            if ($type eq 'session')
+            {
+                if (defined $wm && $t + $size + $grace + $R < $wm) { push @late, "$amount\@$t"; next; }
+                push @{ $acc{ $k // '<null>' } }, [ $t, $amount ];
+                next;
+            }
             my $any = 0;
             my $first = $t - ($t % $advance) - $size + $advance;
             for (my $s = $first; $s <= $t; $s += $advance)
             {
                 next unless $s + $size > $t;
-                next if defined $wm && $s + $size + $grace <= $wm;
+                next if defined $wm && $s + $size + $grace + $R <= $wm;
                 $any = 1;
-                my $g = $w{"$s|" . ($k // '<null>')} //= { s => $s, k => $k // '<null>', n => 0, sum => 0 };
+                my $g = $w{"$s|" . ($k // '<null>')} //= { s => $s, e => $s + $size, k => $k // '<null>', n => 0, sum => 0 };
                 $g->{n}++;
                 $g->{sum} += $amount;
                 $g->{min} = $amount if !defined $g->{min} || $amount < $g->{min};
                 $g->{max} = $amount if !defined $g->{max} || $amount > $g->{max};
             }
-            $late++ unless $any;
-            $max = $t if !defined $max || $t > $max;
+            push @late, "$amount\@$t" unless $any;
         }
         push @maxts, $max;
+    }
+    # Sessions: per key, the accepted records in time order, cut where the
+    # next one is more than gap after the session's end.
+    for my $k (keys %acc)
+    {
+        my $g;
+        for my $r (sort { $a->[0] <=> $b->[0] } @{ $acc{$k} })
+        {
+            my ($t, $amount) = @$r;
+            if (!$g || $t > $g->{e} + $size)
+            {
+                $g = $w{"$t|$k"} = { s => $t, e => $t, k => $k, n => 0, sum => 0 };
+            }
+            $g->{e} = $t if $t > $g->{e};
+            $g->{n}++;
+            $g->{sum} += $amount;
+            $g->{min} = $amount if !defined $g->{min} || $amount < $g->{min};
+            $g->{max} = $amount if !defined $g->{max} || $amount > $g->{max};
+        }
     }
     # Once every partition is idle, the watermark is the greatest.
     my ($final) = sort { $b <=> $a } @maxts;
@@ -82,15 +113,18 @@ sub model
     my (@all, @closed);
     for my $g (sort { $a->{s} <=> $b->{s} || $a->{k} cmp $b->{k} } values %w)
     {
-        my $line = join('|', $g->{s}, $g->{s} + $size, $g->{k}, $g->{n}, $g->{sum}, $g->{min}, $g->{max});
+        my $line = join('|', $g->{s}, $g->{e}, $g->{k}, $g->{n}, $g->{sum}, $g->{min}, $g->{max});
         push @all, $line;
-        push @closed, $line if $g->{s} + $size + $grace <= $final;
+        push @closed, $line
+          if $type eq 'session' ? $g->{e} + $size + $grace < $final : $g->{e} + $grace <= $final;
     }
     return { all => join("\n", @all), closed => join("\n", @closed),
-             late => $late // 0, nulls => $nulls // 0, watermark => $final };
+             late => scalar(@late), late_list => join(',', sort @late), nulls => $nulls // 0,
+             watermark => $final };
 }
 
-$node->safe_psql('postgres', q{CREATE EXTENSION pg_eventlog; SELECT eventlog.create_topic('ev', 3);});
+$node->safe_psql('postgres', q{CREATE EXTENSION pg_eventlog; SELECT eventlog.create_topic('ev', 3);
+    SELECT eventlog.create_topic('late_ev', 1); SELECT eventlog.create_topic('win_out', 1);});
 for my $p (0 .. 2)
 {
     my @e = @{ $events[$p] };
@@ -101,19 +135,28 @@ for my $p (0 .. 2)
     $node->safe_psql('postgres', "SELECT count(*) FROM eventlog.produce_batch('ev', $keys, $vals, NULL, $p)");
 }
 
+# name => [window type, size (a session's gap), advance, emit, late policy, retention]
 my %kinds = (
-    tumbling_final   => [ 10, 10, 'final' ],
-    tumbling_changes => [ 10, 10, 'changes' ],
-    hopping_final    => [ 20, 5,  'final' ],
-    hopping_changes  => [ 20, 5,  'changes' ]);
+    tumbling_final         => [ 'tumbling', 10, 10, 'final',   'drop',   0 ],
+    tumbling_changes       => [ 'tumbling', 10, 10, 'changes', 'drop',   0 ],
+    hopping_final          => [ 'hopping',  20, 5,  'final',   'drop',   0 ],
+    hopping_changes        => [ 'hopping',  20, 5,  'changes', 'drop',   0 ],
+    session_final          => [ 'session',  4,  0,  'final',   'drop',   0 ],
+    session_changes        => [ 'session',  4,  0,  'changes', 'drop',   0 ],
+    tumbling_update_final  => [ 'tumbling', 10, 10, 'final',   'update', 15 ],
+    hopping_update_changes => [ 'hopping',  20, 5,  'changes', 'update', 15 ],
+    session_update_final   => [ 'session',  4,  0,  'final',   'update', 10 ],
+    # windows into the topic win_out only, late records into late_ev
+    tumbling_topic         => [ 'tumbling', 10, 10, 'final',   'topic',  0 ]);
 for my $name (sort keys %kinds)
 {
-    my ($size, $advance, $emit) = @{ $kinds{$name} };
-    my $type = $size == $advance ? 'tumbling' : 'hopping';
+    my ($type, $size, $advance, $emit, $late, $R) = @{ $kinds{$name} };
+    my $shape = $type eq 'session' ? "gap => '$size s'" : "size => '$size s', advance => '$advance s'";
+    my $sink = $name eq 'tumbling_topic' ? "sink_topic => 'win_out', late_topic => 'late_ev'" : "sink_table => '$name'";
     $node->safe_psql('postgres', qq{
         CREATE TABLE $name (ws timestamptz, we timestamptz, k text, n bigint, s numeric, mn numeric, mx numeric);
-        SELECT eventlog.create_window_processor('$name', 'ev', '$name', size => '$size s',
-            window_type => '$type', advance => '$advance s', emit => '$emit',
+        SELECT eventlog.create_window_processor('$name', 'ev', $sink, $shape,
+            window_type => '$type', emit => '$emit', late => '$late', retention => '$R s',
             aggregates => ARRAY['count(*)', \$\$sum((value->>'amount')::numeric)\$\$,
                                 \$\$min((value->>'amount')::numeric)\$\$, \$\$max((value->>'amount')::numeric)\$\$],
             event_time => \$\$to_timestamp((value->>'ts')::numeric)\$\$,
@@ -159,24 +202,48 @@ for my $k (1 .. 4)
 my $progress = $node->safe_psql('postgres', q{SELECT sum(records) FROM eventlog.processor_progress('tumbling_final')});
 note("records the tumbling_final processor had read when the kills were over: $progress");
 
+# Where the topics were before the replay: the replay writes them again.
+my %from = (win_out => 0, late_ev => 0);
+
 sub finish_and_check
 {
     my ($when) = @_;
     for my $name (sort keys %kinds)
     {
-        my ($size, $advance, $emit) = @{ $kinds{$name} };
-        my $m = model($size, $advance);
+        my ($type, $size, $advance, $emit, $late, $R) = @{ $kinds{$name} };
+        my $m = model($type, $size, $advance, $late eq 'update' ? $R : 0);
         # Steps until every partition is idle and the watermark is final.
         ok($node->poll_query_until('postgres', qq{
             SELECT eventlog.run_processor('$name', 500) IS NOT NULL
                AND (SELECT extract(epoch FROM closed_through) = $m->{watermark}
                       FROM eventlog.processor_progress('$name') LIMIT 1)}),
            "$name reaches the final watermark $when");
-        my $got = $node->safe_psql('postgres', qq{
-            SELECT string_agg(concat_ws('|', extract(epoch FROM ws)::bigint, extract(epoch FROM we)::bigint,
-                                        coalesce(k, '<null>'), n, s, mn, mx), E'\\n'
-                              ORDER BY ws, coalesce(k, '<null>'))
-              FROM $name});
+        my $got;
+        if ($name eq 'tumbling_topic')
+        {
+            # The windows as records of win_out: key the group value, value
+            # the window and the aggregates by name.
+            $got = $node->safe_psql('postgres', qq{
+                SELECT string_agg(concat_ws('|', extract(epoch FROM (value->>'window_start')::timestamptz)::bigint,
+                                            extract(epoch FROM (value->>'window_end')::timestamptz)::bigint,
+                                            coalesce(key, '<null>'), value->>'count', value->>'sum',
+                                            value->>'min', value->>'max'), E'\\n'
+                                  ORDER BY (value->>'window_start')::timestamptz, coalesce(key, '<null>'))
+                  FROM eventlog.read('win_out', 0, $from{win_out}, 100000)
+                 WHERE coalesce(key, '<null>') = coalesce(value->'group_key'->>0, '<null>')});
+            is($node->safe_psql('postgres', qq{
+                   SELECT string_agg((value->>'amount') || '\@' || (value->>'ts'), ',' ORDER BY (value->>'amount') || '\@' || (value->>'ts') COLLATE "C")
+                     FROM eventlog.read('late_ev', 0, $from{late_ev}, 100000)}),
+               $m->{late_list}, "$name sent the late records to late_ev $when");
+        }
+        else
+        {
+            $got = $node->safe_psql('postgres', qq{
+                SELECT string_agg(concat_ws('|', extract(epoch FROM ws)::bigint, extract(epoch FROM we)::bigint,
+                                            coalesce(k, '<null>'), n, s, mn, mx), E'\\n'
+                                  ORDER BY ws, coalesce(k, '<null>'))
+                  FROM $name});
+        }
         is($got, $emit eq 'final' ? $m->{closed} : $m->{all}, "$name equals the model $when");
         is($node->safe_psql('postgres', qq{
                SELECT sum(late_records) || ' ' || sum(null_time_records) FROM eventlog.processor_progress('$name')}),
@@ -187,14 +254,26 @@ sub finish_and_check
 }
 finish_and_check('after kills');
 
-# Replay from offset 0: the same results, the sink overwritten in place.
+# Replay from offset 0: the same results, the sink overwritten in place
+# (the topics written again: compare what comes after).
+for my $t (keys %from)
+{
+    $from{$t} = $node->safe_psql('postgres', "SELECT coalesce(max(offset_id) + 1, 0) FROM eventlog.read('$t', 0, 0, 100000)");
+}
 $node->safe_psql('postgres', "SELECT eventlog.reset_processor(name) FROM eventlog.processors");
 finish_and_check('after a replay from offset 0');
 
-my $m = model(10, 10);
+my $m = model('tumbling', 10, 10, 0);
 cmp_ok($m->{late}, '>', 10, 'the model has late records');
 cmp_ok(scalar(() = $m->{closed} =~ /\n/g), '<', scalar(() = $m->{all} =~ /\n/g),
        'the model has windows still open at the end');
+cmp_ok(model('tumbling', 10, 10, 15)->{late}, '<', $m->{late}, 'the retention lets late records update windows');
+my $s = model('session', 4, 0, 0);
+cmp_ok(scalar(() = $s->{all} =~ /\n/g), '>', 20, 'the model has many sessions');
+cmp_ok(scalar(grep { my @f = split /\|/; $f[3] > 1 } split /\n/, $s->{all}), '>', 10,
+       'the model has sessions of several records');
+cmp_ok($s->{late}, '>', 10, 'the model has records late for sessions');
+cmp_ok(model('session', 4, 0, 10)->{late}, '<', $s->{late}, 'the retention lets late records update sessions');
 
 $node->stop;
 done_testing();
