@@ -2,7 +2,7 @@
 -- Windowed stream-stream joins: inner, left and outer joins of two topics
 -- on equal keys within an interval of event time; unmatched records written
 -- when their window closes; replay; privileges; bad input.
--- test/t/091_stream_join.pl checks the results against a reference model.
+-- test/t/092_stream_join.pl checks the results against a reference model.
 --
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
