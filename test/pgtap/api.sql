@@ -73,7 +73,7 @@ SELECT is(
     ARRAY['_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
           '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_processor_owner', '_check_topic_name',
           '_check_topic_settings', '_consumer_group_info', '_grantee',
-          '_join_close_sql', '_join_key_sql', '_join_sink_sql', '_join_step', '_join_step_sql',
+          '_join_close_sql', '_join_key_sql', '_join_sink_sql', '_join_step', '_join_step_sql', '_join_time_sql',
           '_kafka_await', '_kafka_fetch', '_kafka_group_wait', '_kafka_join_begin', '_kafka_join_check',
           '_kafka_list_offsets', '_kafka_sync_begin', '_kafka_sync_check',
           '_maintenance_status',
