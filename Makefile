@@ -120,6 +120,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	capture.sql \
 	kafka_auth.sql \
 	streams.sql \
+	streams_join.sql \
 	grants.sql)
 
 # A file of sql/install/ that is not in the list would silently not be

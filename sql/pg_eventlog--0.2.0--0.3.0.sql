@@ -8416,3 +8416,697 @@ SELECT c.name, c.owner, c.kind, c.source_topic, c.group_name,
   FROM @extschema@.processor_catalog c;
 COMMENT ON VIEW @extschema@.processors IS
 'pg_eventlog stream processors: definition, sink and lag; per-partition watermarks and counters are in eventlog.processor_progress(name)';
+
+/* ------------------------------------------------------------------------
+ * Windowed stream-stream joins (issue 19): the catalog's kind 'join' and
+ * join_spec, run_processor, reset_processor and drop_processor dispatch to
+ * them, the processors view shows the right topic and counts its lag,
+ * processor_progress names each partition's topic; then
+ * sql/install/streams_join.sql, verbatim.
+ * ------------------------------------------------------------------------ */
+ALTER TABLE @extschema@.processor_catalog
+    DROP CONSTRAINT processor_catalog_kind_check,
+    ADD CONSTRAINT processor_catalog_kind_check
+        CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['map', 'window', 'join'])),
+    ADD COLUMN join_spec jsonb;
+CREATE OR REPLACE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    tid integer;
+    n integer;
+    consumed bigint;
+    waited interval;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    -- The owner's SQL could SET ROLE to any role the session user may
+    -- (PL/pgSQL cannot make this a security-restricted operation): run it
+    -- only in sessions whose user has no role the owner does not have.
+    IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
+                  HINT = format('Run it in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+    END IF;
+    -- Run the owner's SQL as the owner, never as the caller: the function's
+    -- SET clause restores the role on exit.
+    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+
+    SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
+    IF tid IS DISTINCT FROM p.source_topic_id THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', p.source_topic, p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+
+    -- One step of a processor at a time: the others wait, or skip.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', progress);
+    EXCEPTION WHEN lock_not_available THEN
+        IF NOT wait THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+        -- The step we waited for released this lock a moment before the
+        -- partitions its poll held (advisory locks go last): a poll now
+        -- would skip them and read nothing.  Let it look again (a long
+        -- poll retries partitions other transactions hold every second).
+        waited := interval '2 seconds';
+    END;
+    IF p.kind = 'join' THEN
+        RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
+
+    EXECUTE @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)')
+       INTO consumed
+      USING p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+            p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+            p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+            p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic;
+    IF p.kind = 'map' THEN
+        RETURN consumed;
+    END IF;
+
+    -- The processor's watermark: processing time, or the least watermark of
+    -- the partitions that are active (read recently, or with records left
+    -- to read); when every partition is idle, the greatest.
+    IF p.time_mode = 'processing' THEN
+        wm := now();
+    ELSE
+        EXECUTE format($q$
+            SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                        ELSE max(m) END - $3
+              FROM (SELECT t.max_event_time AS m,
+                           NOT (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                AND coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p)) AS active
+                      FROM generate_series(0, $5 - 1) AS g(p)
+                      LEFT JOIN %s t ON t.partition = g.p
+                      LEFT JOIN @extschema@.group_offsets o
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p) s$q$, progress)
+           INTO wm
+          USING p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid;
+    END IF;
+    EXECUTE format('SELECT closed_through FROM %s WHERE partition = -1', progress) INTO ct;
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        EXECUTE @extschema@._processor_close_sql(p)
+          USING wm, p.allowed_lateness, p.emit = 'final',
+                coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap;
+        EXECUTE format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                       'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress)
+          USING wm;
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
+'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+
+CREATE OR REPLACE FUNCTION @extschema@.reset_processor(name text, target text DEFAULT 'earliest')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+BEGIN
+    IF target IS NULL THEN
+        RAISE EXCEPTION 'target must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+    PERFORM @extschema@.seek(p.source_topic, p.group_name, target);
+    EXECUTE format('UPDATE %s SET max_event_time = NULL, last_record_at = now(), records = 0, '
+                   'late_records = 0, null_time_records = 0, closed_through = NULL', progress);
+    IF p.kind = 'window' THEN
+        EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    ELSIF p.kind = 'join' THEN
+        PERFORM @extschema@.seek(p.join_spec ->> 'right_topic', p.group_name, target);
+        EXECUTE format('TRUNCATE @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
+                       'processor_' || p.processor_id || '_right');
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.reset_processor(text, text) IS
+'replays a processor: forgets its windows, watermarks and counters and seeks its group to target (earliest, latest, an offset or a timestamp); the sink''s windows are overwritten as they are computed again';
+
+CREATE OR REPLACE FUNCTION @extschema@._drop_processor(name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+BEGIN
+    IF NOT pg_has_role(@extschema@._caller(), p.owner, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied for processor "%"', p.name
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Only members of the processor''s owner role %s may run, reset or drop it.', p.owner);
+    END IF;
+    -- Waits for a step in progress.
+    EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    IF p.kind = 'window' THEN
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    ELSIF p.kind = 'join' THEN
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
+                       'processor_' || p.processor_id || '_right');
+    END IF;
+    DELETE FROM @extschema@.processor_catalog c WHERE c.processor_id = p.processor_id;
+    DELETE FROM @extschema@.group_offsets o
+     WHERE o.topic_id IN (p.source_topic_id, (p.join_spec ->> 'right_topic_id')::integer) AND o.group_name = p.group_name;
+    DELETE FROM @extschema@.group_catalog g
+     WHERE g.topic_id IN (p.source_topic_id, (p.join_spec ->> 'right_topic_id')::integer) AND g.group_name = p.group_name;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._drop_processor(text) IS
+'internal: the body of eventlog.drop_processor, run as the extension owner on behalf of the caller eventlog.drop_processor notes (see src/acl.c)';
+
+CREATE OR REPLACE VIEW @extschema@.processors AS
+SELECT c.name, c.owner, c.kind, c.source_topic, c.group_name,
+       coalesce(c.sink_table::text, c.sink_topic) AS sink,
+       c.window_type, c.size, c.advance, c.time_mode, c.allowed_lateness,
+       c.max_out_of_orderness, c.idle_timeout, c.emit,
+       (SELECT sum(g.lag) FROM @extschema@.consumer_groups g
+         WHERE (g.topic OPERATOR(pg_catalog.=) c.source_topic
+                OR g.topic OPERATOR(pg_catalog.=) (c.join_spec OPERATOR(pg_catalog.->>) 'right_topic'))
+           AND g.group_name OPERATOR(pg_catalog.=) c.group_name)::bigint AS lag,
+       c.created_at, c.gap, c.late, c.late_topic, c.retention,
+       CASE WHEN c.kind OPERATOR(pg_catalog.=) 'window' THEN c.sink_topic END AS sink_topic,
+       c.join_spec OPERATOR(pg_catalog.->>) 'right_topic' AS right_topic
+  FROM @extschema@.processor_catalog c;
+COMMENT ON VIEW @extschema@.processors IS
+'pg_eventlog stream processors: definition, sink and lag; per-partition watermarks and counters are in eventlog.processor_progress(name)';
+GRANT SELECT ON @extschema@.processors TO PUBLIC;
+
+DROP FUNCTION @extschema@.processor_progress(text);
+CREATE FUNCTION @extschema@.processor_progress(name text)
+RETURNS TABLE (partition integer, max_event_time timestamptz, watermark timestamptz,
+               last_record_at timestamptz, records bigint, late_records bigint,
+               null_time_records bigint, closed_through timestamptz, topic text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT t.partition, t.max_event_time, t.max_event_time - $1, t.last_record_at, t.records, '
+        '       t.late_records, t.null_time_records, '
+        '       (SELECT c.closed_through FROM @extschema@.%1$I c WHERE c.partition = -1), %2$s '
+        '  FROM @extschema@.%1$I t WHERE t.partition >= 0 ORDER BY %3$s t.partition',
+        'processor_' || p.processor_id || '_progress',
+        -- a join's progress has a row per partition of each side
+        CASE p.kind WHEN 'join' THEN 'CASE t.side WHEN ''right'' THEN $3 ELSE $2 END' ELSE '$2' END,
+        CASE p.kind WHEN 'join' THEN 't.side,' ELSE '' END)
+      USING p.max_out_of_orderness, p.source_topic, p.join_spec ->> 'right_topic';
+END
+$$;
+COMMENT ON FUNCTION @extschema@.processor_progress(text) IS
+'a processor''s source partitions (of both topics for a join): largest event time seen, watermark, last records, counters (late: dropped after their window closed), the watermark windows were closed up to, and the partition''s topic';
+
+/* ------------------------------------------------------------------------
+ * Windowed stream-stream joins (docs/streams.md#joins): a processor of
+ * kind 'join' reads two topics, left (processor_catalog.source_topic) and
+ * right (join_spec ->> 'right_topic'), through one consumer group
+ * ("processor:<name>" on both topics), and joins the records whose join
+ * keys are equal and whose event times are within [left time - before,
+ * left time + after].  Its state, owned by the processor's owner:
+ *
+ *   processor_<id>_progress  a row per partition of each side (side
+ *                            'left' or 'right'), and row ('left', -1)
+ *                            holding closed_through, as for windows;
+ *   processor_<id>_left      the left records whose join window is open,
+ *   processor_<id>_right     and the right ones, each with a flag saying
+ *                            whether it joined yet.
+ *
+ * The rules (the proofs that make the output independent of how records
+ * are cut into steps are in docs/streams.md):
+ *   - a record is late, dropped and counted, when its event time plus
+ *     allowed_lateness is before the greater of its partition's watermark
+ *     (as of the records before it) and closed_through;
+ *   - a pair is written when its second record arrives;
+ *   - a left record leaves the state when closed_through passes its time +
+ *     after + allowed_lateness, a right record when it passes its time +
+ *     before + allowed_lateness; then, unless it joined, a left join writes
+ *     the left record with NULLs for the right, an outer join either side.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Writing join rows to the sink from a CTE "out" (key, left value, right
+ * value, left time, right time, left partition, left offset, right
+ * partition, right offset): into a table, the rows not there yet (a replay
+ * writes the same rows, which a row's source offsets identify); into a
+ * topic, one record per row (the join's value as a JSON object, the later
+ * of the two times as event time).  Returns the CTE "si" and the condition
+ * that makes the final SELECT run it.
+ */
+CREATE FUNCTION @extschema@._join_sink_sql(p @extschema@.processor_catalog, topic_param text, OUT cte text, OUT final text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c name[];
+BEGIN
+    IF p.sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum) INTO c
+          FROM pg_attribute att
+         WHERE att.attrelid = p.sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        cte := format($f$si AS (INSERT INTO %1$s SELECT o.* FROM out AS o
+        WHERE NOT EXISTS (SELECT FROM %1$s AS s
+                           WHERE coalesce(s.%2$I, -1) = coalesce(o.lp, -1) AND coalesce(s.%3$I, -1) = coalesce(o.lo, -1)
+                             AND coalesce(s.%4$I, -1) = coalesce(o.rp, -1) AND coalesce(s.%5$I, -1) = coalesce(o.ro, -1)))$f$,
+                      p.sink_table, c[6], c[7], c[8], c[9]);
+        final := '';
+    ELSE
+        cte := format($f$si AS MATERIALIZED (SELECT count(@extschema@.produce(%s, o.key,
+            pg_catalog.jsonb_build_object('left', o.lv, 'right', o.rv, 'left_time', o.lt, 'right_time', o.rt,
+                                          'left_partition', o.lp, 'left_offset', o.lo,
+                                          'right_partition', o.rp, 'right_offset', o.ro),
+            NULL, NULL, greatest(o.lt, o.rt))) AS n
+          FROM (SELECT * FROM out ORDER BY lp, lo, rp, ro) AS o)$f$, topic_param);
+        final := ' WHERE (SELECT si.n FROM si) >= 0';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._join_sink_sql(@extschema@.processor_catalog, text) IS
+'internal: the CTE writing a join processor''s rows to its sink table or topic';
+
+/*
+ * A join key and an event time as a step evaluates them: the key as jsonb
+ * (keys of two numeric types compare as numbers; JSON null is no key), both
+ * inside CASE so that a set-returning expression is refused.
+ */
+CREATE FUNCTION @extschema@._join_key_sql(expr text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN format('CASE WHEN true THEN NULLIF(pg_catalog.to_jsonb((%s)), ''null''::jsonb) END', expr);
+COMMENT ON FUNCTION @extschema@._join_key_sql(text) IS
+'internal: a join key expression as a step evaluates it';
+
+CREATE FUNCTION @extschema@._join_time_sql(expr text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN format('CASE WHEN true THEN (%s)::timestamptz END', expr);
+COMMENT ON FUNCTION @extschema@._join_time_sql(text) IS
+'internal: an event time expression as a join step evaluates it';
+
+/*
+ * The statement of one join step over two batches ("lbatch", "rbatch":
+ * FROM items giving eventlog.record rows).  $1 left topic, $2 group, $3
+ * max_records, $4 left partitions, $5 right topic, $6 right partitions,
+ * $7 poll wait, $8 max_out_of_orderness, $9 allowed_lateness, $10 before,
+ * $11 after, $12 sink topic.  The user's key and event time expressions are
+ * pasted in parentheses: they are the owner's SQL and run as the owner.
+ */
+CREATE FUNCTION @extschema@._join_step_sql(p @extschema@.processor_catalog, lbatch text, rbatch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j jsonb := p.join_spec;
+    id text := coalesce(p.processor_id, 0)::text;
+    progress text := format('@extschema@.%I', 'processor_' || id || '_progress');
+    bufl text := format('@extschema@.%I', 'processor_' || id || '_left');
+    bufr text := format('@extschema@.%I', 'processor_' || id || '_right');
+    sink record := @extschema@._join_sink_sql(p, '$12');
+BEGIN
+    /*
+     * "e" evaluates each record's join key (as jsonb, so that keys of two
+     * numeric types compare as numbers; JSON null is no key) and event
+     * time once, and judges lateness by the partition's watermark before
+     * the record, as a window processor does.  Pairs: new left records
+     * with new and buffered right ones, buffered left ones with new right
+     * ones (the buffers as of the statement's snapshot: what earlier steps
+     * kept).
+     */
+    RETURN format($f$
+WITH prev AS (SELECT side AS s_, partition AS p_, max_event_time AS m_ FROM %1$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %1$s WHERE partition = -1),
+raw AS (
+    SELECT 'left'::text AS s_, record.partition AS p_, record.offset_id AS o_, record.value AS v_, t_.k_, t_.ts_
+      FROM %2$s AS record
+           CROSS JOIN LATERAL (SELECT %4$s AS k_, %5$s AS ts_ OFFSET 0) AS t_
+    UNION ALL
+    SELECT 'right'::text, record.partition, record.offset_id, record.value, t_.k_, t_.ts_
+      FROM %3$s AS record
+           CROSS JOIN LATERAL (SELECT %6$s AS k_, %7$s AS ts_ OFFSET 0) AS t_),
+e AS MATERIALIZED (
+    SELECT w_.*, (w_.ts_ + $9 < greatest(w_.wm_, ct.c_)) IS TRUE AS late_
+      FROM (SELECT raw.*, coalesce(greatest(prev.m_, max(raw.ts_) OVER (PARTITION BY raw.s_, raw.p_ ORDER BY raw.o_
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+                                   '-infinity') - $8 AS wm_
+              FROM raw LEFT JOIN prev ON prev.s_ = raw.s_ AND prev.p_ = raw.p_) AS w_
+           CROSS JOIN ct),
+nl AS (SELECT * FROM e WHERE e.s_ = 'left' AND e.ts_ IS NOT NULL AND NOT e.late_),
+nr AS (SELECT * FROM e WHERE e.s_ = 'right' AND e.ts_ IS NOT NULL AND NOT e.late_),
+pairs AS MATERIALIZED (
+    SELECT l.k_, l.v_ AS lv, r.v_ AS rv, l.ts_ AS lt, r.ts_ AS rt, l.p_ AS lp, l.o_ AS lo, r.p_ AS rp, r.o_ AS ro,
+           false AS lold, false AS rold
+      FROM nl AS l JOIN nr AS r ON r.k_ = l.k_ AND r.ts_ BETWEEN l.ts_ - $10 AND l.ts_ + $11
+    UNION ALL
+    SELECT l.k_, l.v_, r.value, l.ts_, r.event_time, l.p_, l.o_, r.partition, r.offset_id, false, true
+      FROM nl AS l JOIN %9$s AS r ON r.join_key = l.k_ AND r.event_time BETWEEN l.ts_ - $10 AND l.ts_ + $11
+    UNION ALL
+    SELECT l.join_key, l.value, r.v_, l.event_time, r.ts_, l.partition, l.offset_id, r.p_, r.o_, true, false
+      FROM %8$s AS l JOIN nr AS r ON r.k_ = l.join_key AND r.ts_ BETWEEN l.event_time - $10 AND l.event_time + $11),
+ml AS (UPDATE %8$s AS b SET matched = true FROM pairs
+        WHERE pairs.lold AND b.partition = pairs.lp AND b.offset_id = pairs.lo AND NOT b.matched),
+mr AS (UPDATE %9$s AS b SET matched = true FROM pairs
+        WHERE pairs.rold AND b.partition = pairs.rp AND b.offset_id = pairs.ro AND NOT b.matched),
+il AS (INSERT INTO %8$s (partition, offset_id, join_key, event_time, value, matched)
+       SELECT nl.p_, nl.o_, nl.k_, nl.ts_, nl.v_,
+              EXISTS (SELECT FROM pairs WHERE NOT pairs.lold AND pairs.lp = nl.p_ AND pairs.lo = nl.o_)
+         FROM nl),
+ir AS (INSERT INTO %9$s (partition, offset_id, join_key, event_time, value, matched)
+       SELECT nr.p_, nr.o_, nr.k_, nr.ts_, nr.v_,
+              EXISTS (SELECT FROM pairs WHERE NOT pairs.rold AND pairs.rp = nr.p_ AND pairs.ro = nr.o_)
+         FROM nr),
+out AS (SELECT pairs.k_ #>> '{}' AS key, pairs.lv, pairs.rv, pairs.lt, pairs.rt, pairs.lp, pairs.lo, pairs.rp, pairs.ro
+          FROM pairs),
+%10$s,
+pu AS (INSERT INTO %1$s AS t (side, partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT e.s_, e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.late_),
+              count(*) FILTER (WHERE e.ts_ IS NULL)
+         FROM e GROUP BY e.s_, e.p_
+       ON CONFLICT (side, partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT count(*) FROM e%11$s$f$,
+        progress, lbatch, rbatch,
+        @extschema@._join_key_sql(j ->> 'left_key'), @extschema@._join_time_sql(j ->> 'left_event_time'),
+        @extschema@._join_key_sql(j ->> 'right_key'), @extschema@._join_time_sql(j ->> 'right_event_time'),
+        bufl, bufr, sink.cte, sink.final);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._join_step_sql(@extschema@.processor_catalog, text, text) IS
+'internal: the statement of one step of a join processor over a batch of each topic';
+
+/*
+ * The statement closing join windows up to a watermark ($1): removes the
+ * records whose window it passed and writes the unmatched ones when the
+ * join type wants them.  $2 after, $3 allowed_lateness, $4 before, $5 left
+ * unmatched written, $6 right unmatched written, $7 the sink topic.
+ */
+CREATE FUNCTION @extschema@._join_close_sql(p @extschema@.processor_catalog)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    sink record := @extschema@._join_sink_sql(p, '$7');
+BEGIN
+    RETURN format($f$
+WITH dl AS (DELETE FROM @extschema@.%1$I WHERE event_time + $2 + $3 < $1 RETURNING *),
+dr AS (DELETE FROM @extschema@.%2$I WHERE event_time + $4 + $3 < $1 RETURNING *),
+out AS (SELECT dl.join_key #>> '{}' AS key, dl.value AS lv, NULL::jsonb AS rv, dl.event_time AS lt,
+               NULL::timestamptz AS rt, dl.partition AS lp, dl.offset_id AS lo, NULL::integer AS rp, NULL::bigint AS ro
+          FROM dl WHERE $5 AND NOT dl.matched
+        UNION ALL
+        SELECT dr.join_key #>> '{}', NULL, dr.value, NULL, dr.event_time, NULL, NULL, dr.partition, dr.offset_id
+          FROM dr WHERE $6 AND NOT dr.matched),
+%3$s
+SELECT count(*) FROM out%4$s$f$,
+        'processor_' || p.processor_id || '_left', 'processor_' || p.processor_id || '_right',
+        sink.cte, sink.final);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._join_close_sql(@extschema@.processor_catalog) IS
+'internal: the statement removing the records whose join window a watermark closed, writing the unmatched ones of a left or outer join';
+
+/*
+ * One step of a join processor, called by run_processor as the
+ * processor's owner, holding its lock: the batches, the watermark over the
+ * partitions of both topics (as run_processor computes it for one), and
+ * the windows it closed.
+ */
+CREATE FUNCTION @extschema@._join_step(p @extschema@.processor_catalog, max_records integer, waited interval)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j jsonb := p.join_spec;
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    ln integer;
+    rtid integer;
+    rn integer;
+    consumed bigint;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    SELECT c.partitions INTO ln FROM @extschema@.topic_catalog c WHERE c.topic_id = p.source_topic_id;
+    SELECT c.topic_id, c.partitions INTO rtid, rn FROM @extschema@.topic_catalog c WHERE c.name = j ->> 'right_topic';
+    IF rtid IS DISTINCT FROM (j ->> 'right_topic_id')::integer THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', j ->> 'right_topic', p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+    EXECUTE @extschema@._join_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $7)',
+                                       '@extschema@.poll($5, $2, $3, partitions => $6, wait => $7)')
+       INTO consumed
+      USING p.source_topic, p.group_name, max_records, ln, j ->> 'right_topic', rn, waited,
+            p.max_out_of_orderness, p.allowed_lateness, (j ->> 'before')::interval, (j ->> 'after')::interval,
+            p.sink_topic;
+
+    -- The watermark: the least over the active partitions of both topics.
+    EXECUTE format($q$
+        SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                    ELSE max(m) END - $1
+          FROM (SELECT t.max_event_time AS m,
+                       NOT (coalesce(t.last_record_at, '-infinity') < now() - $2
+                            AND coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset(g.topic, g.p)) AS active
+                  FROM (SELECT 'left' AS side, $3 AS topic, $4 AS tid, x AS p FROM generate_series(0, $5 - 1) x
+                        UNION ALL
+                        SELECT 'right', $6, $7, x FROM generate_series(0, $8 - 1) x) AS g
+                  LEFT JOIN %s t ON t.side = g.side AND t.partition = g.p
+                  LEFT JOIN @extschema@.group_offsets o
+                         ON o.topic_id = g.tid AND o.group_name = $9 AND o.partition = g.p) s$q$, progress)
+       INTO wm
+      USING p.max_out_of_orderness, p.idle_timeout, p.source_topic, p.source_topic_id, ln,
+            j ->> 'right_topic', rtid, rn, p.group_name;
+    EXECUTE format('SELECT closed_through FROM %s WHERE partition = -1', progress) INTO ct;
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        EXECUTE @extschema@._join_close_sql(p)
+          USING wm, (j ->> 'after')::interval, p.allowed_lateness, (j ->> 'before')::interval,
+                j ->> 'join_type' IN ('left', 'outer'), j ->> 'join_type' = 'outer', p.sink_topic;
+        EXECUTE format('UPDATE %s SET closed_through = $1 WHERE partition = -1', progress) USING wm;
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._join_step(@extschema@.processor_catalog, integer, interval) IS
+'internal: one step of a join processor, run by eventlog.run_processor as the processor''s owner';
+
+/*
+ * The catalog side of create_join_processor, run as the extension owner
+ * (through el_gate) for the caller, who becomes the owner: checks
+ * the caller's privileges on both topics, records the processor, creates
+ * its group on both topics and its state tables (owned by the caller).
+ */
+CREATE FUNCTION @extschema@.__register_join_processor(spec jsonb)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    caller regrole := @extschema@._caller();
+    rtid integer;
+    t text;
+BEGIN
+    IF spec IS NULL THEN
+        RAISE EXCEPTION 'processor specification must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    p := jsonb_populate_record(NULL::@extschema@.processor_catalog, spec);
+    p.kind := 'join';
+    IF p.name IS NULL OR p.name !~ '^[A-Za-z0-9._-]{1,100}$' THEN
+        RAISE EXCEPTION 'invalid processor name "%"', left(p.name, 110)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A processor name is 1 to 100 letters, digits, ".", "_" or "-".';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.processor_catalog c WHERE c.name = p.name) THEN
+        RAISE EXCEPTION 'processor "%" already exists', p.name USING ERRCODE = 'duplicate_object';
+    END IF;
+    IF p.join_spec IS NULL OR p.join_spec ->> 'right_topic' IS NULL
+       OR p.join_spec ->> 'right_topic' = p.source_topic THEN
+        RAISE EXCEPTION 'a join processor reads two different topics' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.source_topic_id := @extschema@._authorize(p.source_topic, 'consume');
+    rtid := @extschema@._authorize(p.join_spec ->> 'right_topic', 'consume');
+    IF p.sink_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.sink_topic, 'produce');
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.topic_catalog c
+                WHERE c.topic_id IN (p.source_topic_id, rtid) AND c.format <> 'json') THEN
+        RAISE EXCEPTION 'a join processor reads JSON topics' USING ERRCODE = 'wrong_object_type';
+    END IF;
+    p.join_spec := p.join_spec || jsonb_build_object('right_topic_id', rtid);
+    p.owner := caller;
+    p.group_name := 'processor:' || p.name;
+    p.created_at := now();
+    p.processor_id := nextval(pg_get_serial_sequence('@extschema@.processor_catalog', 'processor_id'));
+    INSERT INTO @extschema@.processor_catalog SELECT p.*;
+    PERFORM @extschema@._create_group(p.source_topic, p.group_name, coalesce(spec ->> 'start_from', 'earliest'));
+    PERFORM @extschema@._create_group(p.join_spec ->> 'right_topic', p.group_name, coalesce(spec ->> 'start_from', 'earliest'));
+
+    -- State, the owner's: steps run as the owner and write it directly.
+    t := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    EXECUTE format('CREATE TABLE %s (side text NOT NULL, partition integer NOT NULL, max_event_time timestamptz, '
+                   'last_record_at timestamptz, records bigint NOT NULL DEFAULT 0, '
+                   'late_records bigint NOT NULL DEFAULT 0, null_time_records bigint NOT NULL DEFAULT 0, '
+                   'closed_through timestamptz, PRIMARY KEY (side, partition))', t);
+    EXECUTE format('INSERT INTO %s (side, partition, last_record_at) '
+                   'SELECT ''left'', g, now() FROM generate_series(-1, %s) g '
+                   'UNION ALL SELECT ''right'', g, now() FROM generate_series(0, %s) g', t,
+                   (SELECT c.partitions - 1 FROM @extschema@.topic_catalog c WHERE c.topic_id = p.source_topic_id),
+                   (SELECT c.partitions - 1 FROM @extschema@.topic_catalog c WHERE c.topic_id = rtid));
+    EXECUTE format('COMMENT ON TABLE %s IS %L', t,
+                   format('pg_eventlog join processor %s: per partition of each side, the largest event time seen and counters; partition -1: the watermark join windows were closed up to', p.name));
+    EXECUTE format('ALTER TABLE %s OWNER TO %s', t, caller);
+    EXECUTE format('GRANT SELECT ON %s TO PUBLIC', t);
+    FOREACH t IN ARRAY ARRAY['left', 'right'] LOOP
+        EXECUTE format('CREATE TABLE @extschema@.%I (partition integer NOT NULL, offset_id bigint NOT NULL, '
+                       'join_key jsonb, event_time timestamptz NOT NULL, value jsonb, '
+                       'matched boolean NOT NULL DEFAULT false, PRIMARY KEY (partition, offset_id))',
+                       'processor_' || p.processor_id || '_' || t);
+        EXECUTE format('CREATE INDEX ON @extschema@.%I (join_key, event_time)', 'processor_' || p.processor_id || '_' || t);
+        EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', 'processor_' || p.processor_id || '_' || t,
+                       format('pg_eventlog join processor %s: the %s records whose join window is open', p.name, t));
+        EXECUTE format('ALTER TABLE @extschema@.%I OWNER TO %s', 'processor_' || p.processor_id || '_' || t, caller);
+    END LOOP;
+    RETURN p.processor_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.__register_join_processor(jsonb) IS
+'internal: the body of eventlog._register_join_processor, run as the extension owner on behalf of the caller eventlog._register_join_processor notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@.__register_join_processor(jsonb) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._register_join_processor(spec jsonb)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._register_join_processor(jsonb) IS
+'internal: records a join processor the caller''s create_join_processor checked; the caller becomes its owner';
+
+/* Checks the arguments and expressions as the caller, and registers. */
+CREATE FUNCTION @extschema@.create_join_processor(name text, left_topic text, right_topic text,
+                                                  sink_table regclass DEFAULT NULL,
+                                                  sink_topic text DEFAULT NULL,
+                                                  within interval DEFAULT NULL,
+                                                  before interval DEFAULT NULL,
+                                                  after interval DEFAULT NULL,
+                                                  join_type text DEFAULT 'inner',
+                                                  left_key text DEFAULT 'key',
+                                                  right_key text DEFAULT 'key',
+                                                  left_event_time text DEFAULT 'event_time',
+                                                  right_event_time text DEFAULT 'event_time',
+                                                  allowed_lateness interval DEFAULT '0',
+                                                  max_out_of_orderness interval DEFAULT '0',
+                                                  idle_timeout interval DEFAULT '1 minute',
+                                                  start_from text DEFAULT 'earliest')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    ncols integer;
+BEGIN
+    IF name IS NULL OR left_topic IS NULL OR right_topic IS NULL OR join_type IS NULL
+       OR left_key IS NULL OR right_key IS NULL OR left_event_time IS NULL OR right_event_time IS NULL
+       OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL OR idle_timeout IS NULL THEN
+        RAISE EXCEPTION 'the arguments of a join processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only one of sink_table and sink_topic, and within or before and after, may be null.';
+    END IF;
+    IF (sink_table IS NULL) = (sink_topic IS NULL) THEN
+        RAISE EXCEPTION 'a processor writes to one sink table or one sink topic'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table or sink_topic.';
+    END IF;
+    IF join_type NOT IN ('inner', 'left', 'outer') THEN
+        RAISE EXCEPTION 'join_type must be ''inner'', ''left'' or ''outer''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    before := coalesce(before, within);
+    after := coalesce(after, within);
+    IF before IS NULL OR after IS NULL THEN
+        RAISE EXCEPTION 'a join processor needs within, or before and after' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'within => ''5 minutes'' joins the records at most 5 minutes apart.';
+    END IF;
+    IF before < '0' OR after < '0'
+       OR date_part('month', before) <> 0 OR date_part('year', before) <> 0
+       OR date_part('month', after) <> 0 OR date_part('year', after) <> 0 THEN
+        RAISE EXCEPTION 'invalid join window: before % and after %', before, after
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Before and after are intervals at least zero, without months or years.';
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF left_topic = right_topic THEN
+        RAISE EXCEPTION 'a join processor reads two different topics' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'To join a topic with itself, copy it to a second topic with eventlog.create_processor.';
+    END IF;
+    p.name := name;
+    p.kind := 'join';
+    p.source_topic := left_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.allowed_lateness := allowed_lateness;
+    p.max_out_of_orderness := max_out_of_orderness;
+    p.idle_timeout := idle_timeout;
+    p.join_spec := jsonb_build_object('right_topic', right_topic, 'join_type', join_type,
+                                      'before', before, 'after', after,
+                                      'left_key', left_key, 'right_key', right_key,
+                                      'left_event_time', left_event_time, 'right_event_time', right_event_time);
+    IF sink_table IS NOT NULL THEN
+        SELECT count(*) INTO ncols FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        IF ncols <> 9 THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes 9', sink_table, ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: key, left value, right value, left time, right time, left partition, left offset, right partition, right offset.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A join processor selects from and inserts into its sink table.';
+        END IF;
+    END IF;
+    -- The expressions, and the sink's statement, over no records, as the
+    -- caller: a syntax error, an unknown column, a set-returning expression
+    -- or a sink column of the wrong type shows now.
+    EXECUTE format('SELECT %s, %s, %s, %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record',
+                   @extschema@._join_key_sql(left_key), @extschema@._join_time_sql(left_event_time),
+                   @extschema@._join_key_sql(right_key), @extschema@._join_time_sql(right_event_time));
+    EXECUTE format('WITH out AS (SELECT NULL::text AS key, NULL::jsonb AS lv, NULL::jsonb AS rv, NULL::timestamptz AS lt, '
+                   'NULL::timestamptz AS rt, NULL::integer AS lp, NULL::bigint AS lo, NULL::integer AS rp, '
+                   'NULL::bigint AS ro WHERE false), %s SELECT count(*) FROM out %s',
+                   (@extschema@._join_sink_sql(p, '$1')).cte, (@extschema@._join_sink_sql(p, '$1')).final)
+      USING sink_topic;
+    PERFORM @extschema@._register_join_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_join_processor(text, text, text, regclass, text, interval, interval, interval, text, text, text, text, text, interval, interval, interval, text) IS
+'creates a windowed stream-stream join: the records of left_topic and right_topic with equal join keys (left_key, right_key) whose event times are within [left time - before, left time + after] (within: both) become rows of sink_table or records of sink_topic; join_type inner, left or outer (unmatched records written with NULLs when their window closes)';

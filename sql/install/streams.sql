@@ -26,7 +26,7 @@ CREATE TABLE @extschema@.processor_catalog (
     source_topic          text NOT NULL,
     group_name            text NOT NULL,
     kind                  text NOT NULL
-                          CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['map', 'window'])),
+                          CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['map', 'window', 'join'])),
     where_clause          text,
     -- map into a table: the SELECT list; into a topic: key, value, event time
     sink_table            regclass,
@@ -57,7 +57,10 @@ CREATE TABLE @extschema@.processor_catalog (
     late                  text CHECK (late OPERATOR(pg_catalog.=) ANY (ARRAY['drop', 'topic', 'update'])),
     late_topic            text,
     retention             interval,
-    agg_names             text[]
+    agg_names             text[],
+    -- joins (streams_join.sql): the right topic, its id, the join's type,
+    -- bounds and expressions; the left topic is source_topic
+    join_spec             jsonb
 );
 COMMENT ON TABLE @extschema@.processor_catalog IS
 'pg_eventlog stream processors (eventlog.create_processor, eventlog.create_window_processor): definitions; state lives in eventlog.processor_<id>_progress and eventlog.processor_<id>_windows';
@@ -853,6 +856,9 @@ BEGIN
         -- poll retries partitions other transactions hold every second).
         waited := interval '2 seconds';
     END;
+    IF p.kind = 'join' THEN
+        RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
 
     EXECUTE @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)')
        INTO consumed
@@ -919,6 +925,10 @@ BEGIN
                    'late_records = 0, null_time_records = 0, closed_through = NULL', progress);
     IF p.kind = 'window' THEN
         EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    ELSIF p.kind = 'join' THEN
+        PERFORM @extschema@.seek(p.join_spec ->> 'right_topic', p.group_name, target);
+        EXECUTE format('TRUNCATE @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
+                       'processor_' || p.processor_id || '_right');
     END IF;
 END
 $$;
@@ -943,10 +953,15 @@ BEGIN
     EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_progress');
     IF p.kind = 'window' THEN
         EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    ELSIF p.kind = 'join' THEN
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
+                       'processor_' || p.processor_id || '_right');
     END IF;
     DELETE FROM @extschema@.processor_catalog c WHERE c.processor_id = p.processor_id;
-    DELETE FROM @extschema@.group_offsets o WHERE o.topic_id = p.source_topic_id AND o.group_name = p.group_name;
-    DELETE FROM @extschema@.group_catalog g WHERE g.topic_id = p.source_topic_id AND g.group_name = p.group_name;
+    DELETE FROM @extschema@.group_offsets o
+     WHERE o.topic_id IN (p.source_topic_id, (p.join_spec ->> 'right_topic_id')::integer) AND o.group_name = p.group_name;
+    DELETE FROM @extschema@.group_catalog g
+     WHERE g.topic_id IN (p.source_topic_id, (p.join_spec ->> 'right_topic_id')::integer) AND g.group_name = p.group_name;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._drop_processor(text) IS
@@ -966,10 +981,12 @@ SELECT c.name, c.owner, c.kind, c.source_topic, c.group_name,
        c.window_type, c.size, c.advance, c.time_mode, c.allowed_lateness,
        c.max_out_of_orderness, c.idle_timeout, c.emit,
        (SELECT sum(g.lag) FROM @extschema@.consumer_groups g
-         WHERE g.topic OPERATOR(pg_catalog.=) c.source_topic
+         WHERE (g.topic OPERATOR(pg_catalog.=) c.source_topic
+                OR g.topic OPERATOR(pg_catalog.=) (c.join_spec OPERATOR(pg_catalog.->>) 'right_topic'))
            AND g.group_name OPERATOR(pg_catalog.=) c.group_name)::bigint AS lag,
        c.created_at, c.gap, c.late, c.late_topic, c.retention,
-       CASE WHEN c.kind OPERATOR(pg_catalog.=) 'window' THEN c.sink_topic END AS sink_topic
+       CASE WHEN c.kind OPERATOR(pg_catalog.=) 'window' THEN c.sink_topic END AS sink_topic,
+       c.join_spec OPERATOR(pg_catalog.->>) 'right_topic' AS right_topic
   FROM @extschema@.processor_catalog c;
 COMMENT ON VIEW @extschema@.processors IS
 'pg_eventlog stream processors: definition, sink and lag; per-partition watermarks and counters are in eventlog.processor_progress(name)';
@@ -978,7 +995,7 @@ GRANT SELECT ON @extschema@.processors TO PUBLIC;
 CREATE FUNCTION @extschema@.processor_progress(name text)
 RETURNS TABLE (partition integer, max_event_time timestamptz, watermark timestamptz,
                last_record_at timestamptz, records bigint, late_records bigint,
-               null_time_records bigint, closed_through timestamptz)
+               null_time_records bigint, closed_through timestamptz, topic text)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -988,11 +1005,14 @@ BEGIN
     RETURN QUERY EXECUTE format(
         'SELECT t.partition, t.max_event_time, t.max_event_time - $1, t.last_record_at, t.records, '
         '       t.late_records, t.null_time_records, '
-        '       (SELECT c.closed_through FROM @extschema@.%1$I c WHERE c.partition = -1) '
-        '  FROM @extschema@.%1$I t WHERE t.partition >= 0 ORDER BY t.partition',
-        'processor_' || p.processor_id || '_progress')
-      USING p.max_out_of_orderness;
+        '       (SELECT c.closed_through FROM @extschema@.%1$I c WHERE c.partition = -1), %2$s '
+        '  FROM @extschema@.%1$I t WHERE t.partition >= 0 ORDER BY %3$s t.partition',
+        'processor_' || p.processor_id || '_progress',
+        -- a join's progress has a row per partition of each side
+        CASE p.kind WHEN 'join' THEN 'CASE t.side WHEN ''right'' THEN $3 ELSE $2 END' ELSE '$2' END,
+        CASE p.kind WHEN 'join' THEN 't.side,' ELSE '' END)
+      USING p.max_out_of_orderness, p.source_topic, p.join_spec ->> 'right_topic';
 END
 $$;
 COMMENT ON FUNCTION @extschema@.processor_progress(text) IS
-'a processor''s source partitions: largest event time seen, watermark, last records, counters (late: dropped after their window closed), and the watermark windows were closed up to';
+'a processor''s source partitions (of both topics for a join): largest event time seen, watermark, last records, counters (late: dropped after their window closed), the watermark windows were closed up to, and the partition''s topic';

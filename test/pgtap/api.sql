@@ -73,16 +73,17 @@ SELECT is(
     ARRAY['_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
           '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_processor_owner', '_check_topic_name',
           '_check_topic_settings', '_consumer_group_info', '_grantee',
+          '_join_close_sql', '_join_key_sql', '_join_sink_sql', '_join_step', '_join_step_sql', '_join_time_sql',
           '_kafka_await', '_kafka_fetch', '_kafka_group_wait', '_kafka_join_begin', '_kafka_join_check',
           '_kafka_list_offsets', '_kafka_sync_begin', '_kafka_sync_check',
           '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
-          '_processor', '_processor_close_sql', '_processor_emit_sql', '_processor_step_sql', '_register_processor',
-          '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
+          '_processor', '_processor_close_sql', '_processor_emit_sql', '_processor_step_sql', '_register_join_processor',
+          '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    35, 'twenty gated bodies (compact''s, init_producer''s, kafka_producer_aborted''s and set_kafka_source_position''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+    36, 'gated bodies (compact''s, init_producer''s, kafka_producer_aborted''s, set_kafka_source_position''s and the join processor''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 
