@@ -1218,13 +1218,21 @@ COMMENT ON FUNCTION @extschema@.kafka_delete_groups(text[]) IS
 /*
  * OffsetCommit: Kafka's validation (a member of the current generation, or
  * a simple consumer, generation -1 and no member id, while the group has no
- * members), then one group_offsets row per partition.
+ * members), then one group_offsets row per partition.  With locked (an
+ * OffsetCommit), under the group's lock, and the member's commit counts as
+ * its heartbeat.  Without (a TxnOffsetCommit, inside a producer's longer
+ * transaction), the group as the statement's snapshot shows it, with no
+ * lock held to the end of that transaction, as Kafka checks a
+ * TxnOffsetCommit when it comes (its positions land at EndTxn, whatever
+ * the group did meanwhile); only the group_offsets rows written stay
+ * locked until then.  Runs as the extension owner: called by the SECURITY
+ * DEFINER bodies below only.
  */
-CREATE FUNCTION @extschema@._kafka_offset_commit(group_name text, generation integer, member_id text,
-                                                group_instance_id text, offsets @extschema@.kafka_offset[])
+CREATE FUNCTION @extschema@.__kafka_offset_commit(group_name text, generation integer, member_id text,
+                                                 group_instance_id text, offsets @extschema@.kafka_offset[],
+                                                 locked boolean)
 RETURNS TABLE (topic text, partition integer, error_code smallint)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -1247,8 +1255,10 @@ BEGIN
         -- Not the lock of a group the caller may not use (see __kafka_join_check).
         group_error := 30;
     ELSE
-        PERFORM @extschema@._kafka_lock(g);
-        PERFORM @extschema@._kafka_expire(g);
+        IF locked THEN
+            PERFORM @extschema@._kafka_lock(g);
+            PERFORM @extschema@._kafka_expire(g);
+        END IF;
         SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
         IF NOT @extschema@._kafka_authorized(g) THEN
             group_error := 30;
@@ -1265,7 +1275,7 @@ BEGIN
         ELSIF gen >= 0 OR m <> '' OR group_instance_id IS NOT NULL THEN
             SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
             IF group_instance_id IS NOT NULL AND EXISTS (SELECT FROM @extschema@.kafka_group_members k
-                                                          WHERE k.group_name = g AND k.group_instance_id = _kafka_offset_commit.group_instance_id
+                                                          WHERE k.group_name = g AND k.group_instance_id = __kafka_offset_commit.group_instance_id
                                                             AND k.member_id <> m) THEN
                 group_error := 82;
             ELSIF mem.member_id IS NULL OR mem.pending THEN
@@ -1274,7 +1284,7 @@ BEGIN
                 group_error := 22;
             ELSIF grp.state = 'CompletingRebalance' THEN
                 group_error := 27;
-            ELSE
+            ELSIF locked THEN
                 UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
                  WHERE k.group_name = g AND k.member_id = m;
             END IF;
@@ -1311,6 +1321,20 @@ BEGIN
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) IS
+'internal: the body of eventlog.kafka_offset_commit (locked) and eventlog.kafka_txn_offset_commit (not)';
+REVOKE ALL ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._kafka_offset_commit(group_name text, generation integer, member_id text,
+                                                group_instance_id text, offsets @extschema@.kafka_offset[])
+RETURNS TABLE (topic text, partition integer, error_code smallint)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT * FROM @extschema@.__kafka_offset_commit(group_name, generation, member_id,
+                                                    group_instance_id, offsets, true);
+END;
 COMMENT ON FUNCTION @extschema@._kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
 'internal: the body of eventlog.kafka_offset_commit, run as the extension owner (see src/acl.c)';
 
@@ -1321,6 +1345,28 @@ AS 'MODULE_PATHNAME', 'el_gate'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
 'Kafka OffsetCommit: stores the group''s positions (the rows of eventlog.group_offsets SQL consumers use); one row per partition with its Kafka error code';
+
+CREATE FUNCTION @extschema@._kafka_txn_offset_commit(group_name text, generation integer, member_id text,
+                                                    group_instance_id text, offsets @extschema@.kafka_offset[])
+RETURNS TABLE (topic text, partition integer, error_code smallint)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT * FROM @extschema@.__kafka_offset_commit(group_name, generation, member_id,
+                                                    group_instance_id, offsets, false);
+END;
+COMMENT ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
+'internal: the body of eventlog.kafka_txn_offset_commit, run as the extension owner (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.kafka_txn_offset_commit(group_name text, generation integer, member_id text,
+                                                   group_instance_id text, offsets @extschema@.kafka_offset[])
+RETURNS TABLE (topic text, partition integer, error_code smallint)
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
+'Kafka TxnOffsetCommit: kafka_offset_commit''s checks against the group as the statement sees it, without the group''s lock, for positions that commit with the records of a longer transaction (only the group_offsets rows written stay locked)';
 
 CREATE FUNCTION @extschema@._kafka_offset_fetch(group_name text, partitions @extschema@.kafka_topic_partition[] DEFAULT NULL)
 RETURNS TABLE (topic text, partition integer, committed_offset bigint, metadata text, error_code smallint)
