@@ -7701,25 +7701,22 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.set_kafka_source_position(text, text, integer, bigint, bigint) IS
 'relay --from-kafka: in the transaction that stored the records, moves the Kafka position of a source in a partition from expected_offset (NULL: none yet) to next_offset; fails (40001) if it is no longer expected_offset; needs the produce privilege';
 -- TxnOffsetCommit without the group's lock to the end of the producer's
--- transaction (issue 16): one body, locked or not.
+-- transaction (issue 16).
 /*
- * OffsetCommit: Kafka's validation (a member of the current generation, or
- * a simple consumer, generation -1 and no member id, while the group has no
- * members), then one group_offsets row per partition.  With locked (an
- * OffsetCommit), under the group's lock, and the member's commit counts as
- * its heartbeat.  Without (a TxnOffsetCommit, inside a producer's longer
- * transaction), the group as the statement's snapshot shows it, with no
- * lock held to the end of that transaction, as Kafka checks a
- * TxnOffsetCommit when it comes (its positions land at EndTxn, whatever
- * the group did meanwhile); only the group_offsets rows written stay
- * locked until then.  Runs as the extension owner: called by the SECURITY
- * DEFINER bodies below only.
+ * TxnOffsetCommit (the gateway's Kafka transactions, src/kafka/api_txn.c):
+ * OffsetCommit's checks and rows, inside a producer's longer transaction.
+ * Without the group's lock, which would be held to the end of that
+ * transaction and make the group's heartbeats, joins and other commits
+ * wait for EndTxn: the group as the statement's snapshot shows it, as
+ * Kafka checks a TxnOffsetCommit when it comes (its positions land at
+ * EndTxn, whatever the group did meanwhile).  Only the group_offsets rows
+ * written stay locked until then.  Not a heartbeat.
  */
-CREATE FUNCTION @extschema@.__kafka_offset_commit(group_name text, generation integer, member_id text,
-                                                 group_instance_id text, offsets @extschema@.kafka_offset[],
-                                                 locked boolean)
+CREATE FUNCTION @extschema@._kafka_txn_offset_commit(group_name text, generation integer, member_id text,
+                                                    group_instance_id text, offsets @extschema@.kafka_offset[])
 RETURNS TABLE (topic text, partition integer, error_code smallint)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -7742,10 +7739,9 @@ BEGIN
         -- Not the lock of a group the caller may not use (see __kafka_join_check).
         group_error := 30;
     ELSE
-        IF locked THEN
-            PERFORM @extschema@._kafka_lock(g);
-            PERFORM @extschema@._kafka_expire(g);
-        END IF;
+        -- No group lock (it would be held to the end of the producer's
+        -- transaction), no expiry of members: the group as the statement's
+        -- snapshot shows it.
         SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
         IF NOT @extschema@._kafka_authorized(g) THEN
             group_error := 30;
@@ -7762,7 +7758,7 @@ BEGIN
         ELSIF gen >= 0 OR m <> '' OR group_instance_id IS NOT NULL THEN
             SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
             IF group_instance_id IS NOT NULL AND EXISTS (SELECT FROM @extschema@.kafka_group_members k
-                                                          WHERE k.group_name = g AND k.group_instance_id = __kafka_offset_commit.group_instance_id
+                                                          WHERE k.group_name = g AND k.group_instance_id = _kafka_txn_offset_commit.group_instance_id
                                                             AND k.member_id <> m) THEN
                 group_error := 82;
             ELSIF mem.member_id IS NULL OR mem.pending THEN
@@ -7771,9 +7767,6 @@ BEGIN
                 group_error := 22;
             ELSIF grp.state = 'CompletingRebalance' THEN
                 group_error := 27;
-            ELSIF locked THEN
-                UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
-                 WHERE k.group_name = g AND k.member_id = m;
             END IF;
         ELSIF grp.state <> 'Empty'
               OR EXISTS (SELECT FROM @extschema@.group_members s
@@ -7808,33 +7801,6 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) IS
-'internal: the body of eventlog.kafka_offset_commit (locked) and eventlog.kafka_txn_offset_commit (not)';
-REVOKE ALL ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) FROM PUBLIC;
-
-CREATE OR REPLACE FUNCTION @extschema@._kafka_offset_commit(group_name text, generation integer, member_id text,
-                                                group_instance_id text, offsets @extschema@.kafka_offset[])
-RETURNS TABLE (topic text, partition integer, error_code smallint)
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT * FROM @extschema@.__kafka_offset_commit(group_name, generation, member_id,
-                                                    group_instance_id, offsets, true);
-END;
-COMMENT ON FUNCTION @extschema@._kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
-'internal: the body of eventlog.kafka_offset_commit, run as the extension owner (see src/acl.c)';
-
-CREATE FUNCTION @extschema@._kafka_txn_offset_commit(group_name text, generation integer, member_id text,
-                                                    group_instance_id text, offsets @extschema@.kafka_offset[])
-RETURNS TABLE (topic text, partition integer, error_code smallint)
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT * FROM @extschema@.__kafka_offset_commit(group_name, generation, member_id,
-                                                    group_instance_id, offsets, false);
-END;
 COMMENT ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
 'internal: the body of eventlog.kafka_txn_offset_commit, run as the extension owner (see src/acl.c)';
 REVOKE ALL ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) FROM PUBLIC;
