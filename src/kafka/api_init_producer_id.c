@@ -27,8 +27,10 @@
  * Errors: a role that may produce to no topic, nor create one:
  * CLUSTER_AUTHORIZATION_FAILED (Kafka's IdempotentWrite check, which since
  * Kafka 2.8 is passed by a Write permission on any topic, as init_producer
- * checks; creating topics passes it here too); the database
- * unreachable: COORDINATOR_NOT_AVAILABLE (retried).
+ * checks; creating topics passes it here too), and with a transactional
+ * id TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the one authorization error
+ * Kafka gives a transactional InitProducerId (see init_error); the
+ * database unreachable: COORDINATOR_NOT_AVAILABLE (retried).
  *
  *-------------------------------------------------------------------------
  */
@@ -51,12 +53,21 @@ dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* The Kafka error of a failed init_producer. */
+/*
+ * The Kafka error of a failed init_producer.  Refused (42501) with a
+ * transactional id, what Kafka's broker answers is
+ * TRANSACTIONAL_ID_AUTHORIZATION_FAILED: with one it checks the id's Write
+ * permission only, and IdempotentWrite (CLUSTER_AUTHORIZATION_FAILED) only
+ * without one.  init_producer refuses an id another role obtained, and a
+ * role that may produce to no topic (which Kafka would refuse the id's
+ * Write permission in any reasonable ACL setup): both are that.
+ */
 static int16_t
-init_error(const char *sqlstate)
+init_error(const char *sqlstate, bool transactional)
 {
 	if (strcmp(sqlstate, "42501") == 0)
-		return KERR_CLUSTER_AUTHORIZATION_FAILED;
+		return transactional ? KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED :
+			KERR_CLUSTER_AUTHORIZATION_FAILED;
 	if (strcmp(sqlstate, "22023") == 0)
 		return KERR_INVALID_REQUEST;
 	return KERR_COORDINATOR_NOT_AVAILABLE;
@@ -72,7 +83,7 @@ init(KConn *conn, const char *tid, int64_t *producer_id, int16_t *epoch)
 	int16_t		error = KERR_NONE;
 
 	if (res == NULL)
-		error = init_error(sqlstate);
+		error = init_error(sqlstate, tid != NULL);
 	else if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
 		error = KERR_UNKNOWN_SERVER_ERROR;
 	else

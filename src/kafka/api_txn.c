@@ -36,7 +36,7 @@
 #include <string.h>
 
 static const char *const commit_sql =
-"SELECT error_code FROM eventlog.kafka_offset_commit($1, $2::pg_catalog.int4, $3, $4,"
+"SELECT error_code FROM eventlog.kafka_txn_offset_commit($1, $2::pg_catalog.int4, $3, $4,"
 " $5::eventlog.kafka_offset[])";
 
 /*

@@ -83,7 +83,7 @@ SELECT is(
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    36, 'gated bodies (compact''s, init_producer''s, kafka_producer_aborted''s, set_kafka_source_position''s and the join processor''s among them), twelve of Kafka groups, two metadata functions and kafka_scram_verifier');
+    37, 'gated bodies (compact''s, init_producer''s, kafka_producer_aborted''s, set_kafka_source_position''s and the join processor''s among them), thirteen of Kafka groups (kafka_txn_offset_commit''s among them), two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 

@@ -7,8 +7,9 @@
 # repeat: DUPLICATE_SEQUENCE_NUMBER; a fenced epoch: INVALID_PRODUCER_EPOCH;
 # an unknown producer or epoch: UNKNOWN_PRODUCER_ID; a negative epoch or
 # sequence: INVALID_RECORD), also across the sequence wraparound at
-# INT32_MAX and for JSON topics; another role's producer id is refused and
-# a role that may produce nowhere gets no producer id; kcat's idempotent
+# INT32_MAX and for JSON topics; another role's producer id is refused, a
+# role that may produce nowhere gets no producer id, and another role's
+# transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED; kcat's idempotent
 # producer stores its records; and librdkafka's idempotent producer
 # streaming while the gateway is killed (SIGKILL) and restarted again and
 # again stores every acknowledged record exactly once, at the offset it was
@@ -178,12 +179,23 @@ like($out, qr/^error=0 pid=(\d+) epoch=0/, 'a role that may produce to a topic g
 my ($apid) = $out =~ /pid=(\d+)/;
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $aport, 'send', 'idemj', 0, $apid, 0, 0, 1);
 like($out, qr/^error=29 /, 'but produces only where it may');
+# A transactional id another role obtained: Kafka's answer to a transactional
+# InitProducerId its ACLs refuse, TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
+like(probe('init', 4, 'tx-owned'), qr/^error=0 pid=(\d+) epoch=0 /, 'the gateway\'s role obtains transactional id tx-owned');
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $aport, 'init', 4, 'tx-owned');
+is($out, "error=53 pid=-1 epoch=-1 rest=0\n", 'another role with that transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED');
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $aport, 'init', 0, 'tx-owned');
+is($out, "error=53 pid=-1 epoch=-1 rest=0\n", 'in version 0 too');
+is(sql(q{SELECT epoch || ' ' || owner FROM eventlog.producer_catalog WHERE transactional_id = 'tx-owned'}),
+    '0 ' . sql('SELECT current_user'), 'SQL: the id is still its owner\'s, its epoch not bumped (not fenced)');
 $ah->signal('TERM');
 $ah->finish;
 my $nport = PostgreSQL::Test::Cluster::get_free_port();
 my ($nh) = start_gateway('nobody', $node->connstr('postgres') . ' user=nobody', '--listen', "127.0.0.1:$nport");
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $nport, 'init', 4);
 is($out, "error=31 pid=-1 epoch=-1 rest=0\n", 'a role that may produce nowhere: CLUSTER_AUTHORIZATION_FAILED');
+($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $nport, 'init', 4, 'tx-nobody');
+is($out, "error=53 pid=-1 epoch=-1 rest=0\n", 'with a transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka checks only the id\'s permission then)');
 $nh->signal('TERM');
 $nh->finish;
 is(sql(q{SELECT count(*) FROM eventlog.producer_catalog WHERE owner = 'nobody'::regrole}), '0',
