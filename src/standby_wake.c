@@ -59,7 +59,11 @@ typedef struct xl_el_published
 #define SizeOfElPublished	offsetof(xl_el_published, topic_ids)
 
 /* eventlog.standby_wakeup_rmgr_id: 0, or the custom resource manager ID. */
-static int	el_wakeup_rmgr_id = 128;	/* RM_EXPERIMENTAL_ID */
+#if PG_VERSION_NUM >= 150000
+static int	el_wakeup_rmgr_id = RM_EXPERIMENTAL_ID;
+#else
+static int	el_wakeup_rmgr_id = 0;
+#endif
 
 /* Whether this server registered the resource manager (at its start). */
 static bool el_wakeup_registered = false;
