@@ -65,8 +65,7 @@ is(scalar(split ' ', $out), 3, 'it prints 3 records');
 my $positions = q{SELECT string_agg(partition || '=' || next_offset, ',' ORDER BY partition)
                     FROM eventlog.group_offsets o JOIN eventlog.topic_catalog t USING (topic_id)
                    WHERE t.name = 'rd' AND o.group_name = 'g'};
-my @expect = map { "$_=" . (grep({ (split /:/)[0] == $_ } split ' ', $out) ) } 0 .. 1;
-is($primary->safe_psql('postgres', $positions), join(',', @expect),
+is($primary->safe_psql('postgres', $positions), '0=3,1=0',
    'and stores on the primary the positions of what it printed, no further');
 ($rc, $out, $err) = cli('consume', 'rd', '-g', 'g', '-e', '-f', '%p:%o ', '--read-dsn', $sdsn);
 is(scalar(split ' ', $out), 7, 'the next run goes on from there, up to what the standby has');
@@ -97,9 +96,6 @@ like($out, qr{^rd/0 error=0 timestamp=-1 offset=5$}m,
 like($out, qr{^rd/1 error=0 .* records=5 }m, 'Fetch reads the standby\'s 5 records') or diag($out, $err);
 ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port, 'metadata', 1, 'rd');
 like($out, qr/rd/, 'Metadata is served (from the primary)') or diag($out, $err);
-ok($standby->poll_query_until('postgres', q{
-    SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog_kafka'}),
-   'the gateway has a session on the standby');
 
 # Replay resumes; a Fetch waiting on the standby is woken by it.
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
