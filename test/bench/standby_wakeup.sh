@@ -41,7 +41,9 @@ CONF
     rm -f "$conf"
     SPORT=$((PGPORT + 1))
     el_as_postgres pg_basebackup -h "$PGHOST" -p "$PGPORT" -D "$EL_SERVER_DIR/standby" -R -X stream >/dev/null
-    echo "port = $SPORT" | el_as_postgres tee -a "$EL_SERVER_DIR/standby/postgresql.conf" >/dev/null
+    # Feedback: a long poll holds its statement's snapshot while it waits, and
+    # without it the primary's vacuum conflicts cancel idle long polls.
+    printf 'port = %s\nhot_standby_feedback = on\n' "$SPORT" | el_as_postgres tee -a "$EL_SERVER_DIR/standby/postgresql.conf" >/dev/null
     el_as_postgres pg_ctl -D "$EL_SERVER_DIR/standby" -l "$EL_SERVER_DIR/standby.log" -w start >/dev/null
     P="host=$PGHOST port=$PGPORT user=postgres dbname=postgres"
     S="host=$PGHOST port=$SPORT user=postgres dbname=postgres"
@@ -63,11 +65,11 @@ idle_cpu() {
     done
     mapfile -t backends < <(psql -X -At "$S" -c "SELECT pid FROM pg_stat_activity WHERE query LIKE '%eventlog.read(''idle''%' AND pid <> pg_backend_pid()")
     for pid in "${backends[@]}"; do ticks0=$((ticks0 + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
-    sleep 10
+    sleep "${EL_IDLE_SECONDS:-10}"
     for pid in "${backends[@]}"; do ticks1=$((ticks1 + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0))); done
     psql -X -q "$S" -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%eventlog.read(''idle''%' AND pid <> pg_backend_pid()" >/dev/null
     wait "${pids[@]}" 2>/dev/null || true
-    echo "scale=2; ($ticks1 - $ticks0) * 100 / $HZ / 10" | bc
+    echo "scale=2; ($ticks1 - $ticks0) * 100 / $HZ / ${EL_IDLE_SECONDS:-10}" | bc
 }
 
 echo "mode,round,idle_cpu_pct_of_core,e2e_50/s(method,rate,seconds,records,p50_ms,p99_ms,max_ms,missing),e2e_1000/s(...)"
@@ -75,8 +77,8 @@ for r in $(seq "$ROUNDS"); do
     for id in 0 128; do
         start_pair "$id"
         cpu=$(idle_cpu)
-        slow=$(/usr/bin/python3 test/bench/e2e_latency.py read-wait --rate 50 --seconds 10 --conninfo "$P" --read-conninfo "$S")
-        fast=$(/usr/bin/python3 test/bench/e2e_latency.py read-wait --rate 1000 --seconds 5 --conninfo "$P" --read-conninfo "$S")
+        slow=$(timeout 60 /usr/bin/python3 test/bench/e2e_latency.py read-wait --rate 50 --seconds ${EL_SLOW_SECONDS:-10} --conninfo "$P" --read-conninfo "$S" || echo timeout)
+        fast=$(timeout 60 /usr/bin/python3 test/bench/e2e_latency.py read-wait --rate 1000 --seconds ${EL_FAST_SECONDS:-5} --conninfo "$P" --read-conninfo "$S" || echo timeout)
         mode=$([ "$id" = 0 ] && echo "poll-2ms" || echo "replay-wakeup")
         echo "$mode,$r,$cpu,$slow,$fast"
         stop_pair
