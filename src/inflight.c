@@ -234,7 +234,7 @@ el_release_inflight(bool committed)
 	ElInflight *slice;
 	int			i;
 	bool		announce = false;
-	bool		notify = el_notify_enabled;
+	bool		notify = el_notifier_needed();
 	int32		last_topic_id = 0;
 	uint64		topics = 0;		/* their wake-up indexes, as bits */
 

@@ -21,6 +21,7 @@
  */
 #include "pg_eventlog.h"
 
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -34,6 +35,7 @@
 #include "kafka.h"
 #include "read.h"
 #include "shmem.h"
+#include "standby.h"
 #include "topic.h"
 
 PG_FUNCTION_INFO_V1(el_kafka_await);
@@ -195,6 +197,9 @@ el_kafka_wait(int n, text **names, const int32 *partitions_in,
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining <= 0)
 				break;
+			/* On a hot standby, replay wakes it (standby_wake.c), or it polls. */
+			if (RecoveryInProgress())
+				remaining = el_standby_sleep_ms(remaining);
 			(void) ConditionVariableTimedSleep(&wakeup->cv, remaining, PG_WAIT_EXTENSION);
 		}
 	}

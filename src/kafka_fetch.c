@@ -449,7 +449,6 @@ fetch_item(FetchState *st, FetchItem *it, int item_no, int64 *nrows)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("partition must not be null")));
 	el_check_partition(topic, it->partition);
-	el_refuse_in_recovery(EL_USE_READ);
 	el_point_at(it->name, topic, it->partition, &point);
 	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
 	if (it->offset < point.log_start || it->offset > point.high_watermark)
@@ -683,7 +682,6 @@ fetch_offsets_step(FetchState *st, void *arg)
 
 	topic = el_topic_lookup(it->name);
 	el_check_partition(topic, it->partition);
-	el_refuse_in_recovery(EL_USE_READ);
 	el_point_at(it->name, topic, it->partition, &point);
 	it->log_start = point.log_start;
 	it->stable = point.stable;

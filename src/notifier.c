@@ -38,7 +38,9 @@
  * Each round that announces partitions first publishes their stable
  * offsets for hot standbys, in a transaction of its own (standby.c), and
  * at its start the notifier publishes every partition's: the rounds'
- * timing is the publication's.
+ * timing is the publication's.  The notifier runs while either is wanted
+ * (eventlog.notify, eventlog.publish_stable_offsets): with notifications
+ * off, its rounds only publish, so that standbys still get new records.
  *
  * The payload is JSON:
  *		{"topic": "orders", "partitions": {"0": 120, "3": 57}}
@@ -141,7 +143,7 @@ el_notifier_wanted(void)
 	bool		wanted;
 
 	SpinLockAcquire(&el_registry->mutex);
-	wanted = el_notify_enabled &&
+	wanted = el_notifier_needed() &&
 		el_notifier_entry->dbid == MyDatabaseId &&
 		el_notifier_entry->notifier_pid == MyProcPid &&
 		el_notifier_entry->wanted && el_notifier_entry->installed &&
@@ -553,6 +555,7 @@ el_notifier_main(Datum main_arg)
 	ElNotifyItem *items;
 	MemoryContext round_cxt;
 	ElCoalesce	co = {0};
+	bool		publishing;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -569,7 +572,9 @@ el_notifier_main(Datum main_arg)
 	items = MemoryContextAlloc(TopMemoryContext, sizeof(ElNotifyItem) * EL_NOTIFY_BATCH);
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_eventlog notifier round",
 									  ALLOCSET_DEFAULT_SIZES);
-	el_publish_round(NULL, 0, round_cxt);
+	publishing = el_publish_enabled;
+	if (publishing)
+		el_publish_round(NULL, 0, round_cxt);
 
 	for (;;)
 	{
@@ -592,6 +597,14 @@ el_notifier_main(Datum main_arg)
 		if (!el_notifier_wanted())
 			proc_exit(0);
 
+		/*
+		 * Publication turned on while running: what committed while it was
+		 * off is published now, as at the notifier's start.
+		 */
+		if (el_publish_enabled && !publishing)
+			el_publish_round(NULL, 0, round_cxt);
+		publishing = el_publish_enabled;
+
 		/* Woken by a producer: under load, wait to coalesce. */
 		if (el_notifier_woken())
 			el_coalesce_before(&co);
@@ -603,8 +616,10 @@ el_notifier_main(Datum main_arg)
 		if (n > 0)
 		{
 			el_coalesce_after(&co, now, records);
-			el_publish_round(items, n, round_cxt);
-			el_send_round(items, n, round_cxt);
+			if (el_publish_enabled)
+				el_publish_round(items, n, round_cxt);
+			if (el_notify_enabled)
+				el_send_round(items, n, round_cxt);
 			co.sent = el_notifier_clock();
 			/* A full batch: the rest is collected at once. */
 			if (n == EL_NOTIFY_BATCH)

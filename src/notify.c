@@ -41,9 +41,20 @@
 #include "worker.h"
 
 bool		el_notify_enabled = true;
+bool		el_publish_enabled = true;
 int			el_notify_interval_ms = 5;
 
 PG_FUNCTION_INFO_V1(el_channel);
+
+/*
+ * Whether a notifier runs: it sends the notifications and publishes the
+ * stable offsets for hot standbys (standby.c), and either is reason enough.
+ */
+bool
+el_notifier_needed(void)
+{
+	return el_notify_enabled || el_publish_enabled;
+}
 
 #ifdef EL_TEST_HOOKS
 /*
@@ -103,6 +114,13 @@ el_notify_init(void)
 							 "Sends a notification on a topic's channel when records become readable.",
 							 "One notifier per database sends them, outside producers' commits.",
 							 &el_notify_enabled,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("eventlog.publish_stable_offsets",
+							 "Publishes each partition's last stable offset for hot standbys, which read up to it.",
+							 "The notifier publishes it when records become readable, whether eventlog.notify is on or not.",
+							 &el_publish_enabled,
 							 true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
@@ -276,7 +294,7 @@ el_supervise_notifier(int i, TimestampTz now)
 
 	SpinLockAcquire(&el_registry->mutex);
 	dbid = db->dbid;
-	if (el_notify_enabled && dbid != InvalidOid && db->wanted && db->installed &&
+	if (el_notifier_needed() && dbid != InvalidOid && db->wanted && db->installed &&
 		!db->dropping && db->paused == 0 && db->notifier_pid == 0 &&
 		db->notifier_next_start <= now)
 	{
@@ -303,8 +321,8 @@ el_notifier_status(const ElDbWorker *db, bool launcher)
 {
 	if (db->notifier_pid != 0)
 		return "running";
-	if (!el_notify_enabled)
-		return "off (eventlog.notify)";
+	if (!el_notifier_needed())
+		return "off (eventlog.notify and eventlog.publish_stable_offsets)";
 	if (db->dropping || db->paused > 0)
 		return EL_STATUS_AWAY;
 	if (db->notifier_no_slot)

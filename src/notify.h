@@ -19,12 +19,14 @@ struct ElDbWorker;
 #define EL_CHANNEL_PREFIX "eventlog."
 
 extern bool el_notify_enabled;
+extern bool el_publish_enabled;
 extern int	el_notify_interval_ms;
 #ifdef EL_TEST_HOOKS
 extern int	el_debug_notifier_clock_offset_ms;
 #endif
 
 extern void el_notify_init(void);
+extern bool el_notifier_needed(void);
 extern void el_channel_name(const char *topic, char *channel);
 
 /* a transaction that ended with committed records to announce (shmem.c) */

@@ -18,6 +18,8 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "standby.h"
+
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
@@ -44,6 +46,7 @@ _PG_init(void)
 	el_kafka_group_init();
 	el_producer_init();
 	el_compact_init();
+	el_standby_wake_init();
 
 	MarkGUCPrefixReserved("eventlog");
 }

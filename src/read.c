@@ -302,12 +302,16 @@ el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
 		long		remaining;
 		bool		standby = RecoveryInProgress();
 
+		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
+		ConditionVariablePrepareToSleep(cv);
+
 		/*
-		 * On a hot standby nothing broadcasts: replay changes the published
-		 * stable offset (standby.c).  Look again only when replay has moved
-		 * since the last look (read before it, so no publication is missed),
-		 * every EL_STANDBY_POLL_MS: an idle wait costs a spinlock read per
-		 * wake-up.  After a promotion, the primary's way.
+		 * On a hot standby no producer broadcasts: replay changes the
+		 * published stable offset (standby.c), and the replay of the
+		 * primary's wake-up record that follows each publication broadcasts
+		 * (standby_wake.c).  Look again only when replay has moved since the
+		 * last look (read before it, so no publication is missed).  After a
+		 * promotion, the primary's way.
 		 */
 		if (standby)
 		{
@@ -317,8 +321,6 @@ el_wait_for_stable(text *name, ElReadPoint *point, int64 from,
 				goto wait_more;
 			replayed = now;
 		}
-		/* Prepare first, so that no broadcast is missed between the check and the sleep. */
-		ConditionVariablePrepareToSleep(cv);
 		topic = el_topic_recheck(name, topic_id, &drops);
 		el_point_at(name, topic, partition, point);
 		if (point->stable > from)
@@ -331,14 +333,8 @@ wait_more:
 		if (remaining <= 0)
 			break;
 		if (standby)
-		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 Min(remaining, EL_STANDBY_POLL_MS), PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-		else
-			(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
+			remaining = el_standby_sleep_ms(remaining);
+		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
 	return moved;
@@ -437,6 +433,9 @@ el_await_records(PG_FUNCTION_ARGS)
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
 			break;
+		/* On a hot standby, replay wakes it (standby_wake.c), or it polls. */
+		if (RecoveryInProgress())
+			remaining = el_standby_sleep_ms(remaining);
 		(void) ConditionVariableTimedSleep(cv, remaining, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();

@@ -250,14 +250,21 @@ el_require_shmem(void)
 				 errhint("Add pg_eventlog to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
+/* The index of the wake-up condition variable of topic "topic_id" of database "dbid". */
+static int
+el_topic_wakeup_index_in(Oid dbid, int32 topic_id)
+{
+	uint32		h = hash_uint32((uint32) topic_id) ^ hash_uint32((uint32) dbid);
+
+	StaticAssertStmt(EL_TOPIC_WAKEUPS <= 64, "interest bits must fit in 64 bits");
+	return (int) (h % EL_TOPIC_WAKEUPS);
+}
+
 /* The index of a topic's wake-up condition variable (of this database's topic). */
 int
 el_topic_wakeup_index(int32 topic_id)
 {
-	uint32		h = hash_uint32((uint32) topic_id) ^ hash_uint32((uint32) MyDatabaseId);
-
-	StaticAssertStmt(EL_TOPIC_WAKEUPS <= 64, "interest bits must fit in 64 bits");
-	return (int) (h % EL_TOPIC_WAKEUPS);
+	return el_topic_wakeup_index_in(MyDatabaseId, topic_id);
 }
 
 ConditionVariable *
@@ -267,9 +274,15 @@ el_topic_wakeup(int32 topic_id)
 }
 
 static ElDbWakeup *
+el_db_wakeup_in(Oid dbid)
+{
+	return &el_shared->db_wakeup[hash_uint32((uint32) dbid) % EL_DB_WAKEUPS];
+}
+
+static ElDbWakeup *
 el_db_wakeup(void)
 {
-	return &el_shared->db_wakeup[hash_uint32((uint32) MyDatabaseId) % EL_DB_WAKEUPS];
+	return el_db_wakeup_in(MyDatabaseId);
 }
 
 /*
@@ -314,6 +327,35 @@ el_wake_database_waiters(uint64 topics)
 {
 	ElDbWakeup *w = el_db_wakeup();
 
+	pg_memory_barrier();
+	if (pg_atomic_read_u32(&w->waiters) > 0 &&
+		(pg_atomic_read_u64(&w->interest) & topics) != 0)
+		ConditionVariableBroadcast(&w->cv);
+}
+
+/*
+ * Wake the long polls of database "dbid" that wait on one of topics
+ * topic_ids[0..n), or on any of its topics if n is 0, from a process of
+ * any database: the startup process of a hot standby, replaying the
+ * primary's wake-up record after a publication (standby_wake.c).  A
+ * collision of hashes only costs a spurious wake-up.
+ */
+void
+el_wake_replayed(Oid dbid, const int32 *topic_ids, int n)
+{
+	uint64		topics = 0;
+	ElDbWakeup *w;
+
+	if (el_shared == NULL)
+		return;
+	if (n == 0)
+		topics = ~UINT64CONST(0);
+	for (int i = 0; i < n; i++)
+		topics |= UINT64CONST(1) << el_topic_wakeup_index_in(dbid, topic_ids[i]);
+	for (int i = 0; i < EL_TOPIC_WAKEUPS; i++)
+		if (topics & (UINT64CONST(1) << i))
+			ConditionVariableBroadcast(&el_shared->topic_wakeup[i]);
+	w = el_db_wakeup_in(dbid);
 	pg_memory_barrier();
 	if (pg_atomic_read_u32(&w->waiters) > 0 &&
 		(pg_atomic_read_u64(&w->interest) & topics) != 0)

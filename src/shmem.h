@@ -195,6 +195,7 @@ extern int	el_topic_wakeup_index(int32 topic_id);
 extern ElDbWakeup *el_db_wakeup_register(uint64 interest);
 extern void el_db_wakeup_unregister(ElDbWakeup *wakeup);
 extern void el_wake_database_waiters(uint64 topics);
+extern void el_wake_replayed(Oid dbid, const int32 *topic_ids, int n);
 
 /*
  * slots.c: a partition's slot.  Only partition.c (el_with_partition) holds

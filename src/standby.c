@@ -46,6 +46,27 @@
 #define EL_PUB_STABLE		3
 #define EL_PUB_SEGMENT		4
 
+/* A round's publication (el_publish_stable_offsets); $1..$4 are arrays. */
+#define EL_PUBLISH_SQL \
+	"INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o" \
+	"       (topic_id, partition, stable_offset, active_segment, published_at)" \
+	" SELECT p.topic_id, p.partition, i.stable, i.segno, pg_catalog.clock_timestamp()" \
+	"   FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)," \
+	"                   pg_catalog.unnest($3), pg_catalog.unnest($4))" \
+	"        AS i(topic_id, partition, stable, segno)" \
+	"   JOIN " EL_SCHEMA_NAME ".partition_catalog p" \
+	"     ON p.topic_id OPERATOR(pg_catalog.=) i.topic_id" \
+	"    AND p.partition OPERATOR(pg_catalog.=) i.partition" \
+	"    FOR KEY SHARE OF p SKIP LOCKED" \
+	" ON CONFLICT (topic_id, partition) DO UPDATE" \
+	"   SET stable_offset = excluded.stable_offset," \
+	"       active_segment = excluded.active_segment," \
+	"       published_at = excluded.published_at" \
+	" WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset"
+
+/* Its plan, kept for the notifier's life. */
+static SPIPlanPtr el_publish_plan = NULL;
+
 /* Whether this database's extension has eventlog.published_offsets. */
 static bool
 el_publication_installed(void)
@@ -53,6 +74,28 @@ el_publication_installed(void)
 	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, true);
 
 	return OidIsValid(nsp) && OidIsValid(get_relname_relid("published_offsets", nsp));
+}
+
+/*
+ * After a publishing transaction's commit: if it changed a publication, the
+ * record that wakes standbys' long polls on topics[0..n) (all if n is 0)
+ * when replayed, which comes after the commit in WAL (standby_wake.c); then
+ * flush both.
+ */
+static void
+el_publish_flush(bool changed, const int32 *topics, int n)
+{
+	XLogRecPtr	end = XactLastCommitEnd;
+
+	if (changed)
+	{
+		XLogRecPtr	wake = el_standby_wake_log(topics, n);
+
+		if (!XLogRecPtrIsInvalid(wake))
+			end = wake;
+	}
+	if (!XLogRecPtrIsInvalid(end))
+		XLogFlush(end);
 }
 
 /*
@@ -74,13 +117,18 @@ el_publish_stable_offsets(ElNotifyItem *items, int n)
 	Datum	   *parts = palloc(sizeof(Datum) * n);
 	Datum	   *stables = palloc(sizeof(Datum) * n);
 	Datum	   *segnos = palloc(sizeof(Datum) * n);
+	int32	   *topic_ids = palloc(sizeof(int32) * n);
+	int			ntopics = 0;
 	Oid			argtypes[4] = {INT4ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID};
 	Datum		args[4];
 	int			ret;
+	uint64		published;
 	int			i;
 
 	for (i = 0; i < n; i++)
 	{
+		if (i == 0 || items[i].topic_id != items[i - 1].topic_id)
+			topic_ids[ntopics++] = items[i].topic_id;
 		topics[i] = Int32GetDatum(items[i].topic_id);
 		parts[i] = Int32GetDatum(items[i].partition);
 		stables[i] = Int64GetDatum(items[i].stable);
@@ -102,30 +150,30 @@ el_publish_stable_offsets(ElNotifyItem *items, int n)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
-	ret = SPI_execute_with_args(
-		"INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o"
-		"       (topic_id, partition, stable_offset, active_segment, published_at)"
-		" SELECT p.topic_id, p.partition, i.stable, i.segno, pg_catalog.clock_timestamp()"
-		"   FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-		"                   pg_catalog.unnest($3), pg_catalog.unnest($4))"
-		"        AS i(topic_id, partition, stable, segno)"
-		"   JOIN " EL_SCHEMA_NAME ".partition_catalog p"
-		"     ON p.topic_id OPERATOR(pg_catalog.=) i.topic_id"
-		"    AND p.partition OPERATOR(pg_catalog.=) i.partition"
-		"    FOR KEY SHARE OF p SKIP LOCKED"
-		" ON CONFLICT (topic_id, partition) DO UPDATE"
-		"   SET stable_offset = excluded.stable_offset,"
-		"       active_segment = excluded.active_segment,"
-		"       published_at = excluded.published_at"
-		" WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset",
-		4, argtypes, args, NULL, false, 0);
+	/*
+	 * Planned once per notifier: a round at 1,000 commits a second would
+	 * otherwise parse and plan it a thousand times a second.  The plan
+	 * cache replans it after DDL on the tables it names.
+	 */
+	if (el_publish_plan == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(EL_PUBLISH_SQL, 4, argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare the publication of stable offsets: %s",
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not keep the plan of the publication of stable offsets");
+		el_publish_plan = plan;
+	}
+	ret = SPI_execute_plan(el_publish_plan, args, NULL, false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "could not publish stable offsets: %s", SPI_result_code_string(ret));
+	published = SPI_processed;
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	if (!XLogRecPtrIsInvalid(XactLastCommitEnd))
-		XLogFlush(XactLastCommitEnd);
+	el_publish_flush(published > 0, topic_ids, ntopics);
 }
 
 /*
@@ -143,6 +191,7 @@ void
 el_publish_catch_up(void)
 {
 	int			ret;
+	uint64		published;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -177,11 +226,11 @@ el_publish_catch_up(void)
 		false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "could not publish stable offsets: %s", SPI_result_code_string(ret));
+	published = SPI_processed;
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	if (!XLogRecPtrIsInvalid(XactLastCommitEnd))
-		XLogFlush(XactLastCommitEnd);
+	el_publish_flush(published > 0, NULL, 0);
 }
 
 /*

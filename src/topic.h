@@ -79,7 +79,6 @@ extern ElSegment *el_find_segment(ElTopic *topic, int32 partition, int32 segno);
 typedef enum ElRecoveryUse
 {
 	EL_USE_PRODUCE,
-	EL_USE_READ,
 	EL_USE_MAINTAIN,
 	EL_USE_COUNTER,				/* recover a partition's offset counter */
 	EL_USE_GROUP				/* move a consumer group's positions */

@@ -90,13 +90,6 @@ el_refuse_in_recovery(ElRecoveryUse use)
 					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
 					 errhint("Connect to the primary.")));
 			break;
-		case EL_USE_READ:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot read an event log during recovery"),
-					 errdetail("A hot standby does not know which offsets are still in flight on the primary, so it cannot tell which records are stable."),
-					 errhint("Connect to the primary.")));
-			break;
 		case EL_USE_MAINTAIN:
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -264,7 +264,7 @@ el_request_worker(Oid dbid)
 		if (db->paused == 0 && !db->dropping)
 		{
 			start_worker = (db->pid == 0);
-			start_notifier = el_notify_enabled && db->notifier_pid == 0;
+			start_notifier = el_notifier_needed() && db->notifier_pid == 0;
 			/* The launcher leaves these starts to us for a moment. */
 			if (start_worker)
 				db->next_start = later;

@@ -20,6 +20,15 @@
  * partition's next offset): what was not printed is never committed.  The
  * member leaves at the end, and at once when the reader goes away.
  *
+ * --read-dsn CONNINFO reads on another server, typically a hot standby of
+ * -d's primary: every read and long poll goes there.  With -g, a standby
+ * cannot write the group's positions (nor join it: a poll writes them), so
+ * the consumer reads there from the positions committed on the primary,
+ * as consume without a group does, and stores each partition's next offset
+ * on the primary with eventlog.seek once what it read is written and
+ * flushed: no membership (seek refuses partitions a member owns), at least
+ * once (docs/consumer-groups.md, "Reading from a hot standby").
+ *
  *-------------------------------------------------------------------------
  */
 #include "format.h"
@@ -33,13 +42,16 @@
 
 typedef struct Consumer
 {
-	PGconn	   *conn;
+	PGconn	   *conn;			/* -d: the primary */
+	PGconn	   *read_conn;		/* --read-dsn's, or conn */
 	const char *topic;
 	const char *group;
 	char		member[128];
 	int			nparts;			/* partitions read (all, or -p's one) */
 	int		   *parts;
 	int64_t    *pos;
+	int64_t    *stored;			/* --read-dsn with -g: positions on the
+								 * primary */
 	bool		exit_at_end;
 	int64_t		count;			/* -c, or -1 */
 	int64_t		printed;
@@ -54,7 +66,8 @@ consume_help(bool tail)
 		printf("usage: pg_eventlog tail TOPIC [OPTION]...\n\n"
 			   "Prints the records produced to TOPIC from now on, in every partition\n"
 			   "(consume TOPIC -o end); ends on Ctrl-C.  Takes consume's -p, -c, -f and -J.\n\n"
-			   "  -d, --dbname=CONNINFO   database name or connection string\n");
+			   "  -d, --dbname=CONNINFO   database name or connection string\n"
+			   "  --read-dsn=CONNINFO     read there instead (a hot standby of -d's server)\n");
 		return;
 	}
 	printf("usage: pg_eventlog consume TOPIC [OPTION]...\n\n"
@@ -76,6 +89,8 @@ consume_help(bool tail)
 		   "  -g GROUP       consume as a member of GROUP from its committed positions,\n"
 		   "                 committing what was printed\n"
 		   "  -d, --dbname=CONNINFO   database name or connection string\n"
+		   "  --read-dsn=CONNINFO     read there (a hot standby of -d's server); with -g,\n"
+		   "                 positions are read from and stored on -d's server\n"
 		   "  --help         print this help\n");
 }
 
@@ -176,7 +191,7 @@ start_positions(Consumer *c, OffsetSpec *o)
 	values[1] = parts;
 	values[2] = num;
 	values[3] = ts;
-	res = cli_query(c->conn,
+	res = cli_query(c->read_conn,
 					"SELECT CASE $5"
 					" WHEN 'beginning' THEN eventlog.log_start_offset($1, u.p)"
 					" WHEN 'end' THEN eventlog.last_stable_offset($1, u.p)"
@@ -217,6 +232,65 @@ print_rows(Consumer *c, PGresult *res, bool track)
 	return true;
 }
 
+/*
+ * --read-dsn with -g: the group's committed positions on the primary (a
+ * partition without one: its log start), where the reads start.
+ */
+static void
+stored_positions(Consumer *c)
+{
+	char	   *parts = array_text(c, false, NULL);
+	PGresult   *res;
+
+	res = cli_query(c->conn,
+					"SELECT coalesce((SELECT o.next_offset FROM eventlog.group_offsets o"
+					"   JOIN eventlog.topic_catalog t USING (topic_id)"
+					"  WHERE t.name OPERATOR(pg_catalog.=) $1"
+					"    AND o.group_name OPERATOR(pg_catalog.=) $2"
+					"    AND o.partition OPERATOR(pg_catalog.=) u.p),"
+					"   eventlog.log_start_offset($1, u.p))"
+					" FROM pg_catalog.unnest($3::integer[]) WITH ORDINALITY AS u(p, i)"
+					" WHERE EXISTS (SELECT FROM eventlog.group_catalog g"
+					"   JOIN eventlog.topic_catalog t USING (topic_id)"
+					"  WHERE t.name OPERATOR(pg_catalog.=) $1"
+					"    AND g.group_name OPERATOR(pg_catalog.=) $2)"
+					" ORDER BY u.i",
+					3, (const char *[]) {c->topic, c->group, parts});
+	if (PQntuples(res) != c->nparts)
+		cli_error("consumer group \"%s\" of topic \"%s\" does not exist", c->group, c->topic);
+	c->stored = cli_malloc(sizeof(int64_t) * c->nparts);
+	for (int i = 0; i < c->nparts; i++)
+		c->stored[i] = c->pos[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+	PQclear(res);
+	free(parts);
+}
+
+/*
+ * --read-dsn with -g: store on the primary the positions that moved, once
+ * what was read is written and flushed (the caller's cli_flush).
+ */
+static void
+store_positions(Consumer *c)
+{
+	if (c->stored == NULL)
+		return;
+	for (int i = 0; i < c->nparts; i++)
+	{
+		char		part[16];
+		char		next[24];
+		PGresult   *res;
+
+		if (c->pos[i] == c->stored[i])
+			continue;
+		snprintf(part, sizeof(part), "%d", c->parts[i]);
+		snprintf(next, sizeof(next), "%lld", (long long) c->pos[i]);
+		res = cli_query(c->conn, "SELECT pg_catalog.count(*) FROM eventlog.seek($1, $2, $3, $4::integer)",
+						4, (const char *[]) {c->topic, c->group, next, part});
+		PQclear(res);
+		c->stored[i] = c->pos[i];
+	}
+}
+
 static void
 consume_reads(Consumer *c)
 {
@@ -240,7 +314,7 @@ consume_reads(Consumer *c)
 		char	   *parts = array_text(c, false, NULL);
 		char	   *pos = array_text(c, true, NULL);
 		const char *values[4] = {c->topic, parts, pos, per_part};
-		PGresult   *res = PQexecParams(c->conn, sql, 4, NULL, values, NULL, NULL, 0);
+		PGresult   *res = PQexecParams(c->read_conn, sql, 4, NULL, values, NULL, NULL, 0);
 		bool		any = false;
 		int			ncol = PQnfields(res);
 
@@ -250,7 +324,7 @@ consume_reads(Consumer *c)
 		{
 			if (cli_interrupted)
 				break;
-			cli_fail_result(c->conn, res);
+			cli_fail_result(c->read_conn, res);
 		}
 		for (int r = 0; r < PQntuples(res); r++)
 		{
@@ -273,6 +347,7 @@ consume_reads(Consumer *c)
 		}
 		PQclear(res);
 		cli_flush();
+		store_positions(c);
 		if (any)
 			continue;
 		if (c->exit_at_end)
@@ -282,16 +357,17 @@ consume_reads(Consumer *c)
 		pos = array_text(c, true, NULL);
 		values[1] = parts;
 		values[2] = pos;
-		res = PQexecParams(c->conn,
+		res = PQexecParams(c->read_conn,
 						   "SELECT eventlog._await_records($1, $2::integer[], $3::bigint[], interval '30 seconds')",
 						   3, NULL, values, NULL, NULL, 0);
 		free(parts);
 		free(pos);
 		if (!cli_result_ok(res) && !cli_interrupted)
-			cli_fail_result(c->conn, res);
+			cli_fail_result(c->read_conn, res);
 		PQclear(res);
 	}
 	cli_flush();
+	store_positions(c);
 }
 
 /* Commits each partition's next offset after the rows of a poll. */
@@ -419,8 +495,10 @@ cmd_consume(int argc, char **argv, bool tail)
 	static struct option opts[] = {
 		{"help", no_argument, NULL, '?'},
 		CLI_DBNAME_OPTION,
+		{"read-dsn", required_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0}
 	};
+	const char *read_dsn = NULL;
 	const char *cmd = tail ? "tail" : "consume";
 	Consumer	c;
 	OffsetSpec	ospec;
@@ -468,6 +546,9 @@ cmd_consume(int argc, char **argv, bool tail)
 			case 'g':
 				c.group = optarg;
 				break;
+			case 'R':
+				read_dsn = optarg;
+				break;
 			default:
 				cli_bad_option(cmd, opt, argv);
 		}
@@ -485,6 +566,15 @@ cmd_consume(int argc, char **argv, bool tail)
 	format_parse(&c.fmt, format, json);
 
 	c.conn = cli_connect();
+	c.read_conn = c.conn;
+	if (read_dsn)
+	{
+		const char *primary = cli_conninfo;
+
+		cli_conninfo = read_dsn;
+		c.read_conn = cli_connect();
+		cli_conninfo = primary;
+	}
 	total = cli_topic_partitions(c.conn, c.topic);
 	if (partition >= total)
 		cli_error("partition %d of topic \"%s\" does not exist (it has %d partitions)",
@@ -494,9 +584,15 @@ cmd_consume(int argc, char **argv, bool tail)
 	c.pos = cli_malloc(sizeof(int64_t) * c.nparts);
 	for (int i = 0; i < c.nparts; i++)
 		c.parts[i] = partition >= 0 ? partition : i;
-	cli_install_interrupt(c.conn);
+	/* The long poll runs on the read connection: Ctrl-C cancels it there. */
+	cli_install_interrupt(c.read_conn);
 
-	if (c.group)
+	if (c.group && read_dsn)
+	{
+		stored_positions(&c);
+		consume_reads(&c);
+	}
+	else if (c.group)
 	{
 		if (gethostname(host, sizeof(host)) != 0)
 			strcpy(host, "localhost");
@@ -509,6 +605,8 @@ cmd_consume(int argc, char **argv, bool tail)
 		start_positions(&c, &ospec);
 		consume_reads(&c);
 	}
+	if (c.read_conn != c.conn)
+		PQfinish(c.read_conn);
 	PQfinish(c.conn);
 	return 0;
 }

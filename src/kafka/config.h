@@ -30,6 +30,7 @@ typedef struct KConfig
 	KHostPort	listen;
 	KHostPort	advertise;		/* --advertise, else --listen */
 	char	   *dsn;
+	char	   *read_dsn;		/* --read-dsn: Fetch and ListOffsets there */
 	int			max_connections;
 	int64_t		max_request_bytes;
 	int64_t		max_request_memory; /* all frames at once (reqmem.c) */

@@ -245,7 +245,10 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 	if (req.flexible && req.api_key != KAPI_API_VERSIONS)
 		kw_empty_tagged_fields(w);
 
+	/* --read-dsn: the reads go to that server's session (pg.c). */
+	kpg_read_session(conn, api->api_key == KAPI_FETCH || api->api_key == KAPI_LIST_OFFSETS);
 	hr = api->handler(conn, &req, w);
+	kpg_read_session(conn, false);
 	if (in_batch && conn->batch_failed)
 		return kbatch_replay(conn, w, handle_request);
 	if (hr == KH_MALFORMED)

@@ -55,6 +55,8 @@ help(void)
 		   "                             [::1]:9092 for IPv6, 0.0.0.0 or [::] for all\n"
 		   "  --dsn CONNINFO             libpq connection string of the database whose\n"
 		   "                             topics to serve (required)\n"
+		   "  --read-dsn CONNINFO        serve Fetch and ListOffsets from this server\n"
+		   "                             instead, a hot standby of --dsn's (default: --dsn)\n"
 		   "  --advertise HOST:PORT      address clients are told to connect to\n"
 		   "                             (default: the --listen address)\n"
 		   "  --brokers H:P,H:P,...      every gateway serving this database, this one\n"
@@ -248,7 +250,7 @@ kconfig_parse(int argc, char **argv)
 {
 	enum
 	{
-		OPT_LISTEN = 1000, OPT_DSN, OPT_ADVERTISE, OPT_BROKERS, OPT_MAX_CONN,
+		OPT_LISTEN = 1000, OPT_DSN, OPT_READ_DSN, OPT_ADVERTISE, OPT_BROKERS, OPT_MAX_CONN,
 		OPT_MAX_REQ, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION, OPT_SASL, OPT_TLS_CERT,
 		OPT_TLS_KEY, OPT_TLS_CA, OPT_MAX_REQ_MEM, OPT_IDLE_TIMEOUT,
 		OPT_AUTH_TIMEOUT
@@ -256,6 +258,7 @@ kconfig_parse(int argc, char **argv)
 	static const struct option options[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
 		{"dsn", required_argument, NULL, OPT_DSN},
+		{"read-dsn", required_argument, NULL, OPT_READ_DSN},
 		{"advertise", required_argument, NULL, OPT_ADVERTISE},
 		{"brokers", required_argument, NULL, OPT_BROKERS},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONN},
@@ -295,6 +298,9 @@ kconfig_parse(int argc, char **argv)
 				break;
 			case OPT_DSN:
 				kconf.dsn = optarg;
+				break;
+			case OPT_READ_DSN:
+				kconf.read_dsn = optarg;
 				break;
 			case OPT_ADVERTISE:
 				advertise_arg = optarg;

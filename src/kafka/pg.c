@@ -66,8 +66,71 @@ kpg_trimmed(char *msg)
 	return msg;
 }
 
+/*
+ * --read-dsn: swap the client's two sessions (server.h).  The registry's
+ * lock covers pg and pg_cancel, which the main thread reads to cancel a
+ * query in flight: it then cancels the one of the session in use.
+ */
+static void
+swap_sessions(KConn *conn)
+{
+	PGconn	   *pg;
+	PGcancel   *cancel;
+	bool		b;
+	char	   *key;
+
+	kregistry_lock();
+	pg = conn->pg;
+	conn->pg = conn->other_pg;
+	conn->other_pg = pg;
+	cancel = conn->pg_cancel;
+	conn->pg_cancel = conn->other_cancel;
+	conn->other_cancel = cancel;
+	kregistry_unlock();
+	b = conn->fetch_prepared;
+	conn->fetch_prepared = conn->other_fetch_prepared;
+	conn->other_fetch_prepared = b;
+	b = conn->await_pending;
+	conn->await_pending = conn->other_await_pending;
+	conn->other_await_pending = b;
+	b = conn->pinned;
+	conn->pinned = conn->other_pinned;
+	conn->other_pinned = b;
+	key = conn->await_key;
+	conn->await_key = conn->other_await_key;
+	conn->other_await_key = key;
+	conn->reading = !conn->reading;
+}
+
+/*
+ * With --read-dsn, Fetch and ListOffsets run in a session of their own on
+ * that server (a hot standby): "on" before the request's handler, off
+ * after.  Without it, nothing changes.
+ */
+void
+kpg_read_session(KConn *conn, bool on)
+{
+	if (kconf.read_dsn != NULL && conn->reading != on)
+		swap_sessions(conn);
+}
+
+static void close_session(KConn *conn);
+
+/* Close the client's sessions (both, with --read-dsn). */
 void
 kpg_close(KConn *conn)
+{
+	close_session(conn);
+	if (conn->other_pg != NULL || conn->other_await_key != NULL)
+	{
+		swap_sessions(conn);
+		close_session(conn);
+		swap_sessions(conn);
+	}
+}
+
+static void
+close_session(KConn *conn)
 {
 	PGconn	   *pg;
 	PGcancel   *cancel;
@@ -408,7 +471,8 @@ kpg_connect(KConn *conn)
 	 * database's encoding (after the DSN, so that it cannot be overridden).
 	 */
 	const char *keys[6] = {"dbname", "fallback_application_name", "client_encoding", NULL, NULL, NULL};
-	const char *values[6] = {kconf.dsn, "pg_eventlog_kafka", "UTF8", NULL, NULL, NULL};
+	const char *values[6] = {conn->reading ? kconf.read_dsn : kconf.dsn,
+	"pg_eventlog_kafka", "UTF8", NULL, NULL, NULL};
 	PGconn	   *pg;
 	PGresult   *res;
 	PGcancel   *cancel;
@@ -424,7 +488,7 @@ kpg_connect(KConn *conn)
 		if (conn->pg != NULL && session_alive(conn->pg))
 			return true;
 		if (conn->pg != NULL)
-			kpg_close(conn);
+			close_session(conn);
 		return false;
 	}
 	if (conn->pg != NULL)
@@ -433,7 +497,7 @@ kpg_connect(KConn *conn)
 			return true;
 		klog(KLOG_DEBUG, "conn %llu (%s): the PostgreSQL session has ended: reconnecting",
 			 (unsigned long long) conn->id, conn->peer);
-		kpg_close(conn);
+		close_session(conn);
 	}
 	if (kshutting_down())
 		return false;
@@ -611,7 +675,7 @@ kpg_exec_fetch(KConn *conn, const char *sql, int nparams, const char *const *par
 				 kpg_trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn->pg)));
 			PQclear(res);
 			if (PQstatus(conn->pg) != CONNECTION_OK)
-				kpg_close(conn);
+				close_session(conn);
 			return NULL;
 		}
 		PQclear(res);
@@ -691,7 +755,7 @@ exec_stmt(KConn *conn, const char *stmt, const char *sql, int nparams,
 		 kpg_trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn->pg)));
 	PQclear(res);
 	if (PQstatus(conn->pg) != CONNECTION_OK)
-		kpg_close(conn);
+		close_session(conn);
 	return NULL;
 }
 

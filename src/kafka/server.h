@@ -117,6 +117,18 @@ typedef struct KConn
 	struct KBatch *batch;		/* its held frames and responses, or NULL */
 	char	   *await_key;		/* what it waits for (kpg_await_start), then
 								 * its extra bytes */
+	/*
+	 * --read-dsn: the other session, swapped with the five fields above
+	 * while Fetch or ListOffsets runs (kpg_read_session), so that pg.c
+	 * serves either the same way.  "reading" tells which is in.
+	 */
+	PGconn	   *other_pg;
+	PGcancel   *other_cancel;	/* under the registry's lock */
+	bool		other_fetch_prepared;
+	bool		other_await_pending;
+	bool		other_pinned;
+	char	   *other_await_key;
+	bool		reading;
 	struct KConn *prev;			/* the registry's list, under its lock */
 	struct KConn *next;
 	struct ssl_st *ssl;			/* TLS (io.c); NULL on plain TCP */
@@ -304,6 +316,7 @@ extern PGresult *kpg_exec_params(KConn *conn, const char *sql, int nparams,
 								 const int *formats, char sqlstate[6],
 								 char *errmsg, size_t errlen);
 extern void kpg_close(KConn *conn);
+extern void kpg_read_session(KConn *conn, bool on);
 
 /*
  * Opens the connection's session now, as who authentication said (see

@@ -5,7 +5,8 @@
 #    is; a commit held back by an earlier open transaction is not (yet);
 #  - a burst of commits is coalesced into few notifications, and the last
 #    one of the burst always carries the final stable offset;
-#  - eventlog.notify = off stops the notifier, on starts it again.
+#  - eventlog.notify = off stops the notifier (with publication for
+#    standbys off too, eventlog.publish_stable_offsets), on starts it again.
 # Absence is shown without sleeping: the notifier announces partitions in
 # rounds, so once a later commit on a marker topic has been announced, any
 # notification for the earlier event would have arrived before it.
@@ -133,8 +134,9 @@ is($offsets[-1], 304, 'the last one carries the final stable offset');
 is_deeply(\@offsets, [ sort { $a <=> $b } @offsets ], 'and the offsets only grow');
 is(scalar(until_marker('eventlog.nt')), 0, 'nothing is announced twice after the burst');
 
-# 5. eventlog.notify = off stops the notifier; on brings it back.
-$node->safe_psql('postgres', q{ALTER SYSTEM SET eventlog.notify = off; ALTER SYSTEM RESET eventlog.notify_interval; SELECT pg_reload_conf();});
+# 5. eventlog.notify = off stops the notifier (when it publishes nothing
+# either); on brings it back.
+$node->safe_psql('postgres', q{ALTER SYSTEM SET eventlog.notify = off; ALTER SYSTEM SET eventlog.publish_stable_offsets = off; ALTER SYSTEM RESET eventlog.notify_interval; SELECT pg_reload_conf();});
 ok($node->poll_query_until('postgres', q{
     SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pg_eventlog notifier'}),
    'eventlog.notify = off stops the notifier');

@@ -17,12 +17,13 @@ use Test::More;
 my $node = PostgreSQL::Test::Cluster->new('recycled');
 $node->init;
 # Two slots, for a partition here and two in another database; nothing else
-# writes WAL (no notifier, no maintenance rounds after the first), so the
+# writes WAL (no notifier, no publication, no maintenance rounds after the first), so the
 # async commit stays unflushed.
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_eventlog'
 eventlog.max_partitions = 2
 eventlog.notify = off
+eventlog.publish_stable_offsets = off
 eventlog.maintenance_interval = 3600s
 wal_writer_delay = 10s
 wal_writer_flush_after = 0

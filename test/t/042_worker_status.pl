@@ -64,13 +64,14 @@ is($node->safe_psql('two', $status, extra_params => [ '-U', 'alice' ]),
    '- - no background worker slot free (max_worker_processes) / no background worker slot free (max_worker_processes)',
    'any role sees the status of its own database\'s workers');
 
-# eventlog.notify off: the notifier is off, not missing.
-$node->safe_psql('postgres', q{ALTER SYSTEM SET eventlog.notify = off; SELECT pg_reload_conf();});
+# eventlog.notify and eventlog.publish_stable_offsets off: the notifier is
+# off, not missing.
+$node->safe_psql('postgres', q{ALTER SYSTEM SET eventlog.notify = off; ALTER SYSTEM SET eventlog.publish_stable_offsets = off; SELECT pg_reload_conf();});
 ok($node->poll_query_until('one', q{
-    SELECT notifier_status = 'off (eventlog.notify)' AND notifier_pid IS NULL
+    SELECT notifier_status = 'off (eventlog.notify and eventlog.publish_stable_offsets)' AND notifier_pid IS NULL
       FROM eventlog.maintenance WHERE database = 'one'}),
-   'with eventlog.notify off the notifier shows as off');
-$node->safe_psql('postgres', q{ALTER SYSTEM RESET eventlog.notify; SELECT pg_reload_conf();});
+   'with eventlog.notify and eventlog.publish_stable_offsets off the notifier shows as off');
+$node->safe_psql('postgres', q{ALTER SYSTEM RESET eventlog.notify; ALTER SYSTEM RESET eventlog.publish_stable_offsets; SELECT pg_reload_conf();});
 
 # Slots freed: the databases waiting get their workers.
 $node->safe_psql('one', 'DROP EXTENSION pg_eventlog');
