@@ -33,6 +33,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -110,6 +111,47 @@ el_publish_flush(bool changed, const int32 *topics, int n)
  * progress (SKIP LOCKED): the notifier never waits for a drop_topic.  A
  * published offset never goes back (the WHERE of the update).
  */
+/*
+ * Set when a publication was put off (el_publication_lock): the next one
+ * publishes every partition first (el_publish_catch_up), as the partitions
+ * of the round put off may commit nothing more for a long time.
+ */
+static bool el_publish_put_off = false;
+
+/*
+ * Takes the locks a publication needs, without waiting: its statements
+ * write published_offsets and read topic_catalog and partition_catalog
+ * (FOR KEY SHARE).  A statement takes them in its own order, and DROP
+ * EXTENSION in another, so a publication that waited for one of them while
+ * holding another could deadlock with a DROP EXTENSION (seen in
+ * regress/drop_extension: the notifier held published_offsets and waited
+ * for partition_catalog, which the DROP held while it waited for
+ * published_offsets).  Holding all three first, the statement waits for
+ * none of them.  False if one is not free now (a DROP EXTENSION or another
+ * exclusive lock is in the way): the publication is put off.
+ */
+static bool
+el_publication_lock(void)
+{
+	static const char *const names[] = {"published_offsets", "topic_catalog", "partition_catalog"};
+	static const LOCKMODE modes[] = {RowExclusiveLock, AccessShareLock, RowShareLock};
+	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, true);
+
+	if (!OidIsValid(nsp))
+		return false;
+	for (int i = 0; i < lengthof(names); i++)
+	{
+		Oid			relid = get_relname_relid(names[i], nsp);
+
+		if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, modes[i]))
+		{
+			el_publish_put_off = true;
+			return false;
+		}
+	}
+	return true;
+}
+
 void
 el_publish_stable_offsets(ElNotifyItem *items, int n)
 {
@@ -139,11 +181,14 @@ el_publish_stable_offsets(ElNotifyItem *items, int n)
 	args[2] = PointerGetDatum(construct_array(stables, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	args[3] = PointerGetDatum(construct_array(segnos, n, INT4OID, 4, true, TYPALIGN_INT));
 
+	/* A publication put off: every partition first. */
+	if (el_publish_put_off)
+		el_publish_catch_up();
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (!el_publication_installed())
+	if (!el_publication_installed() || !el_publication_lock())
 	{
-		/* An extension older than 0.3.0 here: nothing to publish to. */
+		/* An extension older than 0.3.0 here (nothing to publish to), or put off. */
 		CommitTransactionCommand();
 		return;
 	}
@@ -195,7 +240,8 @@ el_publish_catch_up(void)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (!el_publication_installed())
+	el_publish_put_off = false;
+	if (!el_publication_installed() || !el_publication_lock())
 	{
 		CommitTransactionCommand();
 		return;

@@ -28,6 +28,7 @@ $primary->safe_psql('postgres', q{
     SELECT eventlog.create_topic('wk', 2);
     SELECT eventlog.create_topic('idle', 1);
     SELECT eventlog.create_topic('nn', 1);
+    SELECT eventlog.create_topic('po', 2);
 });
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -113,6 +114,50 @@ $primary->safe_psql('postgres', q{ALTER SYSTEM RESET eventlog.publish_stable_off
 ok($standby->poll_query_until('postgres', q{SELECT count(*) = 2 FROM eventlog.read('nn', 0, 0)}),
    'publication on again: the standby gets what committed meanwhile');
 $primary->safe_psql('postgres', q{ALTER SYSTEM RESET eventlog.notify; SELECT pg_reload_conf();});
+
+# 4b. A publication never waits for a lock: one that cannot have its
+# tables at once is put off, and the next round publishes every
+# partition.  (A publication that waited while holding one of them could
+# deadlock with DROP EXTENSION, which takes them in another order; that
+# happened in regress/drop_extension.)  With published_offsets locked by
+# another session, the notifier's round still sends its notification,
+# which comes after the publication in the same round; once the lock is
+# gone, the next round publishes the partition it put off.
+{
+    my $psql = $primary->config_data('--bindir') . '/psql';
+    my ($lin, $lout, $nin, $nout) = ('', '', '', '');
+    my $t = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
+    my $locker = IPC::Run::start([ $psql, '-X', '-q', '-A', '-t', '-d', $primary->connstr('postgres') ],
+        '<', \$lin, '>', \$lout, '2>&1', $t);
+    $lin .= "BEGIN; LOCK TABLE eventlog.published_offsets IN ACCESS EXCLUSIVE MODE; SELECT 'locked';\n";
+    $locker->pump until $lout =~ /locked/ || $t->is_expired;
+    my $chan = $primary->safe_psql('postgres', q{SELECT eventlog.channel('po')});
+    my $listener = IPC::Run::start([ $psql, '-X', '-q', '-A', '-t', '-d', $primary->connstr('postgres') ],
+        '<', \$nin, '>', \$nout, '2>&1', $t);
+    $nin .= qq{LISTEN "$chan"; SELECT 'listening';\n};
+    $listener->pump until $nout =~ /listening/ || $t->is_expired;
+    $primary->safe_psql('postgres', q{SELECT eventlog.produce('po', NULL, '"while locked"', partition => 0)});
+    until ($nout =~ /Asynchronous notification/ || $t->is_expired)
+    {
+        $nin .= "SELECT 1;\n";
+        $listener->pump;
+        select(undef, undef, undef, 0.1) if $nout !~ /Asynchronous notification/;
+    }
+    like($nout, qr/Asynchronous notification "\Q$chan\E"/,
+         'with published_offsets locked, the notifier does not wait: its round notifies');
+    is($primary->safe_psql('postgres', q{
+        SELECT coalesce((SELECT published_stable_offset FROM eventlog.stable_offset_publication
+                          WHERE topic = 'po' AND partition = 0), -1)}), '-1', 'and its publication was put off');
+    $lin .= "ROLLBACK;\n\\q\n";
+    $locker->finish;
+    $nin .= "\\q\n";
+    $listener->finish;
+    $primary->safe_psql('postgres', q{SELECT eventlog.produce('po', NULL, '"after"', partition => 1)});
+    ok($primary->poll_query_until('postgres', q{
+        SELECT published_stable_offset = 1 FROM eventlog.stable_offset_publication
+         WHERE topic = 'po' AND partition = 0}),
+       'the next round publishes the partition put off');
+}
 
 # 5. The records in WAL, as pg_waldump shows them.
 my $lsn = $primary->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
