@@ -30,7 +30,7 @@ my ($rc, $out, $err);
 
 # The mock cluster: orders (3 partitions), bin (2), mism (5, against 3 here).
 my ($min, $mout, $merr) = ('', '', '');
-my $mock = IPC::Run::start([ $mock_bin, 'orders:3', 'bin:2', 'mism:5', 'big:1' ],
+my $mock = IPC::Run::start([ $mock_bin, 'orders:3', 'bin:2', 'mism:5', 'big:1', 'ma:1', 'mb:2' ],
     '<', \$min, '>', \$mout, '2>', \$merr);
 my $t = IPC::Run::timer(30);
 $mock->pump until $mout =~ /\n/ || $t->is_expired;
@@ -185,6 +185,36 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.consumer_groups 
 my %before = map { $_ => 1 } @$kafka;
 is_deeply([ grep { !$before{$_} } @{ kafka_records('orders') } ],
     [ grep { /7b227465726d223a20317d/ } @{ source_records('orders', 0) } ], 'the record sent before SIGTERM, once');
+
+# Several topics: one wait over all of them.  With --wait 3600 a relay that
+# waited in each topic's long poll in turn would sit in ma's for an hour
+# while mb's record waits; the wait over both returns at mb's commit.
+cli(qw(topic create ma));
+cli(qw(topic create mb --partitions 2));
+$node->safe_psql('postgres', q{SELECT eventlog.produce('ma', 'a', '{"first": 1}')});
+($rin, $rout, $rerr) = ('', '', '');
+$relay = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay ma mb --group multi --wait 3600 --to-kafka), $boot ],
+    '<', \$rin, '>', \$rout, '2>', \$rerr);
+$node->poll_query_until('postgres', q{SELECT count(*) = 3 AND sum(lag) = 0 FROM eventlog.consumer_groups WHERE group_name = 'multi'})
+  or die 'not caught up';
+$node->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog'
+    AND wait_event = 'Extension' AND query LIKE '%_kafka_await%'}) or die 'not waiting';
+$node->safe_psql('postgres', q{SELECT eventlog.produce('mb', 'b', '{"second": 2}', partition => 1)});
+ok($node->poll_query_until('postgres', q{SELECT sum(lag) = 0 AND sum(committed_offset) = 1 FROM eventlog.consumer_groups
+    WHERE group_name = 'multi' AND topic = 'mb'}), 'a record on the second topic wakes the wait over all topics');
+$node->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog'
+    AND wait_event = 'Extension' AND query LIKE '%_kafka_await%'}) or die 'not waiting';
+$node->safe_psql('postgres', q{SELECT eventlog.produce('ma', 'a', '{"first": 2}')});
+ok($node->poll_query_until('postgres', q{SELECT sum(lag) = 0 AND sum(committed_offset) = 2 FROM eventlog.consumer_groups
+    WHERE group_name = 'multi' AND topic = 'ma'}), 'and one on the first topic');
+$relay->signal('TERM');
+$relay->finish;
+is($?, 0, 'SIGTERM in the wait over several topics: exit 0') or diag($rerr);
+is_deeply([ map { s/ pg_eventlog.*//r } @{ kafka_records('ma', 'mb') } ],
+    [ 'ma 0 61 7b226669727374223a20317d', 'ma 0 61 7b226669727374223a20327d', 'mb 1 62 7b227365636f6e64223a20327d' ],
+    'both topics\' records are in Kafka');
+($rc, $out, $err) = cli(qw(relay ma --group multi --wait 0 --to-kafka), $boot);
+ok($rc == 2 && one_line_error($err, qr/--wait/), '--wait must be at least 1 second') or diag($err);
 
 # 4. Into pg_eventlog's own Kafka gateway, serving database "dest": the
 #    relay creates the topics (CreateTopics) with the same partition counts.
