@@ -169,10 +169,10 @@ $node->safe_psql('postgres', 'CREATE ROLE nopriv LOGIN');
 ok($rc == 1 && one_line_error($err, qr/permission denied/), 'a role without the consume privilege: the server\'s message') or diag($err);
 
 # SIGTERM while following: what was sent is committed, the member leaves, exit 0.
-my $kafka = kafka_records('orders');
+$kafka = kafka_records('orders');
 $node->safe_psql('postgres', q{SELECT eventlog.produce('orders', 't', '{"term": 1}')});
-my ($rin, $rout, $rerr) = ('', '', '');
-my $relay = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay orders --group relay --to-kafka), $boot ],
+($rin, $rout, $rerr) = ('', '', '');
+$relay = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay orders --group relay --to-kafka), $boot ],
     '<', \$rin, '>', \$rout, '2>', \$rerr);
 $node->poll_query_until('postgres', q{SELECT sum(lag) = 0 FROM eventlog.consumer_groups WHERE group_name = 'relay' AND topic = 'orders'})
   or die 'not caught up';
