@@ -14,7 +14,10 @@
  * reader drops the duplicates.  Each round polls each topic (eventlog.poll
  * or poll_binary, the records fetched in binary so that binary topics'
  * bytes pass unchanged), sends the records, waits for every delivery
- * report, then commits what the poll returned (eventlog.commit).
+ * report, then commits what the poll returned (eventlog.commit).  Idle, it
+ * waits in the server: in the poll's long poll with one topic, and with
+ * several in one wait over all of them (await_topics), so that a record on
+ * any topic wakes it.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,6 +30,8 @@
 #include <unistd.h>
 
 #define ROUND_RECORDS 10000
+#define DEFAULT_WAIT_S 10
+#define MIN_SESSION_TIMEOUT_S 30
 
 typedef struct RelayTopic
 {
@@ -52,6 +57,9 @@ relay_help(void)
 		   "  -b, --to-kafka=BOOTSTRAP  Kafka's bootstrap servers (host:port,...)\n"
 		   "  -X PROPERTY=VALUE         a librdkafka producer property (repeatable)\n"
 		   "  -e                        exit once every record is sent\n"
+		   "  --wait=SECONDS            longest idle wait in the server between polls\n"
+		   "                            (default 10; the member's session timeout is\n"
+		   "                            the larger of 30 s and 3 waits)\n"
 		   "  -d, --dbname=CONNINFO     database name or connection string\n"
 		   "  --help                    print this help\n\n"
 		   "pg_eventlog relay --from-kafka --help: the opposite direction.\n");
@@ -77,7 +85,7 @@ topic_query(RelayTopic *t)
 			 "SELECT r.partition, r.offset_id, %s, %s, %s,"
 			 " pg_catalog.floor(EXTRACT(epoch FROM r.event_time) * 1000)::bigint"
 			 " FROM eventlog.%s($1, $2, $3::integer, $4::integer, member => $5,"
-			 " wait => $6::interval) AS r",
+			 " session_timeout => $7::interval, wait => $6::interval) AS r",
 			 t->binary ? "r.key" : "pg_catalog.convert_to(r.key, 'UTF8')",
 			 t->binary ? "r.value" : "pg_catalog.convert_to(r.value::text, 'UTF8')",
 			 headers, t->binary ? "poll_binary" : "poll");
@@ -100,17 +108,17 @@ get_int(PGresult *res, int row, int col)
 /* Sends one poll's records; returns how many. */
 static int
 relay_poll(PGconn *conn, RelayKafka *k, RelayTopic *t, const char *group,
-		   const char *member, const char *wait)
+		   const char *member, const char *wait, const char *session_timeout)
 {
 	char		max[16];
 	char		nparts[16];
-	const char *values[6] = {t->name, group, max, nparts, member, wait};
+	const char *values[7] = {t->name, group, max, nparts, member, wait, session_timeout};
 	PGresult   *res;
 	int			n;
 
 	snprintf(max, sizeof(max), "%d", ROUND_RECORDS);
 	snprintf(nparts, sizeof(nparts), "%d", t->partitions);
-	res = PQexecParams(conn, t->sql, 6, NULL, values, NULL, NULL, 1);
+	res = PQexecParams(conn, t->sql, 7, NULL, values, NULL, NULL, 1);
 	if (!cli_result_ok(res))
 	{
 		if (cli_interrupted)
@@ -167,13 +175,12 @@ relay_poll(PGconn *conn, RelayKafka *k, RelayTopic *t, const char *group,
  * still holds its partitions until its session times out, and this member
  * is assigned the others only.
  */
-static bool
-caught_up(PGconn *conn, RelayTopic *topics, int ntopics, const char *group)
+/* The topics' names as a text[] literal. */
+static char *
+topic_array(RelayTopic *topics, int ntopics)
 {
 	size_t		size = 3;
 	char	   *names;
-	PGresult   *res;
-	bool		done;
 
 	for (int i = 0; i < ntopics; i++)
 		size += strlen(topics[i].name) * 2 + 4;
@@ -194,6 +201,21 @@ caught_up(PGconn *conn, RelayTopic *topics, int ntopics, const char *group)
 		*p++ = i + 1 < ntopics ? ',' : '}';
 		*p = '\0';
 	}
+	return names;
+}
+
+/*
+ * -e's end: the group's positions are at every partition's last stable
+ * offset.  An empty poll is not enough: a member that died a moment ago
+ * still holds its partitions until its session times out, and this member
+ * is assigned the others only.
+ */
+static bool
+caught_up(PGconn *conn, const char *names, const char *group)
+{
+	PGresult   *res;
+	bool		done;
+
 	res = cli_query(conn,
 					"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 0"
 					" FROM eventlog.topics t CROSS JOIN LATERAL pg_catalog.generate_series(0, t.partitions - 1) AS p(p)"
@@ -205,8 +227,44 @@ caught_up(PGconn *conn, RelayTopic *topics, int ntopics, const char *group)
 					2, (const char *[]) {group, names});
 	done = PQgetvalue(res, 0, 0)[0] == 't';
 	PQclear(res);
-	free(names);
 	return done;
+}
+
+/*
+ * Idle with several topics: one wait over all of them.  A poll's long poll
+ * waits on its own topic only, so waiting in each topic's poll in turn
+ * would leave a record on another topic unsent for up to a whole wait.
+ * eventlog._kafka_await (the Kafka gateway's wait over partitions of any
+ * topics, docs/waking-consumers.md) returns as soon as one of the partitions
+ * this member owns has a readable record at or after the group's position
+ * there, or when the wait ends.  The member's partitions and positions are
+ * the group's rows (the polls before this gave every partition one, and the
+ * relay commits what it polled, so the committed position is where its next
+ * poll reads): a partition of another member cannot wake it, and an
+ * assignment that changes meanwhile costs one poll round.  A member that
+ * owns nothing waits the whole wait, then polls: that is its heartbeat.
+ */
+static void
+await_topics(PGconn *conn, const char *names, const char *group,
+			 const char *member, const char *wait_ms)
+{
+	PGresult   *res;
+
+	res = PQexecParams(conn,
+					   "SELECT eventlog._kafka_await("
+					   "  coalesce(pg_catalog.array_agg(t.name ORDER BY t.name, go.partition), '{}'),"
+					   "  coalesce(pg_catalog.array_agg(go.partition ORDER BY t.name, go.partition), '{}'),"
+					   "  coalesce(pg_catalog.array_agg(go.next_offset ORDER BY t.name, go.partition), '{}'),"
+					   "  $4::integer)"
+					   " FROM eventlog.group_offsets go JOIN eventlog.topic_catalog t"
+					   "   ON t.topic_id OPERATOR(pg_catalog.=) go.topic_id"
+					   " WHERE go.group_name OPERATOR(pg_catalog.=) $1"
+					   "   AND t.name OPERATOR(pg_catalog.=) ANY ($2::text[])"
+					   "   AND go.owner_member OPERATOR(pg_catalog.=) $3",
+					   4, NULL, (const char *[]) {group, names, member, wait_ms}, NULL, NULL, 0);
+	if (!cli_result_ok(res) && !cli_interrupted)
+		cli_fail_result(conn, res);
+	PQclear(res);
 }
 
 static void
@@ -224,6 +282,7 @@ cmd_relay(int argc, char **argv)
 		{"help", no_argument, NULL, '?'},
 		{"group", required_argument, NULL, 'g'},
 		{"to-kafka", required_argument, NULL, 'b'},
+		{"wait", required_argument, NULL, 'w'},
 		CLI_DBNAME_OPTION,
 		{NULL, 0, NULL, 0}
 	};
@@ -238,6 +297,11 @@ cmd_relay(int argc, char **argv)
 	PGconn	   *conn;
 	char		host[64];
 	char		member[128];
+	int64_t		wait_s = DEFAULT_WAIT_S;
+	char		wait[32];
+	char		wait_ms[32];
+	char		session_timeout[32];
+	char	   *names;
 	int			opt;
 
 	/* The opposite direction: relay_from_kafka.c. */
@@ -269,6 +333,9 @@ cmd_relay(int argc, char **argv)
 			case 'e':
 				exit_at_end = true;
 				break;
+			case 'w':
+				wait_s = cli_int_arg("relay", "--wait", optarg, 1, 86400);
+				break;
 			default:
 				cli_bad_option("relay", opt, argv);
 		}
@@ -281,6 +348,11 @@ cmd_relay(int argc, char **argv)
 		cli_usage("relay", "--to-kafka is required");
 	ntopics = argc - optind;
 	topics = cli_malloc(sizeof(RelayTopic) * ntopics);
+	/* A member's wait must stay below its session timeout (docs/waking-consumers.md). */
+	snprintf(wait, sizeof(wait), "%lld seconds", (long long) wait_s);
+	snprintf(wait_ms, sizeof(wait_ms), "%lld", (long long) wait_s * 1000);
+	snprintf(session_timeout, sizeof(session_timeout), "%lld seconds",
+			 (long long) (wait_s * 3 > MIN_SESSION_TIMEOUT_S ? wait_s * 3 : MIN_SESSION_TIMEOUT_S));
 
 	conn = cli_connect();
 	for (int i = 0; i < ntopics; i++)
@@ -299,6 +371,7 @@ cmd_relay(int argc, char **argv)
 		PQclear(res);
 		topic_query(&topics[i]);
 	}
+	names = topic_array(topics, ntopics);
 	k = relay_kafka_open(bootstrap, nprops, props);
 	for (int i = 0; i < ntopics; i++)
 		relay_kafka_topic(k, topics[i].name, topics[i].partitions);
@@ -314,23 +387,26 @@ cmd_relay(int argc, char **argv)
 		int64_t		sent = 0;
 
 		for (int i = 0; i < ntopics && !cli_interrupted; i++)
-			sent += relay_poll(conn, k, &topics[i], group, member, NULL);
+			sent += relay_poll(conn, k, &topics[i], group, member, NULL, session_timeout);
 		if (sent > 0)
 			continue;
-		if (exit_at_end && caught_up(conn, topics, ntopics, group))
+		if (exit_at_end && caught_up(conn, names, group))
+			break;
+		if (cli_interrupted)
 			break;
 
 		/*
-		 * Idle: the long poll, on one topic for the whole wait, or on each
-		 * topic in turn for a second (the poll is per topic).
+		 * Idle: one topic waits in its poll's long poll; several wait
+		 * together, then poll each again.
 		 */
-		for (int i = 0; i < ntopics && !cli_interrupted; i++)
-			if (relay_poll(conn, k, &topics[i], group, member,
-						   ntopics == 1 ? "10 seconds" : "1 second") > 0)
-				break;
+		if (ntopics == 1)
+			relay_poll(conn, k, &topics[0], group, member, wait, session_timeout);
+		else
+			await_topics(conn, names, group, member, wait_ms);
 	}
 	leave(conn, topics, ntopics, group, member);
 	relay_kafka_close(k);
 	PQfinish(conn);
+	free(names);
 	return 0;
 }
