@@ -263,21 +263,22 @@ el_load_processors(void)
 				p->bits |= UINT64CONST(1) << el_topic_wakeup_index(DatumGetInt32(elems[k]));
 
 			/*
-			 * What the worker knew of it.  A processor seen for the first
-			 * time steps at once, and so does one whose failures were
-			 * cleared meanwhile (resume_processor).
+			 * What the worker knew of it: when it last stepped, and when it
+			 * may step again, unless its failures were cleared meanwhile
+			 * (resume_processor).  Each processor gets a step after a
+			 * reload: a processor seen for the first time or resumed has
+			 * records the wake-ups did not announce (they came before its
+			 * interest, or while it was paused), and the periodic reload
+			 * makes up for any wake-up missed otherwise.
 			 */
 			p->more = true;
 			for (k = 0; k < el_nprocs; k++)
 			{
 				if (el_procs[k].id == p->id)
 				{
-					p->more = el_procs[k].more;
 					p->last_step = el_procs[k].last_step;
 					if (p->failures > 0 || el_procs[k].failures == 0)
 						p->retry_at = el_procs[k].retry_at;
-					else
-						p->more = true;
 					break;
 				}
 			}
