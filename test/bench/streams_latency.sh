@@ -17,7 +17,8 @@ RATE=${RATE:-1000}
 DURATION=${DURATION:-10}
 RUNS=${RUNS:-3}
 
-python3 -c 'import psycopg' 2>/dev/null || el_ensure_packages python3-psycopg
+PY=/usr/bin/python3   # Debian's, with python3-psycopg
+el_ensure_packages python3-psycopg
 
 conf=$(mktemp)
 cat test/bench/bench.conf > "$conf"
@@ -28,9 +29,9 @@ psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION pg_eventlog'
 
 out=$(mktemp)
 for run in $(seq 1 "$RUNS"); do
-    python3 test/bench/streams_latency.py --rate "$RATE" --seconds "$DURATION" | tail -1 | tee -a "$out"
+    "$PY" test/bench/streams_latency.py --rate "$RATE" --seconds "$DURATION" | tail -1 | tee -a "$out"
 done
-python3 - "$out" <<'PY'
+"$PY" - "$out" <<'PY'
 import statistics, sys
 rows = [l.strip().split(',') for l in open(sys.argv[1]) if l.strip()]
 print("median over %d runs: p50 %.1f ms, p99 %.1f ms" % (
