@@ -595,6 +595,18 @@ el_processor_worker_main(Datum main_arg)
 		}
 		if (again)
 			continue;
+
+		/*
+		 * A step may have reset the latch after a producer set it (a lock
+		 * wait does, such as NOTIFY's at the commit of a sink's trigger):
+		 * the flags, which stay until the next round takes them, say
+		 * whether to sleep.
+		 */
+		if ((pg_atomic_read_u64(&el_my_entry->processor_woken) &
+			 pg_atomic_read_u64(&el_my_entry->processor_interest)) != 0 ||
+			pg_atomic_read_u32(&el_my_entry->processors_changed) != 0 ||
+			ConfigReloadPending)
+			continue;
 		{
 			long		stats_due = el_report_stat(false);
 

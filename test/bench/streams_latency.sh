@@ -8,7 +8,10 @@
 #
 #   PG_BINDIR=/usr/lib/postgresql/15/bin bash test/bench/streams_latency.sh
 #
-# Settings (environment): RATE (1000), DURATION (10, seconds), RUNS (3).
+# Settings (environment): RATE (1000), DURATION (10, seconds), RUNS (3),
+# EXTRA_CONF (lines appended to the server's settings, e.g. "fsync = off"
+# where the disk cannot flush RATE commits a second: the script prints the
+# rate the producer reached).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=${PG_BINDIR:-/usr/lib/postgresql/15/bin}:$PATH
@@ -23,6 +26,7 @@ el_ensure_packages python3-psycopg
 conf=$(mktemp)
 cat test/bench/bench.conf > "$conf"
 echo "shared_preload_libraries = 'pg_eventlog'" >> "$conf"
+[ -n "${EXTRA_CONF:-}" ] && printf '%s\n' "$EXTRA_CONF" >> "$conf"
 el_start_server "$conf"
 trap el_stop_server EXIT
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION pg_eventlog'
