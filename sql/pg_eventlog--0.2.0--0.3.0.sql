@@ -7814,8 +7814,7 @@ COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
  * ------------------------------------------------------------------------ */
 
 CREATE TABLE @extschema@.processor_runtime (
-    processor_id   integer PRIMARY KEY
-                   REFERENCES @extschema@.processor_catalog ON DELETE CASCADE,
+    processor_id   integer PRIMARY KEY,
     enabled        boolean NOT NULL DEFAULT true,
     failures       integer NOT NULL DEFAULT 0,
     last_error     text,
@@ -7840,6 +7839,29 @@ CREATE TRIGGER processors_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 CREATE TRIGGER processors_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON @extschema@.processor_runtime
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._processors_changed();
+
+/*
+ * A dropped processor's runtime row goes with it.  Not a foreign key: its
+ * constraint triggers made DROP EXTENSION take its locks in an order that
+ * deadlocks with the notifier's first publication (sql/drop_extension.sql).
+ */
+CREATE FUNCTION @extschema@._processors_forget()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM @extschema@.processor_runtime r
+     WHERE NOT EXISTS (SELECT FROM @extschema@.processor_catalog c WHERE c.processor_id = r.processor_id);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processors_forget() IS
+'internal: the trigger that removes the runtime rows of dropped processors';
+REVOKE ALL ON FUNCTION @extschema@._processors_forget() FROM PUBLIC;
+CREATE TRIGGER processors_forget AFTER DELETE OR TRUNCATE
+    ON @extschema@.processor_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._processors_forget();
 
 CREATE FUNCTION @extschema@._processor_worker_step(processor_id integer)
 RETURNS boolean
