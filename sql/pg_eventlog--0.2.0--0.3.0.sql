@@ -9223,3 +9223,274 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
 'Kafka TxnOffsetCommit: kafka_offset_commit''s checks against the group as the statement sees it, without the group''s lock, for positions that commit with the records of a longer transaction (only the group_offsets rows written stay locked)';
 
+
+/* Stream processors in the background (issue 19): run_processor lets the processor worker run it. */
+CREATE OR REPLACE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    tid integer;
+    n integer;
+    consumed bigint;
+    waited interval;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    -- The processor worker (src/processor_worker.c) runs this as the owner
+    -- already, in a security-restricted operation, which forbids SET ROLE.
+    IF NOT @extschema@._processor_worker_step(p.processor_id) THEN
+        -- The owner's SQL could SET ROLE to any role the session user may
+        -- (PL/pgSQL cannot make this a security-restricted operation): run it
+        -- only in sessions whose user has no role the owner does not have.
+        IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+            RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
+                      HINT = format('Run it in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+        END IF;
+        -- Run the owner's SQL as the owner, never as the caller: the function's
+        -- SET clause restores the role on exit.
+        PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    END IF;
+
+    SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
+    IF tid IS DISTINCT FROM p.source_topic_id THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', p.source_topic, p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+
+    -- One step of a processor at a time: the others wait, or skip.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', progress);
+    EXCEPTION WHEN lock_not_available THEN
+        IF NOT wait THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+        -- The step we waited for released this lock a moment before the
+        -- partitions its poll held (advisory locks go last): a poll now
+        -- would skip them and read nothing.  Let it look again (a long
+        -- poll retries partitions other transactions hold every second).
+        waited := interval '2 seconds';
+    END;
+    IF p.kind = 'join' THEN
+        RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
+
+    EXECUTE @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)')
+       INTO consumed
+      USING p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+            p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+            p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+            p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic;
+    IF p.kind = 'map' THEN
+        RETURN consumed;
+    END IF;
+
+    -- The processor's watermark: processing time, or the least watermark of
+    -- the partitions that are active (read recently, or with records left
+    -- to read); when every partition is idle, the greatest.
+    IF p.time_mode = 'processing' THEN
+        wm := now();
+    ELSE
+        EXECUTE format($q$
+            SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                        ELSE max(m) END - $3
+              FROM (SELECT t.max_event_time AS m,
+                           NOT (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                AND coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p)) AS active
+                      FROM generate_series(0, $5 - 1) AS g(p)
+                      LEFT JOIN %s t ON t.partition = g.p
+                      LEFT JOIN @extschema@.group_offsets o
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p) s$q$, progress)
+           INTO wm
+          USING p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid;
+    END IF;
+    EXECUTE format('SELECT closed_through FROM %s WHERE partition = -1', progress) INTO ct;
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        EXECUTE @extschema@._processor_close_sql(p)
+          USING wm, p.allowed_lateness, p.emit = 'final',
+                coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap;
+        EXECUTE format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                       'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress)
+          USING wm;
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
+'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+
+/* ------------------------------------------------------------------------
+ * Stream processors in the background (issue 19): the last section of
+ * sql/install/streams.sql, verbatim.  Background execution
+ * (src/processors.c, src/processor_worker.c): a processor worker per
+ * database with enabled processors runs their steps
+ * as they get records.  processor_runtime holds what the worker and
+ * pause_processor / resume_processor change, apart from the definitions: a
+ * processor without a row is enabled and healthy.
+ * ------------------------------------------------------------------------ */
+
+CREATE TABLE @extschema@.processor_runtime (
+    processor_id   integer PRIMARY KEY,
+    enabled        boolean NOT NULL DEFAULT true,
+    failures       integer NOT NULL DEFAULT 0,
+    last_error     text,
+    last_error_at  timestamptz
+);
+COMMENT ON TABLE @extschema@.processor_runtime IS
+'pg_eventlog stream processors run by the processor worker: paused or not, and the worker''s failed steps (failures: consecutive, 0 once a step succeeds)';
+GRANT SELECT ON @extschema@.processor_runtime TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.processor_runtime', '');
+
+/* Wakes the processor worker (or the launcher) when such a change commits. */
+CREATE FUNCTION @extschema@._processors_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'el_processors_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION @extschema@._processors_changed() IS
+'internal: the trigger that tells the processor worker, at commit, that processors were created, dropped, paused or resumed';
+REVOKE ALL ON FUNCTION @extschema@._processors_changed() FROM PUBLIC;
+CREATE TRIGGER processors_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON @extschema@.processor_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._processors_changed();
+CREATE TRIGGER processors_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON @extschema@.processor_runtime
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._processors_changed();
+
+/*
+ * A dropped processor's runtime row goes with it.  Not a foreign key: its
+ * constraint triggers made DROP EXTENSION take its locks in an order that
+ * deadlocks with the notifier's first publication (sql/drop_extension.sql).
+ */
+CREATE FUNCTION @extschema@._processors_forget()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM @extschema@.processor_runtime r
+     WHERE NOT EXISTS (SELECT FROM @extschema@.processor_catalog c WHERE c.processor_id = r.processor_id);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processors_forget() IS
+'internal: the trigger that removes the runtime rows of dropped processors';
+REVOKE ALL ON FUNCTION @extschema@._processors_forget() FROM PUBLIC;
+CREATE TRIGGER processors_forget AFTER DELETE OR TRUNCATE
+    ON @extschema@.processor_catalog
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._processors_forget();
+
+CREATE FUNCTION @extschema@._processor_worker_step(processor_id integer)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'el_processor_worker_step'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._processor_worker_step(integer) IS
+'internal: true once, to run_processor, in the processor worker''s step of that processor (which runs as its owner in a security-restricted operation); false anywhere else';
+
+/*
+ * The common body of _pause_processor and _resume_processor, which run it
+ * as the extension owner for the caller their gates noted.
+ */
+CREATE FUNCTION @extschema@._set_processor_enabled(name text, enabled boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+BEGIN
+    IF enabled IS NULL THEN
+        RAISE EXCEPTION 'enabled must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT pg_has_role(@extschema@._caller(), p.owner, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied for processor "%"', p.name
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Only members of the processor''s owner role %s may pause or resume it.', p.owner);
+    END IF;
+    -- Resuming also forgets the failures, so that the worker tries at once.
+    INSERT INTO @extschema@.processor_runtime AS r (processor_id, enabled)
+    VALUES (p.processor_id, enabled)
+    ON CONFLICT (processor_id) DO UPDATE
+       SET enabled = excluded.enabled,
+           failures = CASE WHEN excluded.enabled THEN 0 ELSE r.failures END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._set_processor_enabled(text, boolean) IS
+'internal: pauses or resumes a processor for the caller of eventlog.pause_processor or eventlog.resume_processor';
+REVOKE ALL ON FUNCTION @extschema@._set_processor_enabled(text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._pause_processor(name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._set_processor_enabled(name, false);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._pause_processor(text) IS
+'internal: the body of eventlog.pause_processor (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._pause_processor(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.pause_processor(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.pause_processor(text) IS
+'stops the processor worker from running a processor (run_processor still runs it); its position and state stay as they are';
+
+CREATE FUNCTION @extschema@._resume_processor(name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._set_processor_enabled(name, true);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._resume_processor(text) IS
+'internal: the body of eventlog.resume_processor (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._resume_processor(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.resume_processor(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.resume_processor(text) IS
+'lets the processor worker run a paused processor again, and retry a failing one at once';
+
+CREATE OR REPLACE VIEW @extschema@.processors AS
+SELECT c.name, c.owner, c.kind, c.source_topic, c.group_name,
+       coalesce(c.sink_table::text, c.sink_topic) AS sink,
+       c.window_type, c.size, c.advance, c.time_mode, c.allowed_lateness,
+       c.max_out_of_orderness, c.idle_timeout, c.emit,
+       (SELECT sum(g.lag) FROM @extschema@.consumer_groups g
+         WHERE (g.topic OPERATOR(pg_catalog.=) c.source_topic
+                OR g.topic OPERATOR(pg_catalog.=) (c.join_spec OPERATOR(pg_catalog.->>) 'right_topic'))
+           AND g.group_name OPERATOR(pg_catalog.=) c.group_name)::bigint AS lag,
+       c.created_at, c.gap, c.late, c.late_topic, c.retention,
+       CASE WHEN c.kind OPERATOR(pg_catalog.=) 'window' THEN c.sink_topic END AS sink_topic,
+       c.join_spec OPERATOR(pg_catalog.->>) 'right_topic' AS right_topic,
+       coalesce(r.enabled, true) AS enabled,
+       coalesce(r.failures, 0) AS failures,
+       r.last_error, r.last_error_at
+  FROM @extschema@.processor_catalog c
+  LEFT JOIN @extschema@.processor_runtime r
+         ON r.processor_id OPERATOR(pg_catalog.=) c.processor_id;
+COMMENT ON VIEW @extschema@.processors IS
+'pg_eventlog stream processors: definition, sink and lag, whether the processor worker runs it (enabled), and its failed steps (failures: consecutive, 0 once one succeeds; the last error); per-partition watermarks and counters are in eventlog.processor_progress(name)';

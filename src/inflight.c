@@ -42,6 +42,7 @@
 #include "utils/memutils.h"
 
 #include "notify.h"
+#include "processors.h"
 #include "shmem_internal.h"
 #include "worker.h"
 
@@ -290,6 +291,7 @@ el_release_inflight(bool committed)
 	}
 	el_nheld = 0;
 	el_wake_database_waiters(topics);
+	el_wake_processors(topics);
 	if (announce)
 		el_wake_notifier();
 }

@@ -30,7 +30,9 @@
  *
  * Once a maintenance worker has found the extension, the launcher also
  * keeps a notifier ("pg_eventlog notifier", notifier.c) in that database
- * while eventlog.notify is on (el_supervise_notifier, notify.c).
+ * while eventlog.notify is on (el_supervise_notifier, notify.c), and a
+ * processor worker while it has stream processors to run
+ * (el_supervise_processors, processors.c).
  *
  * The launcher reloads its configuration on SIGHUP and exits promptly on
  * SIGTERM or postmaster death.
@@ -59,6 +61,7 @@
 #include "utils/timestamp.h"
 
 #include "notify.h"
+#include "processors.h"
 #include "shmem.h"
 #include "worker.h"
 
@@ -396,6 +399,8 @@ el_supervise(void)
 	}
 	for (i = 0; i < el_max_databases; i++)
 		el_supervise_notifier(i, now);
+	for (i = 0; i < el_max_databases; i++)
+		el_supervise_processors(i, now);
 }
 
 void

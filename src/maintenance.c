@@ -158,15 +158,18 @@ el_topics_or_exit(List **compacted)
 		 * the extension do not fill the registry; unless CREATE EXTENSION
 		 * asked for a worker meanwhile (then the launcher starts one again).
 		 *
-		 * A notifier still attached to the entry (the extension was
-		 * dropped) is woken to see that it is no longer wanted: asleep, it
+		 * A notifier or processor worker still attached to the entry (the
+		 * extension was dropped) is woken to see that it is no longer
+		 * wanted: asleep, it
 		 * would stay connected for up to its 10 s timeout, and outlive the
 		 * entry, making a DROP DATABASE meanwhile fail.
 		 */
 		Latch	   *notifier_latch;
+		Latch	   *processor_latch;
 
 		SpinLockAcquire(&el_registry->mutex);
 		notifier_latch = el_my_entry->notifier_latch;
+		processor_latch = el_my_entry->processor_latch;
 		el_my_entry->probing = false;
 		el_my_entry->installed = false;
 		el_my_entry->pid = 0;
@@ -180,6 +183,8 @@ el_topics_or_exit(List **compacted)
 		SpinLockRelease(&el_registry->mutex);
 		if (notifier_latch)
 			SetLatch(notifier_latch);
+		if (processor_latch)
+			SetLatch(processor_latch);
 		el_my_entry = NULL;
 		proc_exit(0);
 	}

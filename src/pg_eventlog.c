@@ -42,6 +42,7 @@ _PG_init(void)
 	el_dependents_init();
 	el_worker_init();
 	el_notify_init();
+	el_processors_init();
 	el_capture_batch_init();
 	el_kafka_group_init();
 	el_producer_init();

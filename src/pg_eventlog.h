@@ -29,6 +29,7 @@ extern void el_read_init(void);
 extern void el_utility_init(void);
 extern void el_dependents_init(void);
 extern void el_notify_init(void);
+extern void el_processors_init(void);
 extern void el_capture_batch_init(void);
 extern void el_kafka_group_init(void);
 extern void el_producer_init(void);

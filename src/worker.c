@@ -147,6 +147,9 @@ el_registry_entry(Oid dbid, bool create)
 	{
 		memset(free_entry, 0, sizeof(ElDbWorker));
 		pg_atomic_init_u32(&free_entry->notify_pending, 0);
+		pg_atomic_init_u64(&free_entry->processor_interest, 0);
+		pg_atomic_init_u64(&free_entry->processor_woken, 0);
+		pg_atomic_init_u32(&free_entry->processors_changed, 0);
 		free_entry->dbid = dbid;
 	}
 	return create ? free_entry : NULL;
@@ -339,11 +342,11 @@ el_request_worker(Oid dbid)
 }
 
 /*
- * Terminate the processes "pid" and "notifier_pid" (0: none) and wait (5 s
- * at most) until they have gone.
+ * Terminate the processes "pid", "notifier_pid" and "processor_pid" (0:
+ * none) and wait (5 s at most) until they have gone.
  */
 static void
-el_terminate_and_wait(pid_t pid, pid_t notifier_pid)
+el_terminate_and_wait(pid_t pid, pid_t notifier_pid, pid_t processor_pid)
 {
 	int			i;
 
@@ -351,10 +354,13 @@ el_terminate_and_wait(pid_t pid, pid_t notifier_pid)
 		(void) kill(pid, SIGTERM);
 	if (notifier_pid != 0)
 		(void) kill(notifier_pid, SIGTERM);
+	if (processor_pid != 0)
+		(void) kill(processor_pid, SIGTERM);
 	for (i = 0; i < 500; i++)
 	{
 		bool		alive = (pid != 0 && kill(pid, 0) == 0) ||
-			(notifier_pid != 0 && kill(notifier_pid, 0) == 0);
+			(notifier_pid != 0 && kill(notifier_pid, 0) == 0) ||
+			(processor_pid != 0 && kill(processor_pid, 0) == 0);
 
 		if (!alive)
 			break;
@@ -373,6 +379,7 @@ el_stop_worker(Oid dbid)
 {
 	pid_t		pid = 0;
 	pid_t		notifier_pid = 0;
+	pid_t		processor_pid = 0;
 
 	if (el_registry == NULL)
 		return;
@@ -386,10 +393,11 @@ el_stop_worker(Oid dbid)
 			db->dropping = true;
 			pid = db->pid;
 			notifier_pid = db->notifier_pid;
+			processor_pid = db->processor_pid;
 		}
 	}
 	SpinLockRelease(&el_registry->mutex);
-	el_terminate_and_wait(pid, notifier_pid);
+	el_terminate_and_wait(pid, notifier_pid, processor_pid);
 }
 
 /*
@@ -409,6 +417,7 @@ el_pause_workers(Oid dbid, volatile bool *counted)
 {
 	pid_t		pid = 0;
 	pid_t		notifier_pid = 0;
+	pid_t		processor_pid = 0;
 
 	*counted = false;
 	if (el_registry == NULL)
@@ -423,10 +432,11 @@ el_pause_workers(Oid dbid, volatile bool *counted)
 			*counted = true;
 			pid = db->pid;
 			notifier_pid = db->notifier_pid;
+			processor_pid = db->processor_pid;
 		}
 	}
 	SpinLockRelease(&el_registry->mutex);
-	el_terminate_and_wait(pid, notifier_pid);
+	el_terminate_and_wait(pid, notifier_pid, processor_pid);
 }
 
 /*
@@ -447,6 +457,7 @@ el_resume_workers(Oid dbid, bool counted)
 		db->paused--;
 		db->next_start = 0;
 		db->notifier_next_start = 0;
+		db->processor_next_start = 0;
 	}
 	SpinLockRelease(&el_registry->mutex);
 	el_wake_launcher(false);

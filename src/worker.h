@@ -50,6 +50,25 @@ typedef struct ElDbWorker
 	int64		segments_rolled;
 	int64		segments_removed;
 	char		last_error[256];
+
+	/*
+	 * The processor worker (processors.c, processor_worker.c): it runs
+	 * while the database has enabled stream processors.  Until one has
+	 * looked (processors_checked), the launcher starts it to find out.
+	 * The atomics are read by producers without the mutex.
+	 */
+	pid_t		processor_pid;	/* running processor worker, 0 if none */
+	Latch	   *processor_latch;	/* its latch, NULL if none */
+	TimestampTz processor_next_start;	/* no (re)start before this */
+	bool		processors_checked; /* a worker looked for processors */
+	bool		processors_wanted;	/* and found enabled ones (or one was
+									 * created or resumed since) */
+	bool		processor_no_slot;	/* its last start found no free slot */
+	pg_atomic_uint64 processor_interest;	/* its source topics' wake-up
+											 * bits (el_topic_wakeup_index) */
+	pg_atomic_uint64 processor_woken;	/* bits of those that commits moved
+										 * since its round began */
+	pg_atomic_uint32 processors_changed;	/* the processor catalog changed */
 #ifdef EL_TEST_HOOKS
 	/* eventlog.debug_notifier_delays (notify.c, notifier.c) */
 	int64		notifier_busy_rounds;	/* rounds that found records coming

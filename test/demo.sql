@@ -107,5 +107,35 @@ RESET ROLE;
 SELECT database, pid IS NOT NULL AS worker_running, segments_rolled, segments_removed
   FROM eventlog.maintenance WHERE database = current_database();
 
+\echo '16. A stream processor: orders per minute per customer (1-minute windows of event time,'
+\echo '    10 s of grace, updated as orders come: emit changes), run by the processor worker'
+\echo '    (nobody calls run_processor); the sink is an ordinary table:'
+SELECT eventlog.create_topic('shop.orders', 2);
+CREATE TABLE orders_per_minute (window_start timestamptz, window_end timestamptz,
+                                customer text, orders bigint, amount numeric);
+SELECT eventlog.create_window_processor('orders_per_minute', 'shop.orders', 'orders_per_minute',
+    size => '1 minute', allowed_lateness => '10 seconds', emit => 'changes',
+    event_time => $$(value->>'at')::timestamptz$$,
+    aggregates => ARRAY['count(*)', $$sum((value->>'amount')::numeric)$$]);
+SELECT count(*) AS orders_produced FROM eventlog.produce_batch('shop.orders',
+    ARRAY['alice', 'bob', 'alice', 'carol', 'alice', 'bob'],
+    ARRAY['{"amount": 12.50, "at": "2026-12-02 10:00:05+00"}', '{"amount": 3.20, "at": "2026-12-02 10:00:17+00"}',
+          '{"amount": 8.00, "at": "2026-12-02 10:00:41+00"}', '{"amount": 99.90, "at": "2026-12-02 10:01:02+00"}',
+          '{"amount": 1.10, "at": "2026-12-02 10:01:30+00"}', '{"amount": 4.75, "at": "2026-12-02 10:01:59+00"}']::jsonb[]);
+-- The worker steps the processor within milliseconds of the commit; wait for it (5 s at most).
+DO $$
+BEGIN
+    FOR i IN 1 .. 100 LOOP
+        EXIT WHEN (SELECT lag FROM eventlog.processors WHERE name = 'orders_per_minute') = 0;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+$$;
+SET timezone = 'UTC';
+SELECT window_start, customer, orders, amount FROM orders_per_minute ORDER BY 1, 2;
+RESET timezone;
+SELECT name, kind, source_topic, emit, lag, enabled, failures FROM eventlog.processors;
+SELECT pid, backend_type FROM pg_stat_activity WHERE backend_type = 'pg_eventlog processors';
+
 \echo
-\echo 'Tour done.  SQL reference: docs/reference.md; design: docs/design.md.'
+\echo 'Tour done.  SQL reference: docs/reference.md; design: docs/design.md; streams: docs/streams.md.'

@@ -30,6 +30,8 @@ MODE=${MODE:-session}
 conf=$(mktemp)
 cat test/bench/bench.conf > "$conf"
 echo "shared_preload_libraries = 'pg_eventlog'" >> "$conf"
+# The steps are timed by hand: no processor worker stepping beside them.
+echo "eventlog.processors_enabled = off" >> "$conf"
 el_start_server "$conf"
 trap el_stop_server EXIT
 

@@ -78,12 +78,12 @@ SELECT is(
           '_kafka_list_offsets', '_kafka_sync_begin', '_kafka_sync_check',
           '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
-          '_processor', '_processor_close_sql', '_processor_emit_sql', '_processor_step_sql', '_register_join_processor',
-          '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
+          '_processor', '_processor_close_sql', '_processor_emit_sql', '_processor_step_sql', '_processor_worker_step',
+          '_register_join_processor', '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
     (SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND prosecdef),
-    37, 'gated bodies (compact''s, init_producer''s, kafka_producer_aborted''s, set_kafka_source_position''s and the join processor''s among them), thirteen of Kafka groups (kafka_txn_offset_commit''s among them), two metadata functions and kafka_scram_verifier');
+    39, 'gated bodies (compact''s, init_producer''s, kafka_producer_aborted''s, set_kafka_source_position''s, the join processor''s, pause_processor''s and resume_processor''s among them), thirteen of Kafka groups (kafka_txn_offset_commit''s among them), two metadata functions and kafka_scram_verifier');
 SELECT ok(NOT has_function_privilege('public', 'eventlog.kafka_scram_verifier(text)', 'EXECUTE'),
     'PUBLIC may not read SCRAM verifiers');
 
@@ -130,8 +130,8 @@ SELECT is(
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
     ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'kafka_source_offsets', 'partition_catalog', 'processor_catalog',
-          'processor_catalog_processor_id_seq', 'producer_catalog', 'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
-    'catalog tables, group positions, relay --from-kafka''s Kafka positions, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
+          'processor_catalog_processor_id_seq', 'processor_runtime', 'producer_catalog', 'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
+    'catalog tables, group positions, relay --from-kafka''s Kafka positions, stream processors'' pause and failures, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
 
 -- Every object of the extension is commented.
 SELECT is(

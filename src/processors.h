@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * processors.h
+ *	  The background execution of stream processors: the settings, the
+ *	  wake-ups producers and the processor catalog send to a database's
+ *	  processor worker, and the launcher's supervision of it
+ *	  (processors.c); the worker itself is in processor_worker.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_EVENTLOG_PROCESSORS_H
+#define PG_EVENTLOG_PROCESSORS_H
+
+#include "utils/timestamp.h"
+
+struct ElDbWorker;
+
+extern bool el_processors_enabled;
+extern int	el_processor_max_records;
+extern int	el_processor_idle_interval_ms;
+extern int	el_processor_step_timeout_ms;
+
+/* a transaction that released partitions of these topics (inflight.c) */
+extern void el_wake_processors(uint64 topics);
+
+/* the launcher, for each registry entry (launcher.c) */
+extern void el_supervise_processors(int i, TimestampTz now);
+
+/*
+ * The step the processor worker runs now (processor_worker.c): the
+ * processor's id and owner, 0 / InvalidOid outside a step.  Read by
+ * eventlog._processor_worker_step (processors.c).
+ */
+extern int32 el_worker_step_processor;
+extern Oid	el_worker_step_owner;
+
+#endif							/* PG_EVENTLOG_PROCESSORS_H */
