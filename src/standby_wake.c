@@ -152,18 +152,24 @@ el_check_rmgr_id(int *newval, void **extra, GucSource source)
 void
 el_standby_wake_init(void)
 {
-	DefineCustomIntVariable("eventlog.standby_wakeup_rmgr_id",
-							"Custom WAL resource manager ID of the records that wake long polls on hot standbys (0: none).",
-							"Every server that replays this server's WAL needs the same value; with 0, long polls on standbys look at replay every 2 ms.",
-							&el_wakeup_rmgr_id,
+	/*
+	 * A PGC_POSTMASTER variable can only be defined at server start: a
+	 * backend that loads the library later (not preloaded) would get a
+	 * FATAL.  It then writes no records (el_wakeup_registered stays false).
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("eventlog.standby_wakeup_rmgr_id",
+								"Custom WAL resource manager ID of the records that wake long polls on hot standbys (0: none).",
+								"Every server that replays this server's WAL needs the same value; with 0, long polls on standbys look at replay every 2 ms.",
+								&el_wakeup_rmgr_id,
 #if PG_VERSION_NUM >= 150000
-							RM_EXPERIMENTAL_ID,
+								RM_EXPERIMENTAL_ID,
 #else
-							0,
+								0,
 #endif
-							0, 255,
-							PGC_POSTMASTER, 0,
-							el_check_rmgr_id, NULL, NULL);
+								0, 255,
+								PGC_POSTMASTER, 0,
+								el_check_rmgr_id, NULL, NULL);
 #ifdef EL_TEST_HOOKS
 	DefineCustomIntVariable("eventlog.debug_standby_recheck_ms",
 							"Test only: longest sleep of a long poll on a hot standby that replay wakes.",
