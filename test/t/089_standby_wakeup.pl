@@ -145,13 +145,14 @@ $primary->safe_psql('postgres', q{ALTER SYSTEM RESET eventlog.notify; SELECT pg_
     }
     like($nout, qr/Asynchronous notification "\Q$chan\E"/,
          'with published_offsets locked, the notifier does not wait: its round notifies');
-    is($primary->safe_psql('postgres', q{
-        SELECT coalesce((SELECT published_stable_offset FROM eventlog.stable_offset_publication
-                          WHERE topic = 'po' AND partition = 0), -1)}), '-1', 'and its publication was put off');
     $lin .= "ROLLBACK;\n\\q\n";
     $locker->finish;
     $nin .= "\\q\n";
     $listener->finish;
+    # (The view reads published_offsets: only now that it is free.)
+    is($primary->safe_psql('postgres', q{
+        SELECT coalesce((SELECT published_stable_offset FROM eventlog.stable_offset_publication
+                          WHERE topic = 'po' AND partition = 0), -1)}), '-1', 'and its publication was put off');
     $primary->safe_psql('postgres', q{SELECT eventlog.produce('po', NULL, '"after"', partition => 1)});
     ok($primary->poll_query_until('postgres', q{
         SELECT published_stable_offset = 1 FROM eventlog.stable_offset_publication
