@@ -233,7 +233,7 @@ el_load_processors(void)
 						" coalesce(r.last_error_at, '-infinity'),"
 						" ARRAY(SELECT j.value::pg_catalog.int4"
 						"   FROM pg_catalog.jsonb_each_text(pg_catalog.to_jsonb(c) OPERATOR(pg_catalog.||)"
-						"                                   pg_catalog.coalesce(c.join_spec, '{}')) AS j"
+						"                                   COALESCE(c.join_spec, '{}'::pg_catalog.jsonb)) AS j"
 						"  WHERE j.key OPERATOR(pg_catalog.~~) '%topic\\_id' AND j.value IS NOT NULL)"
 						" FROM " EL_SCHEMA_NAME ".processor_catalog c"
 						" LEFT JOIN " EL_SCHEMA_NAME ".processor_runtime r"
