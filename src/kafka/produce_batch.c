@@ -22,8 +22,8 @@
  * already whole in the socket (kio_frame_pending), so an open transaction
  * (which holds the stable offset of its partitions back for every reader)
  * lasts no longer than the statements it runs.  At most
- * K_BATCH_MAX_REQUESTS share one, and only frames of at most
- * K_BATCH_MAX_FRAME bytes, which are copied.
+ * K_BATCH_MAX_REQUESTS share one, whose frames, which are copied, hold at
+ * most K_BATCH_MAX_BYTES together.
  *
  * A request is stored exactly as on its own, except when a statement of
  * the batch fails (a privilege, a record PostgreSQL refuses...): that
@@ -149,8 +149,10 @@ kbatch_join(KConn *conn, int16_t api_key, const uint8_t *frame, int32_t size)
 
 	if (b != NULL && b->replaying)
 		return 0;
-	if (api_key != KAPI_PRODUCE || size > K_BATCH_MAX_FRAME ||
-		(conn->batch_open && b->count >= K_BATCH_MAX_REQUESTS))
+	if (api_key != KAPI_PRODUCE || (size_t) size + 4 > K_BATCH_MAX_BYTES ||
+		(conn->batch_open &&
+		 (b->count >= K_BATCH_MAX_REQUESTS ||
+		  b->frames_len + 4 + (size_t) size > K_BATCH_MAX_BYTES)))
 		return conn->batch_open ? (commit_batch(conn) ? 0 : -1) : 0;
 	if (!conn->batch_open)
 	{

@@ -13,8 +13,12 @@
 
 /* At most this many requests share a transaction. */
 #define K_BATCH_MAX_REQUESTS	32
-/* Only frames up to this size join one (each is copied, for a replay). */
-#define K_BATCH_MAX_FRAME		(64 * 1024)
+/*
+ * The frames of a batch are copied (for a replay), at most this many bytes
+ * together: a connection holds at most this much beyond its own 64 KiB
+ * buffer, outside --max-request-memory.
+ */
+#define K_BATCH_MAX_BYTES		(64 * 1024)
 
 /* Handles one frame on its own, as if no batch existed (conn.c). */
 typedef bool (*KBatchReplay) (KConn *conn, const uint8_t *frame, int32_t size, KWriter *w);

@@ -402,7 +402,8 @@ $node->safe_psql('postgres', q{
     is($out, join("\n", '1: corr=1 error=0', '2: corr=2 error=0', '3: corr=3 error=87',
                   '4: corr=4 error=0', '5: corr=5 error=0', '6: corr=6 error=29',
                   '7: corr=7 error=0', '8: corr=8 error=0',
-                  'many: 200 answered, 0 out of order or failed'),
+                  'many: 200 answered, 0 out of order or failed',
+                  'large: 12 answered, 0 out of order or failed'),
        'pipelined Produce requests: every response, in order, with its own outcome');
     is($node->safe_psql('postgres', q{
         SELECT string_agg(convert_from(key, 'UTF8'), ',' ORDER BY partition, offset_id)
@@ -424,6 +425,12 @@ $node->safe_psql('postgres', q{
          'pipelined Produce requests: several committed in one transaction (the log says so)');
     like($plogtext, qr/a statement failed among \d+ pipelined Produce requests: rolling back/,
          'pipelined Produce requests: a failed statement rolled the batch back and replayed it');
+    # The 20 KB requests (from correlation id 5000): at most three share a
+    # commit, as their copies may hold 64 KiB together.
+    my ($after) = $plogtext =~ /(correlation id 5000,.*)\z/s;
+    my @sizes = ($after // '') =~ /(\d+) pipelined Produce requests committed/g;
+    ok(@sizes && !grep({ $_ > 3 } @sizes),
+       'pipelined Produce requests: a batch copies at most 64 KiB of frames (batches of ' . join(',', @sizes) . ')');
 }
 
 # The gateway served everything without a crash.

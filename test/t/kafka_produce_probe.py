@@ -283,6 +283,16 @@ def cmd_pipelined(host, port, topic, jsontopic):
         if corr != 1000 + i or parts[0][2] != 0:
             bad += 1
     print('many: %d answered, %d out of order or failed' % (n, bad))
+    # Then 12 of 20 KB each: a batch copies at most 64 KiB of them.
+    big = b'x' * 20000
+    send(s, b''.join(produce_request(9, [(topic, [(0, batch([(b'b%d' % i, big, [])]))])],
+                                     corr=5000 + i) for i in range(12)))
+    bad = 0
+    for i in range(12):
+        corr, parts, _, _ = parse_response(read_frame(s), 9)
+        if corr != 5000 + i or parts[0][2] != 0:
+            bad += 1
+    print('large: 12 answered, %d out of order or failed' % bad)
 
 
 def cmd_one(host, port, topic, partition, acks):
