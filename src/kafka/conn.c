@@ -230,7 +230,7 @@ handle_request(KConn *conn, const uint8_t *frame, int32_t size, KWriter *w)
 	}
 	req.body = r;
 	/* Pipelined Produce requests share a commit (produce_batch.c). */
-	in_batch = kbatch_join(conn, req.api_key, frame, size);
+	in_batch = kbatch_join(conn, &req, frame, size);
 	if (in_batch < 0)
 		return false;
 	if (klog_enabled(KLOG_DEBUG))

@@ -232,31 +232,32 @@ kio_recv(KConn *conn, void *buf, size_t n)
 
 /*
  * Whether a whole frame (its size and that many bytes) has arrived and is
- * not read yet, so that reading it cannot wait for the client.  On TLS,
- * only decrypted bytes count.  Never blocks.
+ * not read yet, so that reading it cannot wait for the client; if so, its
+ * size and its API key.  On TLS, only decrypted bytes count.  Never
+ * blocks.
  */
 bool
-kio_frame_pending(KConn *conn)
+kio_frame_pending(KConn *conn, int32_t *size, int16_t *api_key)
 {
-	uint8_t		sizebuf[4];
-	int32_t		size;
+	uint8_t		head[6];
 	int			avail;
 
 	if (conn->ssl != NULL)
 	{
 		avail = SSL_pending(conn->ssl);
-		if (avail < 4 || SSL_peek(conn->ssl, sizebuf, 4) != 4)
+		if (avail < 6 || SSL_peek(conn->ssl, head, 6) != 6)
 			return false;
 	}
 	else
 	{
-		if (ioctl(conn->fd, FIONREAD, &avail) != 0 || avail < 4 ||
-			recv(conn->fd, sizebuf, 4, MSG_PEEK | MSG_DONTWAIT) != 4)
+		if (ioctl(conn->fd, FIONREAD, &avail) != 0 || avail < 6 ||
+			recv(conn->fd, head, 6, MSG_PEEK | MSG_DONTWAIT) != 6)
 			return false;
 	}
-	size = (int32_t) (((uint32_t) sizebuf[0] << 24) | ((uint32_t) sizebuf[1] << 16) |
-					  ((uint32_t) sizebuf[2] << 8) | sizebuf[3]);
-	return size >= 0 && (int64_t) avail >= (int64_t) size + 4;
+	*size = (int32_t) (((uint32_t) head[0] << 24) | ((uint32_t) head[1] << 16) |
+					   ((uint32_t) head[2] << 8) | head[3]);
+	*api_key = (int16_t) (((uint16_t) head[4] << 8) | head[5]);
+	return *size >= 2 && (int64_t) avail >= (int64_t) *size + 4;
 }
 
 bool

@@ -35,8 +35,8 @@ extern ssize_t kio_recv(struct KConn *conn, void *buf, size_t n);
 /* All n bytes, or false. */
 extern bool kio_send(struct KConn *conn, const void *buf, size_t n);
 
-/* A whole frame has arrived and waits to be read (never blocks). */
-extern bool kio_frame_pending(struct KConn *conn);
+/* A whole frame has arrived and waits to be read: its size and API key. */
+extern bool kio_frame_pending(struct KConn *conn, int32_t *size, int16_t *api_key);
 
 /*
  * Ends TLS on a connection, sends the end of the stream after the

@@ -19,7 +19,8 @@
  * the commit that stored its records.
  *
  * The batch never waits for the client: a request joins only if it was
- * already whole in the socket (kio_frame_pending), so an open transaction
+ * already whole in the socket (kio_frame_pending), a Produce without a
+ * transactional id whose copy fits, so an open transaction
  * (which holds the stable offset of its partitions back for every reader)
  * lasts no longer than the statements it runs.  At most
  * K_BATCH_MAX_REQUESTS share one, whose frames, which are copied, hold at
@@ -33,7 +34,10 @@
  * COMMIT closes the connection without any of the responses: nothing of
  * the batch was stored, and the client sends its requests again.  A
  * request of another API commits the batch first, so responses keep the
- * order of the requests.
+ * order of the requests.  A connection that closes with a batch open (a
+ * refused next frame, a request that closes it, a client gone) commits it
+ * first: its requests succeeded, and would have been committed on their
+ * own.
  *
  * The commit's durability is the strongest the batch's requests asked
  * for (acks=-1: synchronous_commit on; 1: local; 0: off).
@@ -61,6 +65,37 @@ typedef struct KBatch
 } KBatch;
 
 static const char *const sync_names[] = {"off", "local", "on"};
+
+/* Held responses' buffer grown past this is freed after its commit. */
+#define K_BATCH_KEEP_OUT_BYTES	(256 * 1024)
+
+/*
+ * Whether the next request, already whole in the socket, may join: a
+ * Produce whose copy fits beside `held` bytes of copies.  (A transactional
+ * one is refused by kbatch_join when its turn comes.)
+ */
+static bool
+next_joins(KConn *conn, size_t held)
+{
+	int32_t		size;
+	int16_t		api_key;
+
+	return kio_frame_pending(conn, &size, &api_key) && api_key == KAPI_PRODUCE &&
+		held + 4 + (size_t) size <= K_BATCH_MAX_BYTES;
+}
+
+/* A Produce request with a transactional id: its records go elsewhere. */
+static bool
+transactional(const KRequest *req)
+{
+	KReader		r = req->body;
+	KSlice		tid;
+
+	if (req->api_version < 3)
+		return false;
+	tid = kr_nullable_string_v(&r, req->flexible);
+	return r.error || !KSLICE_IS_NULL(tid);
+}
 
 static bool
 append_frame(KBatch *b, const uint8_t *frame, int32_t size)
@@ -97,6 +132,9 @@ reset(KConn *conn)
 	b->count = 0;
 	b->sync_rank = -1;
 	b->frames_len = 0;
+	/* Many responses held once need not stay allocated. */
+	if (b->out.cap > K_BATCH_KEEP_OUT_BYTES)
+		kw_free(&b->out);
 	kw_reset(&b->out);
 }
 
@@ -141,7 +179,7 @@ commit_batch(KConn *conn)
 }
 
 int
-kbatch_join(KConn *conn, int16_t api_key, const uint8_t *frame, int32_t size)
+kbatch_join(KConn *conn, const KRequest *req, const uint8_t *frame, int32_t size)
 {
 	KBatch	   *b = conn->batch;
 	PGresult   *res;
@@ -149,7 +187,8 @@ kbatch_join(KConn *conn, int16_t api_key, const uint8_t *frame, int32_t size)
 
 	if (b != NULL && b->replaying)
 		return 0;
-	if (api_key != KAPI_PRODUCE || (size_t) size + 4 > K_BATCH_MAX_BYTES ||
+	if (req->api_key != KAPI_PRODUCE || (size_t) size + 4 > K_BATCH_MAX_BYTES ||
+		transactional(req) ||
 		(conn->batch_open &&
 		 (b->count >= K_BATCH_MAX_REQUESTS ||
 		  b->frames_len + 4 + (size_t) size > K_BATCH_MAX_BYTES)))
@@ -157,7 +196,7 @@ kbatch_join(KConn *conn, int16_t api_key, const uint8_t *frame, int32_t size)
 	if (!conn->batch_open)
 	{
 		/* Worth a transaction only if another request is already here. */
-		if (conn->pinned || !kio_frame_pending(conn))
+		if (conn->pinned || !next_joins(conn, (size_t) size + 4))
 			return 0;
 		if (b == NULL)
 		{
@@ -200,7 +239,7 @@ kbatch_hold(KConn *conn, KWriter *w)
 			return false;
 		}
 	}
-	if (b->count < K_BATCH_MAX_REQUESTS && kio_frame_pending(conn))
+	if (b->count < K_BATCH_MAX_REQUESTS && next_joins(conn, b->frames_len))
 		return true;
 	return commit_batch(conn);
 }
@@ -260,6 +299,13 @@ kbatch_end(KConn *conn)
 
 	if (b == NULL)
 		return;
+	/*
+	 * Closing with a batch open (the next frame was refused, a request
+	 * closed the connection, the client left): its requests succeeded, and
+	 * on their own they would have been committed already.
+	 */
+	if (conn->batch_open && !conn->batch_failed)
+		(void) commit_batch(conn);
 	free(b->frames);
 	kw_free(&b->out);
 	free(b);

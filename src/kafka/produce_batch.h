@@ -29,7 +29,7 @@ typedef bool (*KBatchReplay) (KConn *conn, const uint8_t *frame, int32_t size, K
  * (an open batch was committed and its responses sent first), -1 if the
  * connection must close (a commit failed).
  */
-extern int	kbatch_join(KConn *conn, int16_t api_key, const uint8_t *frame, int32_t size);
+extern int	kbatch_join(KConn *conn, const KRequest *req, const uint8_t *frame, int32_t size);
 
 /*
  * After a joined request's handler: hold its response (w, or NULL when it
@@ -43,7 +43,11 @@ extern bool kbatch_replay(KConn *conn, KWriter *w, KBatchReplay replay);
 /* The strongest acks of the batch decides its commit's durability. */
 extern void kbatch_note_acks(KConn *conn, int16_t acks);
 
-/* At the connection's end: frees what it holds (the session rolls back). */
+/*
+ * At the connection's end: commits an open batch whose requests all
+ * succeeded (as each would have been committed on its own) and sends what
+ * it can of their responses, then frees what it holds.
+ */
 extern void kbatch_end(KConn *conn);
 
 #endif							/* KAFKA_PRODUCE_BATCH_H */

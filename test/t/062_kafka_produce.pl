@@ -403,7 +403,8 @@ $node->safe_psql('postgres', q{
                   '4: corr=4 error=0', '5: corr=5 error=0', '6: corr=6 error=29',
                   '7: corr=7 error=0', '8: corr=8 error=0',
                   'many: 200 answered, 0 out of order or failed',
-                  'large: 12 answered, 0 out of order or failed'),
+                  'large: 12 answered, 0 out of order or failed',
+                  'acks=0, then a refused acks=0: closed'),
        'pipelined Produce requests: every response, in order, with its own outcome');
     is($node->safe_psql('postgres', q{
         SELECT string_agg(convert_from(key, 'UTF8'), ',' ORDER BY partition, offset_id)
@@ -416,6 +417,9 @@ $node->safe_psql('postgres', q{
         SELECT count(*) || ' ' || count(DISTINCT key) FROM eventlog.read_binary('pipe', 1, 0, 1000)
          WHERE convert_from(key, 'UTF8') LIKE 'q%'}), '200 200',
        'pipelined Produce requests: 200 sent back to back, 200 stored');
+    is($node->safe_psql('postgres', q{
+        SELECT count(*) FROM eventlog.read_binary('pipe', 1, 0, 1000) WHERE key = 'z1'}), '1',
+       'pipelined Produce requests: a connection closed by the next request commits the batch it had open');
     is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.read('pipejs', 0, 0, 10)}), '0',
        'pipelined Produce requests: nothing in the topic the role may not produce to');
     $ph->signal('TERM');

@@ -293,6 +293,16 @@ def cmd_pipelined(host, port, topic, jsontopic):
         if corr != 5000 + i or parts[0][2] != 0:
             bad += 1
     print('large: 12 answered, %d out of order or failed' % bad)
+    # acks=0 to a good topic, then acks=0 to no topic, back to back: the
+    # second closes the connection; the first must be stored all the same.
+    s2 = connect(host, port)
+    send(s2, produce_request(9, [(topic, [(1, batch([(b'z1', b'acks0', [])]))])], acks=0, corr=9001)
+         + produce_request(9, [('nosuch', [(0, batch([(b'z2', b'x', [])]))])], acks=0, corr=9002))
+    try:
+        data = s2.recv(1)
+    except OSError:
+        data = b''
+    print('acks=0, then a refused acks=0: %s' % ('closed' if not data else 'answered'))
 
 
 def cmd_one(host, port, topic, partition, acks):
