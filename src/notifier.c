@@ -379,8 +379,8 @@ el_send_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 /*
  * Publish the round's stable offsets for hot standbys (standby.c), before
  * the notifications; with no items, every partition's (the notifier's
- * start: el_publish_catch_up).  A failure is logged; the partitions are published
- * again by the next round that announces them.
+ * start: el_publish_catch_up).  A failure is logged, and every partition is
+ * published again within a second (el_publish_pending).
  */
 static void
 el_publish_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
@@ -400,6 +400,8 @@ el_publish_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 	{
 		ErrorData  *edata = el_worker_recover(round_cxt);
 
+		/* What this round would have published: all of it, later. */
+		el_publish_set_pending();
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_eventlog notifier could not publish stable offsets: %s",
@@ -604,6 +606,9 @@ el_notifier_main(Datum main_arg)
 		if (el_publish_enabled && !publishing)
 			el_publish_round(NULL, 0, round_cxt);
 		publishing = el_publish_enabled;
+		/* A publication put off, or failed: every partition, now. */
+		if (publishing && el_publish_pending())
+			el_publish_round(NULL, 0, round_cxt);
 
 		/* Woken by a producer: under load, wait to coalesce. */
 		if (el_notifier_woken())
@@ -633,7 +638,7 @@ el_notifier_main(Datum main_arg)
 		 * covers a holder that vanished without ending normally.
 		 */
 		{
-			long		timeout = blocked ? 1000L : 10000L;
+			long		timeout = blocked || (publishing && el_publish_pending()) ? 1000L : 10000L;
 			long		stats_due;
 
 			/*

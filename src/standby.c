@@ -30,6 +30,8 @@
 #include "access/xlogrecovery.h"
 #endif
 #include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -112,9 +114,10 @@ el_publish_flush(bool changed, const int32 *topics, int n)
  * published offset never goes back (the WHERE of the update).
  */
 /*
- * Set when a publication was put off (el_publication_lock): the next one
- * publishes every partition first (el_publish_catch_up), as the partitions
- * of the round put off may commit nothing more for a long time.
+ * Set when a publication was put off (el_publication_lock) or failed: the
+ * notifier publishes every partition (el_publish_catch_up) within a second,
+ * and before its next round, as the partitions of the round put off may
+ * commit nothing more for a long time.  Cleared once a catch-up commits.
  */
 static bool el_publish_put_off = false;
 
@@ -136,9 +139,20 @@ el_publication_lock(void)
 	static const char *const names[] = {"published_offsets", "topic_catalog", "partition_catalog"};
 	static const LOCKMODE modes[] = {RowExclusiveLock, AccessShareLock, RowShareLock};
 	Oid			nsp = get_namespace_oid(EL_SCHEMA_NAME, true);
+	Oid			ext = get_extension_oid("pg_eventlog", true);
 
-	if (!OidIsValid(nsp))
+	/*
+	 * First the extension itself: DROP EXTENSION locks it before any of its
+	 * objects, so while this is held it cannot have begun, and whatever
+	 * else the statements read (segment_catalog, through the functions the
+	 * catch-up calls) is not being dropped under them.
+	 */
+	if (!OidIsValid(nsp) || !OidIsValid(ext) ||
+		!ConditionalLockDatabaseObject(ExtensionRelationId, ext, 0, AccessShareLock))
+	{
+		el_publish_put_off = true;
 		return false;
+	}
 	for (int i = 0; i < lengthof(names); i++)
 	{
 		Oid			relid = get_relname_relid(names[i], nsp);
@@ -240,8 +254,13 @@ el_publish_catch_up(void)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	el_publish_put_off = false;
-	if (!el_publication_installed() || !el_publication_lock())
+	if (!el_publication_installed())
+	{
+		el_publish_put_off = false;
+		CommitTransactionCommand();
+		return;
+	}
+	if (!el_publication_lock())
 	{
 		CommitTransactionCommand();
 		return;
@@ -276,7 +295,21 @@ el_publish_catch_up(void)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/* Only now: a catch-up that failed leaves the retry pending. */
+	el_publish_put_off = false;
 	el_publish_flush(published > 0, NULL, 0);
+}
+
+bool
+el_publish_pending(void)
+{
+	return el_publish_put_off;
+}
+
+void
+el_publish_set_pending(void)
+{
+	el_publish_put_off = true;
 }
 
 /*

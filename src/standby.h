@@ -26,6 +26,9 @@
 
 extern void el_publish_stable_offsets(ElNotifyItem *items, int n);
 extern void el_publish_catch_up(void);
+/* A publication was put off or failed: the notifier retries every partition. */
+extern bool el_publish_pending(void);
+extern void el_publish_set_pending(void);
 extern void el_standby_stable_offset(ElTopic *topic, int32 partition,
 									 ElStableOffset *out);
 extern XLogRecPtr el_standby_replayed(void);
