@@ -9,7 +9,7 @@
 # still produces and consumes what SQL reads.  Last, a regression test of
 # what the fuzz found: a response cut by the close that followed it.
 #
-# EL_FUZZ_FRAMES (default 5000, 100000 with EL_TAP_LONG) sets how many
+# EL_FUZZ_FRAMES (default 2000, 100000 with EL_TAP_LONG) sets how many
 # requests the fuzz makes the gateway handle, EL_FUZZ_SEED its seed
 # (default: the time, printed), EL_FUZZ_GATEWAY another gateway program
 # (an -fsanitize=address,undefined build: docs/kafka.md, "Fuzz test").
@@ -24,7 +24,7 @@ use KafkaGatewayTest;
 my $python = '/usr/bin/python3';
 my $dir = "$ENV{TESTDIR}/test";
 $dir = 'test' unless -d "$dir/kafka";
-my $frames = $ENV{EL_FUZZ_FRAMES} || ($ENV{EL_TAP_LONG} ? 100000 : 5000);
+my $frames = $ENV{EL_FUZZ_FRAMES} || ($ENV{EL_TAP_LONG} ? 100000 : 2000);
 my $seed = $ENV{EL_FUZZ_SEED} || time();
 note("fuzz: $frames frames, seed $seed (replay with EL_FUZZ_SEED=$seed)");
 
