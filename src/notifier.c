@@ -379,8 +379,8 @@ el_send_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 /*
  * Publish the round's stable offsets for hot standbys (standby.c), before
  * the notifications; with no items, every partition's (the notifier's
- * start: el_publish_catch_up).  A failure is logged, and every partition is
- * published again within a second (el_publish_pending).
+ * start: el_publish_catch_up).  A failure is logged, and the next round
+ * publishes every partition first (el_publish_pending).
  */
 static void
 el_publish_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
@@ -606,9 +606,6 @@ el_notifier_main(Datum main_arg)
 		if (el_publish_enabled && !publishing)
 			el_publish_round(NULL, 0, round_cxt);
 		publishing = el_publish_enabled;
-		/* A publication put off, or failed: every partition, now. */
-		if (publishing && el_publish_pending())
-			el_publish_round(NULL, 0, round_cxt);
 
 		/* Woken by a producer: under load, wait to coalesce. */
 		if (el_notifier_woken())
@@ -638,7 +635,7 @@ el_notifier_main(Datum main_arg)
 		 * covers a holder that vanished without ending normally.
 		 */
 		{
-			long		timeout = blocked || (publishing && el_publish_pending()) ? 1000L : 10000L;
+			long		timeout = blocked ? 1000L : 10000L;
 			long		stats_due;
 
 			/*

@@ -115,9 +115,10 @@ el_publish_flush(bool changed, const int32 *topics, int n)
  */
 /*
  * Set when a publication was put off (el_publication_lock) or failed: the
- * notifier publishes every partition (el_publish_catch_up) within a second,
- * and before its next round, as the partitions of the round put off may
- * commit nothing more for a long time.  Cleared once a catch-up commits.
+ * next round publishes every partition first (el_publish_catch_up).  Not
+ * on a timer: a catch-up while pg_restore fills a database would read its
+ * partitions before their records are there.  Cleared once a catch-up
+ * commits.
  */
 static bool el_publish_put_off = false;
 
