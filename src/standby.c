@@ -38,6 +38,7 @@
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -134,6 +135,24 @@ static bool el_publish_put_off = false;
  * none of them.  False if one is not free now (a DROP EXTENSION or another
  * exclusive lock is in the way): the publication is put off.
  */
+/*
+ * A publication waits at most EL_PUBLISH_LOCK_TIMEOUT_MS for any lock,
+ * then fails (and is put off, el_publish_round): well before the deadlock
+ * detector runs (deadlock_timeout, 1 s by default), so a DROP EXTENSION
+ * that took some relation before the extension itself (its event trigger
+ * drops the segment tables first) never deadlocks with it, whatever the
+ * order.  For the publication's transaction only.
+ */
+#define EL_PUBLISH_LOCK_TIMEOUT_MS "100"
+
+static void
+el_publication_lock_timeout(void)
+{
+	(void) set_config_option("lock_timeout", EL_PUBLISH_LOCK_TIMEOUT_MS,
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+							 true, 0, false);
+}
+
 static bool
 el_publication_lock(void)
 {
@@ -148,6 +167,7 @@ el_publication_lock(void)
 	 * else the statements read (segment_catalog, through the functions the
 	 * catch-up calls) is not being dropped under them.
 	 */
+	el_publication_lock_timeout();
 	if (!OidIsValid(nsp) || !OidIsValid(ext) ||
 		!ConditionalLockDatabaseObject(ExtensionRelationId, ext, 0, AccessShareLock))
 	{
