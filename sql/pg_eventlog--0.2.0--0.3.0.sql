@@ -9494,3 +9494,148 @@ SELECT c.name, c.owner, c.kind, c.source_topic, c.group_name,
          ON r.processor_id OPERATOR(pg_catalog.=) c.processor_id;
 COMMENT ON VIEW @extschema@.processors IS
 'pg_eventlog stream processors: definition, sink and lag, whether the processor worker runs it (enabled), and its failed steps (failures: consecutive, 0 once one succeeds; the last error); per-partition watermarks and counters are in eventlog.processor_progress(name)';
+
+-- OffsetCommit and TxnOffsetCommit share one body (__kafka_offset_commit):
+-- they differed only in taking the group's lock and counting as a heartbeat.
+
+/*
+ * OffsetCommit and TxnOffsetCommit: Kafka's validation (a member of the
+ * current generation, or a simple consumer, generation -1 and no member id,
+ * while the group has no members), then one group_offsets row per
+ * partition.  One body for both, differing only in hold_group:
+ *
+ * - OffsetCommit (hold_group) takes the group's lock, expires its dead
+ *   members first and counts as the member's heartbeat.
+ * - TxnOffsetCommit (the gateway's Kafka transactions, src/kafka/api_txn.c)
+ *   runs inside a producer's longer transaction.  The group's lock would be
+ *   held to the end of that transaction and make the group's heartbeats,
+ *   joins and other commits wait for EndTxn, so it takes none and expires
+ *   nothing: it checks the group as the statement's snapshot shows it, as
+ *   Kafka checks a TxnOffsetCommit when it comes (its positions land at
+ *   EndTxn, whatever the group did meanwhile).  Only the group_offsets rows
+ *   written stay locked until then.  Not a heartbeat.
+ */
+CREATE FUNCTION @extschema@.__kafka_offset_commit(group_name text, generation integer, member_id text,
+                                                 group_instance_id text, offsets @extschema@.kafka_offset[],
+                                                 hold_group boolean)
+RETURNS TABLE (topic text, partition integer, error_code smallint)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text := group_name;
+    gen integer := coalesce(generation, -1);
+    m text := coalesce(member_id, '');
+    grp @extschema@.kafka_groups;
+    mem @extschema@.kafka_group_members;
+    o @extschema@.kafka_offset;
+    group_error smallint := 0;
+    tid integer;
+    nparts integer;
+BEGIN
+    IF offsets IS NULL THEN
+        RAISE EXCEPTION 'offsets must not be null' USING ERRCODE = '22004';
+    END IF;
+    IF NOT @extschema@._kafka_valid_group(g) THEN
+        group_error := 24;
+    ELSIF NOT @extschema@._kafka_authorized(g) THEN
+        -- Not the lock of a group the caller may not use (see __kafka_join_check).
+        group_error := 30;
+    ELSE
+        IF hold_group THEN
+            PERFORM @extschema@._kafka_lock(g);
+            PERFORM @extschema@._kafka_expire(g);
+        END IF;
+        SELECT * INTO grp FROM @extschema@.kafka_groups k WHERE k.group_name = g;
+        IF NOT @extschema@._kafka_authorized(g) THEN
+            group_error := 30;
+        ELSIF grp.group_name IS NULL THEN
+            IF gen >= 0 THEN
+                group_error := 22;
+            ELSIF EXISTS (SELECT FROM @extschema@.group_members s
+                           WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
+                -- A simple consumer commits only while the group has no
+                -- members: a live SQL member-style consumer of the name is
+                -- one (it owns its partitions; see __kafka_join_begin).
+                group_error := 25;
+            END IF;
+        ELSIF gen >= 0 OR m <> '' OR group_instance_id IS NOT NULL THEN
+            SELECT * INTO mem FROM @extschema@.kafka_group_members k WHERE k.group_name = g AND k.member_id = m;
+            IF group_instance_id IS NOT NULL AND EXISTS (SELECT FROM @extschema@.kafka_group_members k
+                                                          WHERE k.group_name = g AND k.group_instance_id = __kafka_offset_commit.group_instance_id
+                                                            AND k.member_id <> m) THEN
+                group_error := 82;
+            ELSIF mem.member_id IS NULL OR mem.pending THEN
+                group_error := 25;
+            ELSIF gen <> grp.generation THEN
+                group_error := 22;
+            ELSIF grp.state = 'CompletingRebalance' THEN
+                group_error := 27;
+            ELSIF hold_group THEN
+                UPDATE @extschema@.kafka_group_members k SET last_heartbeat = now()
+                 WHERE k.group_name = g AND k.member_id = m;
+            END IF;
+        ELSIF grp.state <> 'Empty'
+              OR EXISTS (SELECT FROM @extschema@.group_members s
+                          WHERE s.group_name = g AND s.last_heartbeat + s.session_timeout > now()) THEN
+            group_error := 25;
+        END IF;
+    END IF;
+    FOREACH o IN ARRAY offsets LOOP
+        topic := o.topic;
+        partition := o.partition;
+        error_code := group_error;
+        IF error_code = 0 THEN
+            SELECT c.topic_id, c.partitions INTO tid, nparts FROM @extschema@.topic_catalog c WHERE c.name = o.topic;
+            IF tid IS NULL OR o.partition IS NULL OR o.partition < 0 OR o.partition >= nparts THEN
+                error_code := 3;
+            ELSIF NOT @extschema@.has_topic_privilege(@extschema@._caller(), o.topic, 'consume') THEN
+                error_code := 29;
+            ELSIF octet_length(o.metadata) > 4096 THEN
+                error_code := 12;
+            ELSIF o.committed_offset IS NULL OR o.committed_offset < 0
+                  OR o.committed_offset > @extschema@.high_watermark(o.topic, o.partition) THEN
+                error_code := 1;
+            ELSE
+                INSERT INTO @extschema@.group_offsets AS x (topic_id, group_name, partition, next_offset, committed_at, metadata)
+                VALUES (tid, g, o.partition, o.committed_offset, now(), o.metadata)
+                ON CONFLICT ON CONSTRAINT group_offsets_pkey DO UPDATE
+                   SET next_offset = excluded.next_offset, committed_at = excluded.committed_at,
+                       metadata = excluded.metadata;
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) IS
+'internal: the body of eventlog.kafka_offset_commit (hold_group) and eventlog.kafka_txn_offset_commit, run as the extension owner';
+REVOKE ALL ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_offset_commit(group_name text, generation integer, member_id text,
+                                                group_instance_id text, offsets @extschema@.kafka_offset[])
+RETURNS TABLE (topic text, partition integer, error_code smallint)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT * FROM @extschema@.__kafka_offset_commit(group_name, generation, member_id,
+                                                   group_instance_id, offsets, true)
+$$;
+COMMENT ON FUNCTION @extschema@._kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
+'internal: the body of eventlog.kafka_offset_commit, run as the extension owner (see src/acl.c)';
+
+CREATE OR REPLACE FUNCTION @extschema@._kafka_txn_offset_commit(group_name text, generation integer, member_id text,
+                                                    group_instance_id text, offsets @extschema@.kafka_offset[])
+RETURNS TABLE (topic text, partition integer, error_code smallint)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT * FROM @extschema@.__kafka_offset_commit(group_name, generation, member_id,
+                                                   group_instance_id, offsets, false)
+$$;
+COMMENT ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
+'internal: the body of eventlog.kafka_txn_offset_commit, run as the extension owner (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) FROM PUBLIC;
