@@ -93,6 +93,44 @@ el_launcher_shutdown(int code, Datum arg)
 }
 
 /*
+ * The first step of supervising one of entry i's child workers (the
+ * notifier, notify.c; the processor worker, processors.c), whose handle the
+ * launcher keeps in *handle and whose pid and latch the entry holds in
+ * *pidp and *latchp: false while the child started with that handle still
+ * runs.  Otherwise forget the handle, and clear the pid and latch of a
+ * child that died without detaching (a previous launcher's child, whose
+ * handle this launcher never had), so that the caller may start another.
+ * In the launcher only.
+ */
+bool
+el_child_stopped(BackgroundWorkerHandle **handle, pid_t *pidp, Latch **latchp)
+{
+	pid_t		pid;
+
+	if (*handle)
+	{
+		if (GetBackgroundWorkerPid(*handle, &pid) != BGWH_STOPPED)
+			return false;
+		pfree(*handle);
+		*handle = NULL;
+	}
+	SpinLockAcquire(&el_registry->mutex);
+	pid = *pidp;
+	SpinLockRelease(&el_registry->mutex);
+	if (pid != 0 && kill(pid, 0) != 0)
+	{
+		SpinLockAcquire(&el_registry->mutex);
+		if (*pidp == pid)
+		{
+			*pidp = 0;
+			*latchp = NULL;
+		}
+		SpinLockRelease(&el_registry->mutex);
+	}
+	return true;
+}
+
+/*
  * Start the maintenance worker (or, with "notifier", the notifier) of entry
  * i, and return its handle in *handle; false if no slot was free.  The
  * outcome shows in eventlog.maintenance; a failure is also logged, at most

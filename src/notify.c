@@ -264,33 +264,13 @@ el_supervise_notifier(int i, TimestampTz now)
 {
 	ElDbWorker *db = &el_registry->dbs[i];
 	Oid			dbid;
-	pid_t		pid;
 	bool		start = false;
 
 	if (el_notifier_handles == NULL)
 		el_notifier_handles = MemoryContextAllocZero(TopMemoryContext,
 													 sizeof(BackgroundWorkerHandle *) * el_max_databases);
-	if (el_notifier_handles[i])
-	{
-		if (GetBackgroundWorkerPid(el_notifier_handles[i], &pid) != BGWH_STOPPED)
-			return;
-		pfree(el_notifier_handles[i]);
-		el_notifier_handles[i] = NULL;
-	}
-	SpinLockAcquire(&el_registry->mutex);
-	pid = db->notifier_pid;
-	SpinLockRelease(&el_registry->mutex);
-	if (pid != 0 && kill(pid, 0) != 0)
-	{
-		/* It died without detaching (a previous launcher's child). */
-		SpinLockAcquire(&el_registry->mutex);
-		if (db->notifier_pid == pid)
-		{
-			db->notifier_pid = 0;
-			db->notifier_latch = NULL;
-		}
-		SpinLockRelease(&el_registry->mutex);
-	}
+	if (!el_child_stopped(&el_notifier_handles[i], &db->notifier_pid, &db->notifier_latch))
+		return;
 
 	SpinLockAcquire(&el_registry->mutex);
 	dbid = db->dbid;

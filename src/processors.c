@@ -245,34 +245,14 @@ el_supervise_processors(int i, TimestampTz now)
 	static TimestampTz last_report = 0;
 	ElDbWorker *db = &el_registry->dbs[i];
 	Oid			dbid;
-	pid_t		pid;
 	bool		start = false;
 	bool		ok;
 
 	if (el_processor_handles == NULL)
 		el_processor_handles = MemoryContextAllocZero(TopMemoryContext,
 													  sizeof(BackgroundWorkerHandle *) * el_max_databases);
-	if (el_processor_handles[i])
-	{
-		if (GetBackgroundWorkerPid(el_processor_handles[i], &pid) != BGWH_STOPPED)
-			return;
-		pfree(el_processor_handles[i]);
-		el_processor_handles[i] = NULL;
-	}
-	SpinLockAcquire(&el_registry->mutex);
-	pid = db->processor_pid;
-	SpinLockRelease(&el_registry->mutex);
-	if (pid != 0 && kill(pid, 0) != 0)
-	{
-		/* It died without detaching (a previous launcher's child). */
-		SpinLockAcquire(&el_registry->mutex);
-		if (db->processor_pid == pid)
-		{
-			db->processor_pid = 0;
-			db->processor_latch = NULL;
-		}
-		SpinLockRelease(&el_registry->mutex);
-	}
+	if (!el_child_stopped(&el_processor_handles[i], &db->processor_pid, &db->processor_latch))
+		return;
 
 	SpinLockAcquire(&el_registry->mutex);
 	dbid = db->dbid;

@@ -115,6 +115,8 @@ extern void el_probe_at_commit(void);
 /* the launcher's (launcher.c; it starts the notifier too: notify.c) */
 extern bool el_start_worker(int i, Oid dbid, bool notifier,
 							BackgroundWorkerHandle **handle);
+extern bool el_child_stopped(BackgroundWorkerHandle **handle, pid_t *pidp,
+							 Latch **latchp);
 /* both a backend's (CREATE EXTENSION) and the launcher's */
 extern bool el_register_worker(Oid dbid, bool notifier, pid_t notify_pid,
 							   BackgroundWorkerHandle **handle);
