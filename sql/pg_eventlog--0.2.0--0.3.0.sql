@@ -9520,7 +9520,6 @@ CREATE FUNCTION @extschema@.__kafka_offset_commit(group_name text, generation in
                                                  hold_group boolean)
 RETURNS TABLE (topic text, partition integer, error_code smallint)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -9610,7 +9609,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) IS
-'internal: the body of eventlog.kafka_offset_commit (hold_group) and eventlog.kafka_txn_offset_commit, run as the extension owner';
+'internal: the body of eventlog.kafka_offset_commit (hold_group) and eventlog.kafka_txn_offset_commit, which run it as the extension owner';
 REVOKE ALL ON FUNCTION @extschema@.__kafka_offset_commit(text, integer, text, text, @extschema@.kafka_offset[], boolean) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._kafka_offset_commit(group_name text, generation integer, member_id text,
