@@ -55,10 +55,12 @@ COMMIT;
 \endif
 SQL
 close $fh;
-my $seconds = $long ? 20 : 4;
+# A number of transactions, not seconds: on a loaded machine a time gave
+# too few changes for the applier's kills below.
+my $per_client = $long ? 5000 : 1000;
 my $wlog = $node->basedir . '/writers.log';
 my $writers = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '4', '-j', '4', '-T', $seconds, '-f', $script, '-d', $node->connstr('postgres') ],
+    [ 'pgbench', '-n', '-c', '4', '-j', '4', '-t', $per_client, '-f', $script, '-d', $node->connstr('postgres') ],
     '>', $wlog, '2>&1');
 sleep 1;
 my $snap = $node->safe_psql('postgres', q{SELECT eventlog.capture('src', 'src.changes', partitions => 4, snapshot => true)});
@@ -113,9 +115,20 @@ for (my $i = 0; $i < ($long ? 200 : 40) && !$caught_up; $i++)
 {
     my ($h, $out, $err) = start_applier();
     $runs++;
-    if (rand() < 0.6)
+    if ($kills < 3 || rand() < 0.6)
     {
-        select(undef, undef, undef, 0.05 + rand(0.3));
+        # Once its statement runs, however long the machine takes to start
+        # it (a fixed sleep missed it on a loaded machine), and a moment.
+        my $active = 0;
+        for (my $w = 0; $w < 1000 && !$active; $w++)
+        {
+            $h->pump_nb;
+            last unless $h->pumpable;
+            $active = $node->safe_psql('postgres', q{
+                SELECT count(*) FROM pg_stat_activity
+                 WHERE application_name = 'applier' AND state = 'active'});
+        }
+        select(undef, undef, undef, rand(0.05));
         my $killed = $node->safe_psql('postgres', q{
             SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
              WHERE application_name = 'applier' AND state = 'active'});
