@@ -9638,3 +9638,424 @@ $$;
 COMMENT ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) IS
 'internal: the body of eventlog.kafka_txn_offset_commit, run as the extension owner (see src/acl.c)';
 REVOKE ALL ON FUNCTION @extschema@._kafka_txn_offset_commit(text, integer, text, text, @extschema@.kafka_offset[]) FROM PUBLIC;
+
+-- One function for the horizon of a topic's time settings (retention and
+-- compaction each computed it with the same overflow handling).
+
+/*
+ * now() - age, the horizon of a time setting of a topic (retention,
+ * segment_interval, the compaction lags), or -infinity (nothing is that
+ * old) when that is before the range of timestamptz: the settings may be
+ * as long as an interval can be ('100000 years' for "forever", as Kafka
+ * users set Long.MAX_VALUE), which must not be an error that stops every
+ * round of the topic.
+ */
+CREATE FUNCTION @extschema@._horizon(age interval)
+RETURNS timestamptz
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN pg_catalog.now() - age;
+EXCEPTION WHEN datetime_field_overflow THEN
+    RETURN '-infinity';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._horizon(interval) IS
+'internal: now() - age, or -infinity when that is out of range (the horizon of a topic''s time setting)';
+REVOKE ALL ON FUNCTION @extschema@._horizon(interval) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._maintain_topic(topic_id integer)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    t @extschema@.topic_catalog;
+    p integer;
+    rt record;
+    seg record;
+    nxt bigint;
+    part_bytes bigint;
+    seg_bytes bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    stable bigint;
+    spare name;
+    retention_horizon timestamptz;
+    roll_horizon timestamptz;
+    max_lag_horizon timestamptz;
+    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    -- The caller's lock_timeout if shorter (0 is none).
+    drop_lock_timeout text := CASE
+        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
+         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
+        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
+BEGIN
+    SELECT * INTO t FROM @extschema@.topic_catalog c WHERE c.topic_id = _maintain_topic.topic_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    -- One round per topic at a time (the worker and enforce_retention may
+    -- meet): a round that finds another in progress leaves it the work.
+    IF NOT @extschema@._try_lock_maintenance(t.topic_id) THEN
+        RETURN;
+    END IF;
+    r.topic := t.name;
+    retention_horizon := @extschema@._horizon(t.retention);
+    roll_horizon := @extschema@._horizon(t.segment_interval);
+    max_lag_horizon := @extschema@._horizon(t.max_compaction_lag);
+    FOR p IN 0 .. t.partitions - 1 LOOP
+        r.partition := p;
+        -- Ordered with counter recovery (el_recover_next_offset): from the
+        -- routing read until the base offset is recorded and committed.
+        PERFORM @extschema@._lock_routing(t.topic_id, p);
+        SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+
+        -- 1. The active segment's base offset, once known, is recorded.
+        UPDATE @extschema@.segment_catalog s SET base_offset = rt.active_base
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NULL;
+        IF FOUND THEN
+            UPDATE @extschema@.partition_catalog pc
+               SET offset_floor = greatest(pc.offset_floor, rt.active_base)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+        END IF;
+
+        -- 2. Retention, oldest sealed segment first.  The partition's size
+        --    only matters under retention_bytes.
+        part_bytes := NULL;
+        IF t.retention_bytes IS NOT NULL THEN
+            SELECT coalesce(sum(pg_catalog.pg_total_relation_size(
+                       pg_catalog.to_regclass(format('eventlog_segments.%I', s.table_name)))), 0)
+              INTO part_bytes
+              FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p;
+        END IF;
+        stable := @extschema@.last_stable_offset(t.name, p);
+        FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name
+                     FROM @extschema@.segment_catalog s
+                    WHERE s.topic_id = t.topic_id AND s.partition = p
+                      AND s.segment_no < rt.active_segment
+                    ORDER BY s.segment_no
+        LOOP
+            SELECT s.base_offset INTO nxt FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no > seg.segment_no
+             ORDER BY s.segment_no LIMIT 1;
+            -- Every offset of the segment must be stable: none in flight.
+            EXIT WHEN nxt IS NULL OR nxt > stable;
+            -- A topic that is only compacted keeps its segments (Kafka's
+            -- cleanup.policy=compact): compaction thins them out instead.
+            EXIT WHEN t.cleanup_policy = 'compact';
+            SELECT st.newest INTO newest FROM @extschema@._segment_times(seg.table_name) st;
+            EXIT WHEN NOT (
+                (t.retention IS NOT NULL AND (newest IS NULL OR newest < retention_horizon))
+                OR (t.retention_bytes IS NOT NULL AND part_bytes > t.retention_bytes));
+            -- Never queue behind a reader or a writer: skip till next round.
+            -- DROP ... CASCADE also drops, and so must lock, every object
+            -- made to depend on the segment (a view, a column default or a
+            -- constraint holding its regclass): whoever holds one of those
+            -- is waited for at most drop_lock_timeout, never longer.
+            BEGIN
+                EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                               seg.table_name);
+                seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+                PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
+                -- CASCADE: see _drop_topic.
+                EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', seg.table_name);
+                PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                -- The sub-block's abort has restored lock_timeout.
+                r.action := 'skipped (busy)';
+                r.segment := seg.table_name;
+                r.first_offset := seg.base_offset;
+                r.next_offset := nxt;
+                r.bytes := NULL;
+                RETURN NEXT r;
+                EXIT;
+            END;
+            DELETE FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p AND s.segment_no = seg.segment_no;
+            UPDATE @extschema@.partition_catalog pc
+               SET log_start_offset = greatest(pc.log_start_offset, nxt),
+                   offset_floor = greatest(pc.offset_floor, nxt)
+             WHERE pc.topic_id = t.topic_id AND pc.partition = p;
+            part_bytes := part_bytes - seg_bytes;
+            r.action := 'removed';
+            r.segment := seg.table_name;
+            r.first_offset := seg.base_offset;
+            r.next_offset := nxt;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END LOOP;
+
+        -- 3. Roll the active segment when due (never an empty one, and only
+        --    once its base offset is recorded).
+        SELECT s.table_name INTO seg FROM @extschema@.segment_catalog s
+         WHERE s.topic_id = t.topic_id AND s.partition = p
+           AND s.segment_no = rt.active_segment AND s.base_offset IS NOT NULL;
+        CONTINUE WHEN NOT FOUND;
+        SELECT st.oldest, st.newest INTO oldest, newest
+          FROM @extschema@._segment_times(seg.table_name) st;
+        CONTINUE WHEN oldest IS NULL;
+        seg_bytes := pg_catalog.pg_total_relation_size(format('eventlog_segments.%I', seg.table_name)::regclass);
+        IF oldest < roll_horizon
+           OR seg_bytes >= t.segment_bytes
+           OR (t.retention IS NOT NULL AND t.cleanup_policy <> 'compact'
+               AND newest < retention_horizon)
+           -- The active segment is never compacted: max_compaction_lag
+           -- bounds how long a record may stay there.
+           OR (t.cleanup_policy <> 'delete' AND t.max_compaction_lag IS NOT NULL
+               AND oldest < max_lag_horizon) THEN
+            SELECT s.table_name INTO spare FROM @extschema@.segment_catalog s
+             WHERE s.topic_id = t.topic_id AND s.partition = p
+               AND s.segment_no = rt.active_segment + 1;
+            IF NOT FOUND THEN
+                spare := @extschema@._create_segment(t.topic_id, p, rt.active_segment + 1, NULL);
+            END IF;
+            PERFORM @extschema@._activate_segment_at_commit(t.topic_id, p, rt.active_segment + 1);
+            r.action := 'rolled';
+            r.segment := spare;
+            r.first_offset := NULL;
+            r.next_offset := NULL;
+            r.bytes := seg_bytes;
+            RETURN NEXT r;
+        END IF;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._compact_partition(t @extschema@.topic_catalog, p integer,
+                                              force boolean)
+RETURNS SETOF @extschema@.maintenance_action
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r @extschema@.maintenance_action;
+    cc @extschema@.compaction_catalog;
+    rt record;
+    seg record;
+    c record;
+    stable bigint;
+    newest timestamptz;
+    oldest timestamptz;
+    oldest_dirty timestamptz;
+    segs name[] := '{}';
+    bases bigint[] := '{}';
+    nexts bigint[] := '{}';
+    range_end bigint;
+    seg_bytes bigint;
+    dirty_bytes bigint := 0;
+    total_bytes bigint := 0;
+    ratio double precision;
+    i integer;
+    busy boolean := false;
+    before_bytes bigint;
+    after_bytes bigint;
+    removed bigint := 0;
+    reclaimed bigint := 0;
+    tomb timestamptz;
+    cleaned_to bigint;
+    lag_horizon timestamptz;
+    max_lag_horizon timestamptz;
+    delete_horizon timestamptz;
+    saved_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    drop_lock_timeout text := CASE
+        WHEN pg_catalog.current_setting('lock_timeout')::interval > interval '0'
+         AND pg_catalog.current_setting('lock_timeout')::interval < interval '50 ms'
+        THEN pg_catalog.current_setting('lock_timeout') ELSE '50ms' END;
+BEGIN
+    r.topic := t.name;
+    r.partition := p;
+    INSERT INTO @extschema@.compaction_catalog (topic_id, partition)
+    VALUES (t.topic_id, p) ON CONFLICT DO NOTHING;
+    SELECT * INTO cc FROM @extschema@.compaction_catalog x
+     WHERE x.topic_id = t.topic_id AND x.partition = p;
+    SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
+    stable := @extschema@.last_stable_offset(t.name, p);
+    lag_horizon := @extschema@._horizon(t.min_compaction_lag);
+    max_lag_horizon := @extschema@._horizon(t.max_compaction_lag);
+    delete_horizon := @extschema@._horizon(t.delete_retention);
+
+    -- The cleanable segments: sealed, oldest first, up to the first one
+    -- with an offset in flight or a record younger than min_compaction_lag.
+    -- The active segment never is.
+    FOR seg IN SELECT s.segment_no, s.base_offset, s.table_name,
+                      lead(s.base_offset) OVER (ORDER BY s.segment_no) AS nxt
+                 FROM @extschema@.segment_catalog s
+                WHERE s.topic_id = t.topic_id AND s.partition = p
+                ORDER BY s.segment_no
+    LOOP
+        EXIT WHEN seg.segment_no >= rt.active_segment OR seg.base_offset IS NULL
+               OR seg.nxt IS NULL OR seg.nxt > stable;
+        SELECT st.oldest, st.newest INTO oldest, newest
+          FROM @extschema@._segment_times(seg.table_name) st;
+        EXIT WHEN newest IS NOT NULL AND newest > lag_horizon;
+        seg_bytes := pg_catalog.pg_total_relation_size(
+            format('eventlog_segments.%I', seg.table_name)::regclass);
+        total_bytes := total_bytes + seg_bytes;
+        -- A pass that found its key map full stops inside a segment: the
+        -- segment is dirty.
+        IF seg.nxt > cc.cleaned_offset THEN
+            dirty_bytes := dirty_bytes + seg_bytes;
+            oldest_dirty := coalesce(oldest_dirty, oldest);
+        END IF;
+        segs := segs || seg.table_name;
+        bases := bases || seg.base_offset;
+        nexts := nexts || seg.nxt;
+        range_end := seg.nxt;
+    END LOOP;
+    ratio := CASE WHEN total_bytes > 0 THEN dirty_bytes::double precision / total_bytes END;
+    UPDATE @extschema@.compaction_catalog x SET dirty_ratio = ratio
+     WHERE x.topic_id = t.topic_id AND x.partition = p
+       AND x.dirty_ratio IS DISTINCT FROM ratio;
+    IF range_end IS NULL THEN
+        RETURN;
+    END IF;
+    -- Due only when a condition holds: with no tombstone kept,
+    -- next_tombstone_expiry is NULL, and NOT (false OR NULL) is NULL, which
+    -- IF takes as false (the round ran, reading every sealed segment, each
+    -- time the worker came by).
+    IF NOT coalesce(force
+            OR (range_end > cc.cleaned_offset AND ratio >= 0.5)
+            OR (t.max_compaction_lag IS NOT NULL AND oldest_dirty IS NOT NULL
+                AND oldest_dirty < max_lag_horizon)
+            OR cc.next_tombstone_expiry <= pg_catalog.now(), false) THEN
+        RETURN;
+    END IF;
+
+    -- A segment someone holds (a reader's open transaction) could not be
+    -- swapped: the range ends before it, rather than rewriting what would
+    -- be thrown away.  The probe's lock goes with its sub-block.  Only when
+    -- the round is due: each probe of an ACCESS EXCLUSIVE lock takes an xid
+    -- and writes WAL (for standbys), and the worker checks every compacted
+    -- partition each round.
+    FOR i IN 1 .. pg_catalog.array_length(segs, 1) LOOP
+        BEGIN
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           segs[i]);
+            RAISE EXCEPTION USING ERRCODE = 'EL017';
+        EXCEPTION
+            WHEN lock_not_available THEN
+                r.action := 'skipped (busy)';
+                r.segment := segs[i];
+                r.first_offset := bases[i];
+                r.next_offset := nexts[i];
+                r.bytes := NULL;
+                RETURN NEXT r;
+                segs := segs[1:i - 1];
+                bases := bases[1:i - 1];
+                nexts := nexts[1:i - 1];
+                range_end := nexts[i - 1];
+                EXIT;
+            WHEN SQLSTATE 'EL017' THEN
+                NULL;
+        END;
+    END LOOP;
+    IF range_end IS NULL THEN
+        RETURN;
+    END IF;
+
+    -- Swap oldest first, and stop at the first segment someone holds: a
+    -- later segment may drop an expired tombstone only if every record it
+    -- deleted, in earlier segments, is gone too.
+    i := 0;
+    FOR c IN SELECT * FROM @extschema@._compact_segments(t.topic_id, p, segs, bases, nexts,
+                                                         cc.cleaned_offset, delete_horizon)
+    LOOP
+        i := i + 1;
+        cleaned_to := c.cleaned_to;
+        IF c.oldest_tombstone IS NOT NULL THEN
+            tomb := least(tomb, c.oldest_tombstone);
+        END IF;
+        CONTINUE WHEN c.new_table IS NULL;
+        IF busy THEN
+            EXECUTE format('DROP TABLE eventlog_segments.%I', c.new_table);
+            CONTINUE;
+        END IF;
+        -- The new table becomes a segment as _create_segment makes one.
+        EXECUTE format('ALTER TABLE eventlog_segments.%I ADD CONSTRAINT %I PRIMARY KEY (offset_id)',
+                       c.new_table, c.new_table || '_pkey');
+        EXECUTE format(
+            'CREATE TRIGGER segment_guard BEFORE INSERT OR UPDATE OR DELETE'
+            ' ON eventlog_segments.%I FOR EACH ROW'
+            ' EXECUTE FUNCTION @extschema@._segment_guard()', c.new_table);
+        EXECUTE format(
+            'CREATE TRIGGER segment_guard_truncate BEFORE TRUNCATE'
+            ' ON eventlog_segments.%I FOR EACH STATEMENT'
+            ' EXECUTE FUNCTION @extschema@._segment_guard()', c.new_table);
+        EXECUTE format(
+            'ALTER TABLE eventlog_segments.%I ENABLE ALWAYS TRIGGER segment_guard,'
+            ' ENABLE ALWAYS TRIGGER segment_guard_truncate', c.new_table);
+        EXECUTE format('COMMENT ON TABLE eventlog_segments.%I IS %L', c.new_table,
+            pg_catalog.obj_description(format('eventlog_segments.%I', c.segment)::regclass, 'pg_class'));
+        BEGIN
+            -- Never queue behind a reader: skip till next round (as
+            -- retention does, and DROP ... CASCADE bounded the same way).
+            EXECUTE format('LOCK TABLE eventlog_segments.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                           c.segment);
+            before_bytes := @extschema@._segment_data_bytes(c.segment);
+            PERFORM pg_catalog.set_config('lock_timeout', drop_lock_timeout, true);
+            EXECUTE format('DROP TABLE eventlog_segments.%I CASCADE', c.segment);
+            PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            busy := true;
+            EXECUTE format('DROP TABLE eventlog_segments.%I', c.new_table);
+            r.action := 'skipped (busy)';
+            r.segment := c.segment;
+            r.first_offset := bases[i];
+            r.next_offset := nexts[i];
+            r.bytes := NULL;
+            RETURN NEXT r;
+            CONTINUE;
+        END;
+        EXECUTE format('ALTER TABLE eventlog_segments.%I RENAME TO %I', c.new_table, c.segment);
+        EXECUTE format('ALTER INDEX eventlog_segments.%I RENAME TO %I',
+                       c.new_table || '_pkey', c.segment || '_pkey');
+        -- Tell every session's topic cache (the segment's OID changed).
+        UPDATE @extschema@.segment_catalog s SET table_name = s.table_name
+         WHERE s.topic_id = t.topic_id AND s.partition = p AND s.table_name = c.segment;
+        after_bytes := @extschema@._segment_data_bytes(c.segment);
+        removed := removed + c.records_before - c.records_after;
+        -- Never negative: a rewrite that frees too little to empty a page
+        -- reclaims nothing.
+        reclaimed := reclaimed + greatest(before_bytes - after_bytes, 0);
+        r.action := 'compacted';
+        r.segment := c.segment;
+        r.first_offset := bases[i];
+        r.next_offset := nexts[i];
+        r.bytes := greatest(before_bytes - after_bytes, 0);
+        RETURN NEXT r;
+    END LOOP;
+
+    IF cleaned_to = cc.cleaned_offset THEN
+        RAISE WARNING 'compaction of partition % of topic "%" made no progress', p, t.name
+            USING DETAIL = 'The key map of eventlog.compaction_memory was full before it held the first dirty record''s key.',
+                  HINT = 'Raise eventlog.compaction_memory.';
+    END IF;
+    BEGIN
+        tomb := tomb + t.delete_retention;
+    EXCEPTION WHEN datetime_field_overflow THEN
+        tomb := 'infinity';
+    END;
+    UPDATE @extschema@.compaction_catalog x
+       -- A pass whose key map was full stopped at cleaned_to: the rest
+       -- is for the next rounds (the dirty ratio stays as measured).
+       -- (never back: what was clean stays so, should min_compaction_lag
+       -- have grown).
+       SET cleaned_offset = CASE WHEN busy THEN x.cleaned_offset
+                                 ELSE greatest(x.cleaned_offset, coalesce(cleaned_to, range_end)) END,
+           dirty_ratio = CASE WHEN busy OR cleaned_to IS NOT NULL THEN x.dirty_ratio
+                              ELSE 0 END,
+           last_compaction = pg_catalog.now(),
+           rounds = x.rounds + 1,
+           records_removed = x.records_removed + removed,
+           bytes_reclaimed = x.bytes_reclaimed + reclaimed,
+           -- After a skipped segment, retry next round.
+           next_tombstone_expiry = CASE WHEN busy THEN pg_catalog.now()
+                                        ELSE tomb END
+     WHERE x.topic_id = t.topic_id AND x.partition = p;
+END
+$$;

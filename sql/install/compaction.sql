@@ -124,25 +124,9 @@ BEGIN
      WHERE x.topic_id = t.topic_id AND x.partition = p;
     SELECT * INTO rt FROM @extschema@._partition_routing(t.name, p);
     stable := @extschema@.last_stable_offset(t.name, p);
-    -- The settings may be as long as an interval can be ('100000 years'
-    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
-    -- of timestamptz, the horizon is -infinity rather than an error that
-    -- would stop every round of the topic.
-    BEGIN
-        lag_horizon := pg_catalog.now() - t.min_compaction_lag;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        lag_horizon := '-infinity';
-    END;
-    BEGIN
-        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        max_lag_horizon := '-infinity';
-    END;
-    BEGIN
-        delete_horizon := pg_catalog.now() - t.delete_retention;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        delete_horizon := '-infinity';
-    END;
+    lag_horizon := @extschema@._horizon(t.min_compaction_lag);
+    max_lag_horizon := @extschema@._horizon(t.max_compaction_lag);
+    delete_horizon := @extschema@._horizon(t.delete_retention);
 
     -- The cleanable segments: sealed, oldest first, up to the first one
     -- with an offset in flight or a record younger than min_compaction_lag.

@@ -14,6 +14,7 @@ REVOKE ALL ON FUNCTION
     @extschema@._create_segment(integer, integer, integer, bigint),
     @extschema@._forget_topic(integer),
     @extschema@._group_lock_key(integer, text, integer),
+    @extschema@._horizon(interval),
     @extschema@._lock_group_membership(integer, text),
     @extschema@._lock_group_partition(integer, text, integer),
     @extschema@._lock_maintenance(integer),

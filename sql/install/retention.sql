@@ -50,6 +50,28 @@ CREATE TYPE @extschema@.maintenance_action AS (
 COMMENT ON TYPE @extschema@.maintenance_action IS
 'what a maintenance round did: a segment removed (offsets first_offset to next_offset - 1), rolled (new records go to segment from the round''s commit on), or skipped because someone held it';
 
+/*
+ * now() - age, the horizon of a time setting of a topic (retention,
+ * segment_interval, the compaction lags), or -infinity (nothing is that
+ * old) when that is before the range of timestamptz: the settings may be
+ * as long as an interval can be ('100000 years' for "forever", as Kafka
+ * users set Long.MAX_VALUE), which must not be an error that stops every
+ * round of the topic.
+ */
+CREATE FUNCTION @extschema@._horizon(age interval)
+RETURNS timestamptz
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN pg_catalog.now() - age;
+EXCEPTION WHEN datetime_field_overflow THEN
+    RETURN '-infinity';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._horizon(interval) IS
+'internal: now() - age, or -infinity when that is out of range (the horizon of a topic''s time setting)';
+
 CREATE FUNCTION @extschema@._maintain_topic(topic_id integer)
 RETURNS SETOF @extschema@.maintenance_action
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -88,25 +110,9 @@ BEGIN
         RETURN;
     END IF;
     r.topic := t.name;
-    -- The settings may be as long as an interval can be ('100000 years'
-    -- for "forever", as Kafka users set Long.MAX_VALUE): beyond the range
-    -- of timestamptz, the horizon is -infinity (nothing is that old)
-    -- rather than an error that would stop every round of the topic.
-    BEGIN
-        retention_horizon := pg_catalog.now() - t.retention;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        retention_horizon := '-infinity';
-    END;
-    BEGIN
-        roll_horizon := pg_catalog.now() - t.segment_interval;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        roll_horizon := '-infinity';
-    END;
-    BEGIN
-        max_lag_horizon := pg_catalog.now() - t.max_compaction_lag;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        max_lag_horizon := '-infinity';
-    END;
+    retention_horizon := @extschema@._horizon(t.retention);
+    roll_horizon := @extschema@._horizon(t.segment_interval);
+    max_lag_horizon := @extschema@._horizon(t.max_compaction_lag);
     FOR p IN 0 .. t.partitions - 1 LOOP
         r.partition := p;
         -- Ordered with counter recovery (el_recover_next_offset): from the
