@@ -99,42 +99,69 @@ is($node->safe_psql('postgres', q{
         (SELECT row FROM images EXCEPT SELECT to_jsonb(s) FROM src s)) d}),
    '0', 'the stream ends at the source: one record per committed change, none for rollbacks');
 
-# The applier, killed at random and rerun.
-sub start_applier
+# The applier, killed at random and rerun.  The kill is made in the server
+# by kill_applier(): it waits for the applier's statement to be active
+# (however long a loaded machine takes to start it; a kill from here, one
+# psql call after another, came too late there), then terminates it after
+# a moment.  It returns how many it terminated: 0 if the applier ended
+# first.
+$node->safe_psql('postgres', q{
+    CREATE FUNCTION kill_applier() RETURNS integer LANGUAGE plpgsql AS $$
+    DECLARE
+        seen boolean := false;
+        present integer;
+        active integer;
+        killed integer := 0;
+    BEGIN
+        FOR i IN 1 .. 60000 LOOP
+            PERFORM pg_stat_clear_snapshot();
+            SELECT count(*), count(*) FILTER (WHERE state = 'active') INTO present, active
+              FROM pg_stat_activity WHERE application_name = 'applier';
+            IF active > 0 THEN
+                PERFORM pg_sleep(random() * 0.02);
+                SELECT count(pg_terminate_backend(pid)) INTO killed FROM pg_stat_activity
+                 WHERE application_name = 'applier' AND state = 'active';
+                EXIT;
+            END IF;
+            EXIT WHEN seen AND present = 0;
+            seen := seen OR present > 0;
+            PERFORM pg_sleep(0.001);
+        END LOOP;
+        RETURN killed;
+    END
+    $$;
+});
+sub start_psql
 {
+    my ($conn, $sql) = @_;
     my ($out, $err) = ('', '');
-    my $h = IPC::Run::start(
-        [ 'psql', '-X', '-At', '-d', $node->connstr('postgres') . ' application_name=applier',
-          '-c', q{SELECT eventlog.apply_changes('src.changes', 'mirror', 'mirror', 150)} ],
-        '>', \$out, '2>', \$err);
+    my $h = IPC::Run::start([ 'psql', '-X', '-At', '-d', $conn, '-c', $sql ], '>', \$out, '2>', \$err);
     return ($h, \$out, \$err);
 }
 my ($kills, $runs, $caught_up) = (0, 0, 0);
 srand($ENV{EL_SEED} // 42);
 for (my $i = 0; $i < ($long ? 200 : 40) && !$caught_up; $i++)
 {
-    my ($h, $out, $err) = start_applier();
-    $runs++;
+    my ($k, $kout);
     if ($kills < 3 || rand() < 0.6)
     {
-        # Once its statement runs, however long the machine takes to start
-        # it (a fixed sleep missed it on a loaded machine), and a moment.
-        my $active = 0;
-        for (my $w = 0; $w < 1000 && !$active; $w++)
-        {
-            $h->pump_nb;
-            last unless $h->pumpable;
-            $active = $node->safe_psql('postgres', q{
-                SELECT count(*) FROM pg_stat_activity
-                 WHERE application_name = 'applier' AND state = 'active'});
-        }
-        select(undef, undef, undef, rand(0.05));
-        my $killed = $node->safe_psql('postgres', q{
-            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-             WHERE application_name = 'applier' AND state = 'active'});
-        $kills += $killed;
+        ($k, $kout) = start_psql($node->connstr('postgres') . ' application_name=killer',
+            'SELECT kill_applier()');
+        # It watches before the applier starts.
+        $node->poll_query_until('postgres', q{
+            SELECT count(*) = 1 FROM pg_stat_activity
+             WHERE application_name = 'killer' AND state = 'active'})
+          or die 'kill_applier() did not start';
     }
+    my ($h, $out, $err) = start_psql($node->connstr('postgres') . ' application_name=applier',
+        q{SELECT eventlog.apply_changes('src.changes', 'mirror', 'mirror', 150)});
+    $runs++;
     $h->finish;
+    if ($k)
+    {
+        $k->finish;
+        $kills += $1 if $$kout =~ /^(\d+)$/m;
+    }
     $caught_up = 1 if $$out =~ /^0$/m;
 }
 diag("applier: $runs runs, $kills terminated mid-run");
