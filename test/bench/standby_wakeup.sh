@@ -72,7 +72,7 @@ idle_cpu() {
     echo "scale=2; ($ticks1 - $ticks0) * 100 / $HZ / ${EL_IDLE_SECONDS:-10}" | bc
 }
 
-echo "mode,round,idle_cpu_pct_of_core,e2e_50/s(method,rate,seconds,records,p50_ms,p99_ms,max_ms,missing),e2e_1000/s(...)"
+echo "mode,round,idle_cpu_pct_of_core,e2e_50/s(method,rate,seconds,records,p50_ms,p99_ms,max_ms,missing,achieved_rate),e2e_1000/s(...)"
 for r in $(seq "$ROUNDS"); do
     for id in 0 128; do
         start_pair "$id"
