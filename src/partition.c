@@ -178,6 +178,31 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 	SPI_finish();
 
 	/*
+	 * A partition always has a segment, and a segment its guard trigger,
+	 * both created in the transaction that creates it.  Without them, the
+	 * catalog or the segment is being restored (pg_restore loads the
+	 * catalog tables, then the records, and creates the triggers last):
+	 * counting now would hand out offsets the records still to come hold,
+	 * and the counter is recovered once.  Refuse; the caller retries later.
+	 */
+	if (nsegs == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition %d of topic \"%s\" has no segment", partition, topic->name),
+				 errdetail("Every partition has a segment table in eventlog.segment_catalog; a restore that has not loaded them yet leaves it without."),
+				 errhint("Retry once pg_restore has finished.")));
+	for (i = 0; i < nsegs; i++)
+	{
+		if (OidIsValid(relids[i]) && !el_segment_guarded(relids[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("segment %d of partition %d of topic \"%s\" is still being restored",
+							segnos[i], partition, topic->name),
+					 errdetail("Its table has no segment_guard trigger yet: pg_restore creates it after loading the records."),
+					 errhint("Retry once pg_restore has finished.")));
+	}
+
+	/*
 	 * Routing: the newest segment with a recorded base offset is active,
 	 * unless a newer one (activated, its base not yet recorded) already
 	 * holds records; its base is then its smallest offset.

@@ -653,6 +653,37 @@ el_partition_bytes_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(bytes);
 }
 
+/*
+ * Whether segment table relid has its guard trigger (or is gone: nothing to
+ * say of it).  Every segment is created with it, in the transaction that
+ * creates the table (_create_segment, and compaction's replacement), so a
+ * segment without it is one that pg_restore is still filling: it creates
+ * triggers after loading the records.  Counter recovery (partition.c)
+ * refuses such a partition rather than count its records too early.
+ */
+bool
+el_segment_guarded(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	bool		guarded = false;
+
+	if (rel == NULL)
+		return true;
+	if (rel->trigdesc)
+	{
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			if (strcmp(rel->trigdesc->triggers[i].tgname, "segment_guard") == 0)
+			{
+				guarded = true;
+				break;
+			}
+		}
+	}
+	relation_close(rel, AccessShareLock);
+	return guarded;
+}
+
 PG_FUNCTION_INFO_V1(el_segment_guard);
 
 /*

@@ -56,6 +56,7 @@ extern void el_appender_end(ElAppender *app);
 extern bool el_segment_edge_offset(Oid relid, Snapshot snapshot, bool largest,
 								   int64 *offset);
 extern void el_segment_check_shape(Relation rel, bool binary);
+extern bool el_segment_guarded(Oid relid);
 extern Size el_record_size(const ElRecordIn *rec);
 extern void el_check_record_size(const ElRecordIn *rec);
 extern void el_check_json_record(const ElRecordIn *rec);

@@ -112,6 +112,50 @@ is($node->safe_psql('dst', q{SELECT topic_id FROM eventlog.topic_catalog WHERE n
 is($node->safe_psql('dst', q{SELECT offset_id FROM eventlog.produce('dropped', NULL, '1')}),
    '0', 'and its offsets start at 0');
 
+# A restore seen half-way: pg_restore loads the catalog tables, then the
+# records, and creates the segments' keys and triggers last.  A partition
+# read (or maintained, or published by the workers) in between must not
+# count its offsets from what is there yet: the counter is recovered once,
+# and would hand out offsets the records still to come hold.  It is
+# refused until the restore is done; then everything is there.
+$node->safe_psql('postgres', 'CREATE DATABASE mid');
+my $toc = $node->basedir . '/src.toc';
+$node->command_ok([ 'pg_restore', '-l', '-f', $toc, $dump ], 'pg_restore -l');
+my @toc = split /\n/, slurp_file($toc);
+sub restore_part
+{
+    my ($name, $pattern) = @_;
+    my $list = $node->basedir . "/$name.list";
+    open(my $fh, '>', $list) or die "$list: $!";
+    print $fh join("\n", grep { !/^;/ && /$pattern/ } @toc), "\n";
+    close $fh;
+    $node->command_ok([ 'pg_restore', '-L', $list, '-d', $node->connstr('mid'), $dump ], "pg_restore: $name");
+}
+$node->command_ok([ 'pg_restore', '--section=pre-data', '-d', $node->connstr('mid'), $dump ],
+    'pg_restore: pre-data');
+my $read_mid = q{SELECT count(*) FROM eventlog.read('kept', 0, 0)};
+restore_part('partitions', qr/TABLE DATA eventlog (topic_catalog|partition_catalog) /);
+my ($ret, $out, $err) = $node->psql('mid', $read_mid);
+like($err, qr/ERROR:  partition 0 of topic "kept" has no segment/,
+     'a partition restored without its segments yet is not read');
+restore_part('catalog', qr/TABLE DATA eventlog (?!topic_catalog |partition_catalog )|SEQUENCE SET/);
+($ret, $out, $err) = $node->psql('mid', $read_mid);
+like($err, qr/ERROR:  segment 0 of partition 0 of topic "kept" is still being restored/,
+     'nor one whose segment tables are not restored yet');
+restore_part('records', qr/TABLE DATA eventlog_segments /);
+($ret, $out, $err) = $node->psql('mid', $read_mid);
+like($err, qr/ERROR:  segment 0 of partition 0 of topic "kept" is still being restored/,
+     'nor before the segments have their keys and triggers');
+$node->command_ok([ 'pg_restore', '--section=post-data', '-d', $node->connstr('mid'), $dump ],
+    'pg_restore: post-data');
+is($node->safe_psql('mid', $all), $before, 'then the restored partitions have every record');
+is($node->safe_psql('mid', q{
+    SELECT bool_and(n.offset_id = m.maxo + 1)
+      FROM generate_series(0, 1) p,
+           LATERAL (SELECT max(offset_id) AS maxo FROM eventlog.read('kept', p, 0)) m,
+           LATERAL eventlog.produce('kept', NULL, '"new"', partition => p) n}),
+   't', 'and producing continues right above the restored offsets');
+
 $node->safe_psql('dst', 'DROP EXTENSION pg_eventlog');
 is($node->safe_psql('dst', q{SELECT count(*) FROM pg_namespace WHERE nspname IN ('eventlog', 'eventlog_segments')}),
    '0', 'DROP EXTENSION in the restored database leaves nothing behind');
