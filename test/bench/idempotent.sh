@@ -119,7 +119,7 @@ for w in ${WORKLOADS:-single:1 single:4 batch100:1 binbatch100:1 txn-server:1}; 
         fi
     done
     p=$(median <"$WORK/p") i=$(median <"$WORK/i")
-    paired=$(paste "$WORK/i" "$WORK/p" | awk '{ print $1 / $2 }' | median)
+    paired=$(paste "$WORK/i" "$WORK/p" | awk '$2 > 0 { print $1 / $2 }' | median)
     printf '%-16s %12.1f %12.1f %8.2f %8.2f\n' "$name-${clients}c" "$p" "$i" \
         "$(echo "$i / $p" | bc -l)" "$paired"
 done
