@@ -10,7 +10,8 @@
 # INT32_MAX and for JSON topics; another role's producer id is refused, a
 # role that may produce nowhere gets no producer id, and another role's
 # transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED; kcat's idempotent
-# producer stores its records; and librdkafka's idempotent producer
+# producer stores its records; pipelined idempotent requests share one
+# commit (produce_batch.c), a retry among them gets its original offsets; and librdkafka's idempotent producer
 # streaming while the gateway is killed (SIGKILL) and restarted again and
 # again stores every acknowledged record exactly once, at the offset it was
 # acknowledged with, in order per partition, checked in SQL.
@@ -286,6 +287,49 @@ ok($order_ok, 'SQL: in each partition the records are in the order produced, eac
 is(scalar(keys %stored), $produced, 'SQL: every record produced is stored');
 is(scalar(grep { !exists $stored{$_} || $stored{$_} ne $ack{$_} } keys %ack), 0,
     'SQL: every acknowledged record is at the offset it was acknowledged with');
+
+# Pipelined idempotent Produce requests (no transactional id) share one
+# commit like any (produce_batch.c): each batch is checked in the batch's
+# transaction, seeing the ones before it in that transaction, so a retry of
+# a batch not yet committed gets its original offsets.  A gap among them
+# rolls the batch back; each request is then handled on its own and gets
+# the answer it would have had alone.
+sql(q{SELECT eventlog.create_topic('pipe', 1, format => 'binary')});
+{
+    my $pport = PostgreSQL::Test::Cluster::get_free_port();
+    my ($ph, $plog) = start_gateway('pipelined', $node->connstr('postgres'),
+        '--listen', "127.0.0.1:$pport", '--log-level', 'debug');
+    my $pid = sql(q{SELECT producer_id FROM eventlog.init_producer()});
+    my (undef, $got) = run_cmd($python, $probe, '127.0.0.1', $pport, 'pipelined', 'pipe', 0, $pid, 0,
+                               0, 5, 0, 10, 15);
+    chomp $got;
+    is($got, join("\n", '0: error=0 base=0', '5: error=0 base=5', '0: error=0 base=0',
+                  '10: error=0 base=10', '15: error=0 base=15'),
+       'pipelined idempotent requests: answered in order; the retry of the first, in the same transaction, gets its offset');
+    # The batch rolled back took offsets with it (offsets have gaps where
+    # writes rolled back), so the bases after it are not known in advance:
+    # only that 25's follows 20's.
+    (undef, $got) = run_cmd($python, $probe, '127.0.0.1', $pport, 'pipelined', 'pipe', 0, $pid, 0,
+                            20, 30, 25);
+    chomp $got;
+    my @b = $got =~ /^20: error=0 base=(\d+)\n30: error=45 base=-1\n25: error=0 base=(\d+)$/;
+    ok(@b && $b[1] == $b[0] + 5,
+       "pipelined idempotent requests with a gap: OUT_OF_ORDER_SEQUENCE_NUMBER for it alone ($got)");
+    is(sql(q{SELECT count(*) || ' ' || count(DISTINCT value) || ' '
+                    || bool_and(convert_from(value, 'UTF8')::int = n - 1)
+               FROM (SELECT value, row_number() OVER (ORDER BY offset_id) AS n
+                       FROM eventlog.read_binary('pipe', 0, 0, 1000)) r}), '30 30 true',
+       'pipelined idempotent requests: each record stored once, in order');
+    $ph->signal('TERM');
+    $ph->finish;
+    my $plogtext = slurp_file($plog);
+    my @sizes = $plogtext =~ /(\d+) pipelined Produce requests committed in one transaction/g;
+    ok(grep({ $_ >= 2 } @sizes),
+       'pipelined idempotent requests: several committed in one transaction (batches of '
+       . join(',', @sizes) . ')');
+    like($plogtext, qr/a statement failed among \d+ pipelined Produce requests: rolling back/,
+         'pipelined idempotent requests: the gap rolled the batch back and each was handled alone');
+}
 
 $gwh->signal('TERM');
 $gwh->finish;

@@ -9,14 +9,19 @@ never handed out, a sequence near INT32_MAX), built byte by byte.  Usage:
   kafka_idempotent_probe.py HOST PORT send TOPIC PARTITION PID EPOCH SEQ COUNT [VERSION]
       one batch of COUNT records (values "SEQ+i") with that producer id,
       epoch and base sequence; prints "error=E base=B msg=M"
+  kafka_idempotent_probe.py HOST PORT pipelined TOPIC PARTITION PID EPOCH SEQ...
+      one request per SEQ (a batch of 5 records from it), all sent back to
+      back in one write, so that each is whole in the gateway's socket
+      before the first is answered (produce_batch.c may commit them in one
+      transaction); prints "SEQ: error=E base=B" per response, in order
 """
 import os
 import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kafka_probe import admin_call, enc_str, enc_tags, connect  # noqa: E402
-from kafka_produce_probe import crc32c, exchange, produce_request, record  # noqa: E402
+from kafka_probe import admin_call, connect, enc_str, enc_tags, read_frame, send  # noqa: E402
+from kafka_produce_probe import crc32c, exchange, parse_response, produce_request, record  # noqa: E402
 
 
 def idem_batch(values, pid, epoch, seq, base_ts=1700000000000):
@@ -58,6 +63,24 @@ def cmd_send(host, port, topic, partition, pid, epoch, seq, count, version=9):
     print('error=%d base=%d msg=%s' % (err, base, msg))
 
 
+def cmd_pipelined(host, port, topic, partition, pid, epoch, seqs):
+    reqs = []
+    for i, seq in enumerate(seqs):
+        values = [b'%d' % (seq + j) for j in range(5)]
+        reqs.append(produce_request(9, [(topic, [(partition, idem_batch(values, pid, epoch, seq))])],
+                                    corr=100 + i))
+    s = connect(host, port)
+    send(s, b''.join(reqs))
+    for i, seq in enumerate(seqs):
+        data = read_frame(s)
+        if data is None:
+            print('%d: closed' % seq)
+            return
+        corr, parts, _, _ = parse_response(data, 9)
+        print('%d: error=%d base=%d%s' % (seq, parts[0][2], parts[0][3],
+                                          '' if corr == 100 + i else ' corr=%d' % corr))
+
+
 def main():
     host, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     a = sys.argv[4:]
@@ -66,6 +89,8 @@ def main():
     elif cmd == 'send':
         cmd_send(host, port, a[0], int(a[1]), int(a[2]), int(a[3]), int(a[4]), int(a[5]),
                  int(a[6]) if len(a) > 6 else 9)
+    elif cmd == 'pipelined':
+        cmd_pipelined(host, port, a[0], int(a[1]), int(a[2]), int(a[3]), [int(x) for x in a[4:]])
     else:
         sys.exit('unknown command ' + cmd)
 
