@@ -118,6 +118,7 @@ DECLARE
     rv text := '';
     comb text := '';
     sets text := '';
+    fmerge text := '';
     head text;
     body text;
     late_out text;
@@ -179,6 +180,13 @@ BEGIN
                                       WHEN 'count' THEN 'NULL::numeric'
                                       ELSE format('sum(v_%s)', i) END, i);
         sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+        -- a window closed in the step: its row (dc, if any) and the batch's
+        -- partial (cl, if any) combined, as "merge" combines them
+        fmerge := fmerge || format(', %2$s, coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)', i,
+                                   CASE f WHEN 'min' THEN format('least(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'max' THEN format('greatest(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'count' THEN 'NULL::numeric'
+                                          ELSE format('CASE WHEN dc.v_%1$s IS NULL THEN cl.v_%1$s WHEN cl.v_%1$s IS NULL THEN dc.v_%1$s ELSE dc.v_%1$s + cl.v_%1$s END', i) END);
     END LOOP;
 
     /*
@@ -271,20 +279,69 @@ u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
          */
         body := format($f$
 a AS (%1$s),
-agg AS (SELECT ws_, ws_ + $8, gk_ %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY ws_, gk_),
-u AS (INSERT INTO %3$s AS t (window_start, window_end, group_key %4$s, closed)
-      SELECT * FROM agg
-      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s,
-                  closed = t.closed OR excluded.closed
-      RETURNING t.*),
-%6$s,$f$,
+agg (window_start, window_end, group_key %4$s, closed) AS (
+    SELECT ws_, ws_ + $8, gk_ %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY ws_, gk_),$f$,
             CASE WHEN p.size = p.advance
                  THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
                  ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
                       'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
                       'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
-            partials, windows, cols, merge,
-            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+            partials, windows, cols);
+        IF p.time_mode = 'event' AND coalesce(p.retention, '0') = '0'
+           AND NOT (p.late = 'topic' AND p.late_topic IS NOT DISTINCT FROM p.sink_topic) THEN
+            /*
+             * Close in the step the windows that the step's own watermark
+             * closes, instead of writing them into the window rows for the
+             * closing statement to delete (most windows of a large step):
+             * "wl" is a lower bound of the watermark run_processor computes
+             * after this statement (the least over all partitions, active
+             * or idle, of the largest event time seen, this batch's
+             * included, minus max_out_of_orderness), NULL when it closes
+             * nothing new.  The batch's partials of the windows it closes
+             * ("cl") combine with their rows, deleted ("dc"), and are
+             * written as the closing statement would have written them
+             * (emit final: every window it closes; emit changes: those the
+             * batch changed); the other partials are upserted ("u0").  The
+             * closing statement then closes what the watermark passes
+             * beyond "wl" (usually nothing); windows close in the same
+             * order, in the same transaction.  Without a retention a
+             * closed window is deleted as it closes, so nothing else
+             * changes.
+             */
+            body := body || format($f$
+bm AS (SELECT e.p_, max(e.ts_) AS m_ FROM e GROUP BY e.p_),
+wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
+         FROM (SELECT min(coalesce(greatest(prev.m_, bm.m_), '-infinity')) - $7 AS w_
+                 FROM pg_catalog.generate_series(0, $4 - 1) AS g(p_)
+                 LEFT JOIN prev ON prev.p_ = g.p_ LEFT JOIN bm ON bm.p_ = g.p_) AS x),
+cl AS (SELECT agg.* FROM agg, wl WHERE agg.window_end + $12 <= wl.w_),
+dc AS (DELETE FROM %1$s AS w USING wl
+        WHERE w.window_end + $12 <= wl.w_ AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
+u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+       SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
+       ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                   closed = t.closed OR excluded.closed
+       RETURNING t.*),
+u AS (SELECT * FROM u0
+      UNION ALL
+      SELECT coalesce(cl.window_start, dc.window_start), coalesce(cl.window_end, dc.window_end),
+             coalesce(cl.group_key, dc.group_key) %4$s, true
+        FROM cl FULL JOIN dc ON dc.window_start = cl.window_start AND dc.group_key = cl.group_key
+       WHERE cl.window_start IS NOT NULL OR NOT ($11 OR dc.closed)),
+%5$s,$f$,
+                windows, cols, merge, fmerge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        ELSE
+            body := body || format($f$
+u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%4$s,$f$,
+                windows, cols, merge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        END IF;
     END IF;
 
     RETURN head || body || format($f$
@@ -308,7 +365,7 @@ COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalo
 /*
  * Writing window rows, from a CTE "u", where the SQL boolean "flag" holds:
  * to the sink table, "su" updates the rows that exist, "si" inserts the
- * others.  "si" looks for the rows in the sink itself, not in what "su"
+ * others.  "si" looks for the rows in the sink itself ("sx"), not in what "su"
  * returned: a sink's BEFORE UPDATE trigger may skip or change a row, which
  * must not make it inserted twice.  For sessions, "gone_flag" (else NULL)
  * says which rows of a CTE "gone" (sessions merged into others) are in the
@@ -363,11 +420,20 @@ BEGIN
         WHERE %2$s AND s.%3$I = gone.window_start AND s.%4$I = gone.window_end %5$s),
 $f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone);
         END IF;
-        ctes := ctes || format($f$su AS (UPDATE %1$s AS s SET %2$s FROM u
-        WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s),
+        /*
+         * "sx": the windows written that have rows in the sink, found by
+         * one scan of the sink (with the windows hashed, a small set, where
+         * a NOT EXISTS would hash the whole sink at every step), and none
+         * when no window is written (the EXISTS is evaluated once, first).
+         */
+        ctes := ctes || format($f$sx AS (SELECT u.window_start AS s_, u.window_end AS e_, u.group_key AS g_
+        FROM u JOIN %1$s AS s ON s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+        WHERE %3$s AND EXISTS (SELECT FROM u WHERE %3$s)),
+su AS (UPDATE %1$s AS s SET %2$s FROM u
+        WHERE %3$s AND EXISTS (SELECT FROM sx) AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+          AND EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
 si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
-        WHERE %3$s AND NOT EXISTS (SELECT FROM %1$s AS s
-                                    WHERE s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s)),
+        WHERE %3$s AND NOT EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
 $f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
     END IF;
     IF p.sink_topic IS NULL THEN
