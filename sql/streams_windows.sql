@@ -144,17 +144,26 @@ SELECT (SELECT count(*) FROM eventlog.processor_catalog) AS processors,
        (SELECT count(*) FROM eventlog.group_catalog) AS groups
 EXCEPT SELECT * FROM before;
 
--- A processor's aggregates and record buffer belong to its owner, and go
--- with it.
-SELECT p.proname, p.proowner::regrole FROM pg_proc p
- WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname ~ '^processor_[0-9]+_' ORDER BY 1;
-SELECT c.relname, c.relowner::regrole FROM pg_class c
- WHERE c.relnamespace = 'eventlog'::regnamespace AND c.relname ~ '^processor_[0-9]+_records$';
+-- A processor's aggregates and record buffer belong to its owner, who
+-- runs them, and go with it.
+SET SESSION AUTHORIZATION windows_other;
+SELECT eventlog.create_window_processor('theirs', 'taps', 'w3', size => '10 s', window_type => 'sliding', group_by => '{}',
+    aggregates => ARRAY[$$bit_or((value->>'amount')::int)$$], event_time => $$(value->>'ts')::timestamptz$$);
+SELECT eventlog.run_processor('theirs');
+SELECT window_start::time, window_end::time, x FROM w3 ORDER BY window_end;
+SELECT window_end::time, closed, aggregates FROM eventlog.processor_windows('theirs');
+RESET SESSION AUTHORIZATION;
+SELECT regexp_replace(p.proname, '^processor_[0-9]+_', 'processor_N_') AS aggregate, p.proowner::regrole, count(*)
+  FROM pg_proc p WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname ~ '^processor_[0-9]+_'
+ GROUP BY 1, 2 ORDER BY 1;
+SELECT c.relowner::regrole, count(*) AS record_buffers FROM pg_class c
+ WHERE c.relnamespace = 'eventlog'::regnamespace AND c.relname ~ '^processor_[0-9]+_records$' GROUP BY 1;
 SELECT eventlog.drop_processor(name) FROM eventlog.processors ORDER BY name;
 SELECT count(*) FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname ~ '^processor_[0-9]+_';
 SELECT count(*) FROM pg_class WHERE relnamespace = 'eventlog'::regnamespace AND relname ~ '^processor_[0-9]+_';
 SELECT eventlog.revoke('taps', 'consume', 'windows_other');
 REVOKE ALL ON w3 FROM windows_other;
+DROP TABLE w3;
 REVOKE USAGE ON SCHEMA public FROM windows_other;
 DROP ROLE windows_other;
 SELECT eventlog.drop_topic(t) FROM unnest(ARRAY['taps', 'slide_out', 'late_taps']) t;
