@@ -10120,7 +10120,7 @@ BEGIN
     gk := gk || ')';
     FOR i IN 1 .. na LOOP
         f := p.agg_funcs[i];
-        -- any other aggregate with a combine function (streams_aggregates.sql)
+        -- any other aggregate with a combine function (streams_windows.sql)
         IF strpos(f, '(') > 0 THEN
             g := @extschema@._processor_agg_sql(p, i);
             xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
@@ -10611,7 +10611,7 @@ BEGIN
     p.agg_names := '{}';
     FOREACH a IN ARRAY aggregates LOOP
         -- count, sum, min, max and avg of numbers (or text), or any
-        -- aggregate with a combine function (streams_aggregates.sql)
+        -- aggregate with a combine function (streams_windows.sql)
         m := @extschema@._processor_parse_aggregate(a);
         p.agg_funcs := p.agg_funcs || m[1];
         p.agg_args := p.agg_args || m[2];
@@ -10673,7 +10673,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
-'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
 CREATE OR REPLACE FUNCTION @extschema@.reset_processor(name text, target text DEFAULT 'earliest')
 RETURNS void

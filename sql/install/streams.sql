@@ -1,15 +1,16 @@
 /* ------------------------------------------------------------------------
  * Stream processors (docs/streams.md).  A processor is a consumer group of
  * its source topic ("processor:<name>") plus, for windowed aggregates, its
- * state: two tables in this schema named by the processor's id,
+ * state: tables in this schema named by the processor's id,
  * processor_<id>_progress (a row per source partition: its largest event
  * time seen, when it last had records, its counters; row -1: the
  * watermark up to which windows were closed) and processor_<id>_windows (a
- * row per open window and group key).  Both belong to the processor's
- * owner, so that a step, which runs as the owner, writes them with plain
- * SQL; the catalog row is the extension owner's and only the gated
- * functions write it (an owner who could change the owner column could
- * make another role run its SQL).
+ * row per open window and group key); a sliding window's record buffer and
+ * aggregates of the processor's own (streams_windows.sql).  They belong to
+ * the processor's owner, so that a step, which runs as the owner, writes
+ * them with plain SQL; the catalog row is the extension owner's and only
+ * the gated functions write it (an owner who could change the owner
+ * column could make another role run its SQL).
  *
  * One step (eventlog.run_processor) is one transaction: poll a batch
  * through the group, update state and outputs, and the group's positions
@@ -152,7 +153,7 @@ BEGIN
     gk := gk || ')';
     FOR i IN 1 .. na LOOP
         f := p.agg_funcs[i];
-        -- any other aggregate with a combine function (streams_aggregates.sql)
+        -- any other aggregate with a combine function (streams_windows.sql)
         IF strpos(f, '(') > 0 THEN
             g := @extschema@._processor_agg_sql(p, i);
             xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
@@ -751,7 +752,7 @@ BEGIN
     p.agg_names := '{}';
     FOREACH a IN ARRAY aggregates LOOP
         -- count, sum, min, max and avg of numbers (or text), or any
-        -- aggregate with a combine function (streams_aggregates.sql)
+        -- aggregate with a combine function (streams_windows.sql)
         m := @extschema@._processor_parse_aggregate(a);
         p.agg_funcs := p.agg_funcs || m[1];
         p.agg_args := p.agg_args || m[2];
@@ -813,7 +814,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
-'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
 /*
  * One step: as the processor's owner, in the caller's transaction, poll a
