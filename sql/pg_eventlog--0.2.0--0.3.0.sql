@@ -10192,7 +10192,7 @@ e AS MATERIALIZED (
         CASE WHEN p.window_type = 'session'
              THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
              WHEN p.window_type = 'sliding'
-             THEN 'w_.ts_ + $8 + $9 <= greatest(w_.wm_, ct.c_)'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
              ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
         CASE WHEN p.late = 'topic'
              THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
@@ -10374,10 +10374,11 @@ AS $$
 DECLARE
     windows text := format('@extschema@.%I', 'processor_' || p.processor_id || '_windows');
     closes text := CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 < $1'
+                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 < $1'
                         ELSE 'window_end + $2 <= $1' END;
     -- sliding windows: the records no window that may still change holds
     rx text := CASE WHEN p.window_type = 'sliding'
-                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval <= $1), ',
+                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval < $1), ',
                                 'processor_' || p.processor_id || '_records',
                                 p.size + p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
                     ELSE '' END;
@@ -10390,6 +10391,7 @@ BEGIN
                   'x AS (DELETE FROM %1$s WHERE closed AND %4$s) SELECT count(*) FROM u, so',
                   windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
                   CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
+                       WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
                        ELSE 'window_end + $2 + $4 <= $1' END, rx);
 END
 $$;
@@ -11009,9 +11011,12 @@ REVOKE ALL ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.proces
  * The body of a sliding window's step (after the CTE "e" of
  * _processor_step_sql; $8 the size, $9 how late a record may be, $12
  * allowed_lateness).  A record at t counts in the window of its key ending
- * at e (t <= e <= t + size) when e + $9 is after the watermark it came
- * under (lim_), as for hopping windows; the window ending at e exists when
- * a record at e counts in it.  The records that count in some window go to
+ * at e (t <= e <= t + size) unless the watermark it came under (lim_) is
+ * past e + $9: a window with both ends in is closed when the watermark
+ * passes its end (Kafka Streams: stream time > end + grace), so that a
+ * record at the watermark counts in its own window (with processing time,
+ * every record).  The window ending at e exists when a record at e counts
+ * in it.  The records that count in some window go to
  * the buffer ("nr"); the windows a new record counts in are recomputed
  * from the buffer and the batch ("ar", only the keys and times the batch
  * can reach), and replace their rows.
@@ -11036,9 +11041,9 @@ ar AS (SELECT r.* FROM %2$s AS r
        UNION ALL SELECT * FROM nr),
 c AS (SELECT DISTINCT a.group_key AS gk_, a.ts AS we_
         FROM nr JOIN ar AS a ON a.group_key = nr.group_key AND a.ts >= nr.ts AND a.ts <= nr.ts + $8
-       WHERE a.ts + $9 > nr.lim),
-agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 <= (SELECT ct.c_ FROM ct)
-          FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 > a.lim
+       WHERE a.ts + $9 >= nr.lim),
+agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM ct)
+          FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 >= a.lim
          GROUP BY c.we_, c.gk_ HAVING bool_or(a.ts = c.we_)),
 u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
       SELECT * FROM agg

@@ -145,7 +145,9 @@ SELECT (SELECT count(*) FROM eventlog.processor_catalog) AS processors,
 EXCEPT SELECT * FROM before;
 
 -- A processor's aggregates and record buffer belong to its owner, who
--- runs them, and go with it.
+-- runs them, and go with it.  Without grace, the record at 3 s (watermark
+-- 12 s) counts in the window ending at 12 s, still open: a sliding window
+-- closes when the watermark passes its end; the one ending at 30 s is open.
 SET SESSION AUTHORIZATION windows_other;
 SELECT eventlog.create_window_processor('theirs', 'taps', 'w3', size => '10 s', window_type => 'sliding', group_by => '{}',
     aggregates => ARRAY[$$bit_or((value->>'amount')::int)$$], event_time => $$(value->>'ts')::timestamptz$$);

@@ -225,7 +225,7 @@ e AS MATERIALIZED (
         CASE WHEN p.window_type = 'session'
              THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
              WHEN p.window_type = 'sliding'
-             THEN 'w_.ts_ + $8 + $9 <= greatest(w_.wm_, ct.c_)'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
              ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
         CASE WHEN p.late = 'topic'
              THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
@@ -428,10 +428,11 @@ AS $$
 DECLARE
     windows text := format('@extschema@.%I', 'processor_' || p.processor_id || '_windows');
     closes text := CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 < $1'
+                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 < $1'
                         ELSE 'window_end + $2 <= $1' END;
     -- sliding windows: the records no window that may still change holds
     rx text := CASE WHEN p.window_type = 'sliding'
-                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval <= $1), ',
+                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval < $1), ',
                                 'processor_' || p.processor_id || '_records',
                                 p.size + p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
                     ELSE '' END;
@@ -444,6 +445,7 @@ BEGIN
                   'x AS (DELETE FROM %1$s WHERE closed AND %4$s) SELECT count(*) FROM u, so',
                   windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
                   CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
+                       WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
                        ELSE 'window_end + $2 + $4 <= $1' END, rx);
 END
 $$;

@@ -263,9 +263,12 @@ REVOKE ALL ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.proces
  * The body of a sliding window's step (after the CTE "e" of
  * _processor_step_sql; $8 the size, $9 how late a record may be, $12
  * allowed_lateness).  A record at t counts in the window of its key ending
- * at e (t <= e <= t + size) when e + $9 is after the watermark it came
- * under (lim_), as for hopping windows; the window ending at e exists when
- * a record at e counts in it.  The records that count in some window go to
+ * at e (t <= e <= t + size) unless the watermark it came under (lim_) is
+ * past e + $9: a window with both ends in is closed when the watermark
+ * passes its end (Kafka Streams: stream time > end + grace), so that a
+ * record at the watermark counts in its own window (with processing time,
+ * every record).  The window ending at e exists when a record at e counts
+ * in it.  The records that count in some window go to
  * the buffer ("nr"); the windows a new record counts in are recomputed
  * from the buffer and the batch ("ar", only the keys and times the batch
  * can reach), and replace their rows.
@@ -290,9 +293,9 @@ ar AS (SELECT r.* FROM %2$s AS r
        UNION ALL SELECT * FROM nr),
 c AS (SELECT DISTINCT a.group_key AS gk_, a.ts AS we_
         FROM nr JOIN ar AS a ON a.group_key = nr.group_key AND a.ts >= nr.ts AND a.ts <= nr.ts + $8
-       WHERE a.ts + $9 > nr.lim),
-agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 <= (SELECT ct.c_ FROM ct)
-          FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 > a.lim
+       WHERE a.ts + $9 >= nr.lim),
+agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM ct)
+          FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 >= a.lim
          GROUP BY c.we_, c.gk_ HAVING bool_or(a.ts = c.we_)),
 u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
       SELECT * FROM agg

@@ -55,10 +55,11 @@ push @{ $events[2] }, [ $keys[ int(rand(@keys)) ], 1 + int(rand(100)), $base + i
 # sessions where they come within gap of each other; a session is closed
 # when its last time + gap + grace is below the final watermark.  Sliding
 # windows: a record at t counts in the window of its key ending at e
-# (t <= e <= t + size, both ends in) when e + grace (+ retention) is above
-# its watermark; the window ending at e exists when a record at e counts in
+# (t <= e <= t + size, both ends in) unless its watermark is above e + grace
+# (+ retention); the window ending at e exists when a record at e counts in
 # it; a record that can count in no window (t + size + grace (+ retention)
-# at or below its watermark) is late.
+# below its watermark) is late; a window is closed when its end + grace is
+# below the final watermark.
 sub add
 {
     my ($g, $t, $amount) = @_;
@@ -92,7 +93,7 @@ sub model
             }
             if ($type eq 'sliding')
             {
-                if (defined $wm && $t + $size + $grace + $R <= $wm) { push @late, "$amount\@$t"; next; }
+                if (defined $wm && $t + $size + $grace + $R < $wm) { push @late, "$amount\@$t"; next; }
                 push @{ $acc{ $k // '<null>' } }, [ $t, $amount, $wm ];
                 next;
             }
@@ -114,7 +115,7 @@ sub model
     # in its own window, holding the records that count in it.
     for my $k ($type eq 'sliding' ? keys %acc : ())
     {
-        my $counts = sub { my ($r, $e) = @_; !defined $r->[2] || $e + $grace + $R > $r->[2] };
+        my $counts = sub { my ($r, $e) = @_; !defined $r->[2] || $e + $grace + $R >= $r->[2] };
         for my $r (@{ $acc{$k} })
         {
             my $e = $r->[0];
@@ -151,7 +152,8 @@ sub model
           : join('|', $g->{s}, $g->{e}, $g->{k}, $g->{n}, $g->{sum}, $g->{min}, $g->{max});
         push @all, $line;
         push @closed, $line
-          if $type eq 'session' ? $g->{e} + $size + $grace < $final : $g->{e} + $grace <= $final;
+          if $type eq 'session' ? $g->{e} + $size + $grace < $final
+           : $type eq 'sliding' ? $g->{e} + $grace < $final : $g->{e} + $grace <= $final;
     }
     return { all => join("\n", @all), closed => join("\n", @closed),
              late => scalar(@late), late_list => join(',', sort @late), nulls => $nulls // 0,
