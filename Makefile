@@ -121,6 +121,7 @@ INSTALL_SOURCES = $(addprefix sql/install/, \
 	kafka_auth.sql \
 	streams.sql \
 	streams_join.sql \
+	streams_windows.sql \
 	grants.sql)
 
 # A file of sql/install/ that is not in the list would silently not be

@@ -54,7 +54,23 @@ SELECT to_regclass('over_segment') IS NULL AS view_dropped,
        to_regnamespace('eventlog_segments') IS NULL AS segments_dropped;
 ROLLBACK;
 
+-- Stream processors' state goes too, though not the extension's members: a
+-- window's progress and windows, a sliding window's record buffer, the
+-- partial and combine aggregates of an aggregate with a combine function,
+-- a join's sides.
+SELECT eventlog.create_topic('survivor_right', 1);
+CREATE TABLE dropped_windows (window_start timestamptz, window_end timestamptz, k text, b integer);
+SELECT eventlog.create_window_processor('dropped_sliding', 'survivor', 'dropped_windows', size => '1 minute',
+    window_type => 'sliding', aggregates => ARRAY['bit_or(partition)']);
+SELECT eventlog.create_join_processor('dropped_join', 'survivor', 'survivor_right', sink_topic => 'survivor_right',
+    within => '1 minute');
+SELECT count(*) AS processor_relations FROM pg_class
+ WHERE relnamespace = 'eventlog'::regnamespace AND relkind = 'r' AND relname ~ '^processor_[0-9]+_';
+SELECT count(*) AS processor_aggregates FROM pg_proc
+ WHERE pronamespace = 'eventlog'::regnamespace AND proname ~ '^processor_[0-9]+_';
+
 DROP EXTENSION pg_eventlog;
+DROP TABLE dropped_windows;
 SELECT count(*) AS relations_left FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'eventlog';
 SELECT count(*) AS functions_left FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace

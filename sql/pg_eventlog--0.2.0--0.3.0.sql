@@ -10413,3 +10413,1398 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text, text) IS
 'internal: the CTEs writing window rows to a processor''s sink table and sink topic';
+
+/* -- issue 19: sliding windows, aggregates with a combine function, processor_windows (begin) -- */
+/*
+ * Sliding windows (docs/streams.md), aggregates with a combine function,
+ * eventlog.processor_windows: sql/install/streams.sql's changed functions,
+ * and sql/install/streams_windows.sql verbatim.
+ */
+ALTER TABLE @extschema@.processor_catalog DROP CONSTRAINT processor_catalog_window_type_check;
+ALTER TABLE @extschema@.processor_catalog ADD CONSTRAINT processor_catalog_window_type_check
+    CHECK (window_type OPERATOR(pg_catalog.=) ANY (ARRAY['tumbling', 'hopping', 'session', 'sliding']));
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    filter text := coalesce('(' || p.where_clause || ')', 'true');
+    ts text;
+    gk text;
+    xs text := '';
+    partials text := '';
+    cols text := '';
+    merge text := '';
+    rv text := '';
+    comb text := '';
+    sets text := '';
+    head text;
+    body text;
+    late_out text;
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    i integer;
+    f text;
+    g text[];
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
+BEGIN
+    IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS (INSERT INTO %s SELECT %s FROM b AS record WHERE %s) '
+                      'SELECT count(*) FROM b',
+                      batch, p.sink_table, p.select_list, filter);
+    ELSIF p.kind = 'map' THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS MATERIALIZED (SELECT count(@extschema@.produce($5, (%s)::text, (%s)::jsonb, NULL, NULL, (%s)::timestamptz)) AS n '
+                      '  FROM (SELECT * FROM b AS record WHERE %s ORDER BY record.partition, record.offset_id) AS record) '
+                      'SELECT (SELECT count(*) FROM b) FROM o',
+                      batch, p.key_expr, p.value_expr, p.event_time_expr, filter);
+    END IF;
+
+    -- Windows.
+    ts := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                           ELSE '(' || p.event_time_expr || ')::timestamptz' END;
+    gk := 'pg_catalog.jsonb_build_array(';
+    FOR i IN 1 .. ng LOOP
+        gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || '(' || p.group_by[i] || ')';
+    END LOOP;
+    gk := gk || ')';
+    FOR i IN 1 .. na LOOP
+        f := p.agg_funcs[i];
+        -- any other aggregate with a combine function (streams_windows.sql)
+        IF strpos(f, '(') > 0 THEN
+            g := @extschema@._processor_agg_sql(p, i);
+            xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5];
+            sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+            CONTINUE;
+        END IF;
+        xs := xs || format(', CASE WHEN t_.in_ THEN (%s)::numeric END AS x_%s',
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
+                                WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
+                                ELSE p.agg_args[i] END, i);
+        partials := partials || format(', %s, %s',
+                                       CASE f WHEN 'min' THEN format('min(x_%s)', i)
+                                              WHEN 'max' THEN format('max(x_%s)', i)
+                                              WHEN 'count' THEN 'NULL::numeric'
+                                              ELSE format('sum(x_%s)', i) END,
+                                       CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'count(*)'
+                                            ELSE format('count(x_%s)', i) END);
+        cols := cols || format(', v_%s, n_%s', i, i);
+        merge := merge || format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = %2$s', i,
+                                 CASE f WHEN 'min' THEN format('least(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'max' THEN format('greatest(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'count' THEN 'NULL'
+                                        ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
+        -- sessions: a record as a partial (value, count), and partials combined
+        rv := rv || format(', %s AS v_%s, %s AS n_%s',
+                           CASE WHEN f = 'count' THEN 'NULL::numeric' ELSE format('e.x_%s', i) END, i,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN '1::bigint'
+                                ELSE format('CASE WHEN e.x_%s IS NULL THEN 0 ELSE 1 END::bigint', i) END, i);
+        comb := comb || format(', %s, sum(n_%s)::bigint',
+                               CASE f WHEN 'min' THEN format('min(v_%s)', i)
+                                      WHEN 'max' THEN format('max(v_%s)', i)
+                                      WHEN 'count' THEN 'NULL::numeric'
+                                      ELSE format('sum(v_%s)', i) END, i);
+        sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+    END LOOP;
+
+    /*
+     * The user's expressions are evaluated once per record, in "b" (the
+     * LATERAL subquery, kept apart by OFFSET 0, evaluates the event time and
+     * the filter once; the group keys and aggregate arguments only for the
+     * records that pass, as a WHERE would), so that only narrow rows are
+     * materialized.  A record is late for all its windows when it is late
+     * for the one that ends last (the one starting at date_bin(advance,
+     * ts)): "late_" decides late_records without grouping the windows of
+     * each record.  A session window's record is late when the session of
+     * that record alone would be closed (its time + gap + lateness before
+     * the watermark), so that lateness does not depend on how the records
+     * of other partitions were cut into steps.
+     */
+    head := format($f$
+WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
+b AS (
+    SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
+           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s
+      FROM %2$s AS record
+           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
+                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_),
+e AS MATERIALIZED (
+    SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
+           (%7$s) AS late_
+      FROM (SELECT b.*, coalesce(greatest(prev.m_, max(b.ts_) OVER (PARTITION BY b.p_ ORDER BY b.o_
+                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+                                 '-infinity') - $7 AS wm_
+              FROM b LEFT JOIN prev ON prev.p_ = b.p_) AS w_
+           CROSS JOIN ct),$f$,
+        ts, batch, progress, gk, xs, filter,
+        CASE WHEN p.window_type = 'session'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             WHEN p.window_type = 'sliding'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
+        CASE WHEN p.late = 'topic'
+             THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
+             ELSE '' END);
+
+    -- Late records to the late-records topic, in offset order.
+    late_out := CASE WHEN p.late = 'topic'
+        THEN 'lt AS MATERIALIZED (SELECT count(@extschema@.produce($13, x.rk_, x.rv_, x.rh_, NULL, x.ret_)) AS n '
+             '  FROM (SELECT e.* FROM e WHERE e.in_ AND e.late_ ORDER BY e.p_, e.o_) AS x)'
+        ELSE 'lt AS (SELECT 0::bigint AS n)' END;
+
+    IF p.window_type = 'session' THEN
+        /*
+         * Sessions: the records that count ("r", each a session of one
+         * record), and the sessions in state that one of them reaches
+         * (within gap of its start or end, as Kafka Streams' findSessions)
+         * are laid on one line per group key and merged where they come
+         * within gap of each other (gaps and islands: a new session starts
+         * where a start is more than gap after every end before it).  The
+         * merged sessions replace the ones they absorbed: a merged session
+         * keeps the start of one of them (upserted) or deletes it.  Their
+         * rows in the sink go too ("gone": the absorbed sessions that were
+         * written, in full or as changes).
+         */
+        body := format($f$
+r AS (SELECT e.gk_, e.ts_ AS s_, e.ts_ AS e_ %1$s FROM e WHERE e.in_ AND NOT e.late_),
+o AS MATERIALIZED (SELECT w.* FROM %2$s AS w
+                    WHERE EXISTS (SELECT FROM r WHERE r.gk_ = w.group_key
+                                     AND r.s_ >= w.window_start - $8 AND r.s_ <= w.window_end + $8)),
+iv AS (SELECT r.* FROM r UNION ALL SELECT o.group_key, o.window_start, o.window_end %3$s FROM o),
+isl AS (SELECT y.*, count(*) FILTER (WHERE y.mx_ IS NULL OR y.s_ > y.mx_ + $8)
+                        OVER (PARTITION BY y.gk_ ORDER BY y.s_, y.e_ ROWS UNBOUNDED PRECEDING) AS i_
+          FROM (SELECT iv.*, max(iv.e_) OVER (PARTITION BY iv.gk_ ORDER BY iv.s_, iv.e_
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mx_
+                  FROM iv) AS y),
+agg AS (SELECT min(s_) AS ws_, max(e_) AS we_, gk_ %4$s FROM isl GROUP BY gk_, i_),
+gone AS (SELECT o.* FROM o WHERE NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key
+                                                AND agg.ws_ = o.window_start AND agg.we_ = o.window_end)),
+d AS (DELETE FROM %2$s AS w USING o
+       WHERE w.window_start = o.window_start AND w.group_key = o.group_key
+         AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
+u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
+      SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            rv, windows, cols, comb, sets,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSIF p.window_type = 'sliding' THEN
+        body := @extschema@._processor_sliding_sql(p, partials, cols, sets);
+    ELSE
+        /*
+         * Tumbling and hopping windows: the batch's partials combine with
+         * the window rows.  A window is written to the sink as it changes
+         * (emit changes), or when it closes, or, closed already, when a late
+         * record updates it (late => 'update', within the retention).
+         */
+        body := format($f$
+a AS (%1$s),
+agg AS (SELECT ws_, ws_ + $8, gk_ %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY ws_, gk_),
+u AS (INSERT INTO %3$s AS t (window_start, window_end, group_key %4$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            CASE WHEN p.size = p.advance
+                 THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
+                      'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                      'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
+            partials, windows, cols, merge,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+    END IF;
+
+    RETURN head || body || format($f$
+%2$s,
+pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.in_ AND e.late_),
+              count(*) FILTER (WHERE e.ts_ IS NULL)
+         FROM e GROUP BY e.p_
+       ON CONFLICT (partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT (SELECT count(*) FROM e) FROM so, lt$f$, progress, late_out);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
+'internal: the statement of one step of a processor over a batch of records';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text, gone_flag text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    gcols text := '';
+    gmatch text := '';
+    gmatch_gone text := '';
+    outs text := '';
+    sets text := '';
+    jvals text := '';
+    k text;
+    o text;
+    i integer;
+    ctes text := '';
+BEGIN
+    FOR i IN 1 .. ng LOOP
+        IF p.sink_table IS NOT NULL THEN
+            gcols := gcols || format(', (u.group_key ->> %s)::%s', i - 1, p.sink_types[2 + i]);
+            gmatch := gmatch || format(' AND s.%I IS NOT DISTINCT FROM (u.group_key ->> %s)::%s',
+                                       p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+            gmatch_gone := gmatch_gone || format(' AND s.%I IS NOT DISTINCT FROM (gone.group_key ->> %s)::%s',
+                                                 p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. na LOOP
+        o := @extschema@._processor_agg_out(p, i, 'u');
+        outs := outs || ', ' || o;
+        IF p.sink_table IS NOT NULL THEN
+            sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
+                                   p.sink_columns[2 + ng + i], o);
+        END IF;
+        jvals := jvals || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], o);
+    END LOOP;
+    IF p.sink_table IS NOT NULL THEN
+        IF gone_flag IS NOT NULL THEN
+            ctes := format($f$sd AS (DELETE FROM %1$s AS s USING gone
+        WHERE %2$s AND s.%3$I = gone.window_start AND s.%4$I = gone.window_end %5$s),
+$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone);
+        END IF;
+        ctes := ctes || format($f$su AS (UPDATE %1$s AS s SET %2$s FROM u
+        WHERE %3$s AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s),
+si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
+        WHERE %3$s AND NOT EXISTS (SELECT FROM %1$s AS s
+                                    WHERE s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s)),
+$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
+    END IF;
+    IF p.sink_topic IS NULL THEN
+        RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
+    END IF;
+    -- The record's key: the group value (one group_by expression) or the
+    -- JSON array of them; its value: the window and the aggregates by name.
+    k := CASE ng WHEN 0 THEN 'NULL::text' WHEN 1 THEN '%1$s.group_key ->> 0' ELSE '%1$s.group_key::text' END;
+    RETURN ctes || format($f$so AS MATERIALIZED (
+    SELECT count(@extschema@.produce(%1$L, x.k_, x.v_, NULL, NULL, x.t_)) AS n
+      FROM (%2$s
+            SELECT 1 AS o_, u.window_start AS s_, %3$s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', u.window_start, 'window_end', u.window_end,
+                                                 'group_key', u.group_key) %4$s AS v_,
+                   u.window_end AS t_
+              FROM u WHERE %5$s
+             ORDER BY 1, 2, 3) AS x)$f$,
+        p.sink_topic,
+        CASE WHEN gone_flag IS NULL THEN ''
+             ELSE format($g$SELECT 0 AS o_, gone.window_start AS s_, %s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', gone.window_start, 'window_end', gone.window_end,
+                                                 'group_key', gone.group_key, 'deleted', true) AS v_,
+                   gone.window_end AS t_
+              FROM gone WHERE %s
+            UNION ALL
+            $g$, format(k, 'gone'), gone_flag) END,
+        format(k, 'u'), jvals, flag);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text, text) IS
+'internal: the CTEs writing window rows to a processor''s sink table and sink topic';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_close_sql(p @extschema@.processor_catalog)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    windows text := format('@extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    closes text := CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 < $1'
+                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 < $1'
+                        ELSE 'window_end + $2 <= $1' END;
+    -- sliding windows: the records no window that may still change holds
+    rx text := CASE WHEN p.window_type = 'sliding'
+                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval < $1), ',
+                                'processor_' || p.processor_id || '_records',
+                                p.size + p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
+                    ELSE '' END;
+BEGIN
+    IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
+        RETURN format('WITH %s u AS (DELETE FROM %s WHERE %s RETURNING *), %s SELECT count(*) FROM u, so',
+                      rx, windows, closes, @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
+    END IF;
+    RETURN format('WITH %5$s u AS (UPDATE %1$s SET closed = true WHERE NOT closed AND %2$s RETURNING *), %3$s, '
+                  'x AS (DELETE FROM %1$s WHERE closed AND %4$s) SELECT count(*) FROM u, so',
+                  windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
+                  CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
+                       WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
+                       ELSE 'window_end + $2 + $4 <= $1' END, rx);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS
+'internal: the statement closing the windows a watermark passed (written to the sink when emit is final) and removing the closed windows kept past their retention';
+
+CREATE OR REPLACE FUNCTION @extschema@.__register_processor(spec jsonb)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    caller regrole := @extschema@._caller();
+    n integer;
+    progress text;
+BEGIN
+    IF spec IS NULL THEN
+        RAISE EXCEPTION 'processor specification must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    p := jsonb_populate_record(NULL::@extschema@.processor_catalog, spec);
+    IF p.name IS NULL OR p.name !~ '^[A-Za-z0-9._-]{1,100}$' THEN
+        RAISE EXCEPTION 'invalid processor name "%"', left(p.name, 110)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A processor name is 1 to 100 letters, digits, ".", "_" or "-".';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.processor_catalog c WHERE c.name = p.name) THEN
+        RAISE EXCEPTION 'processor "%" already exists', p.name USING ERRCODE = 'duplicate_object';
+    END IF;
+    p.source_topic_id := @extschema@._authorize(p.source_topic, 'consume');
+    IF p.sink_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.sink_topic, 'produce');
+    END IF;
+    IF p.late_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.late_topic, 'produce');
+    END IF;
+    p.owner := caller;
+    p.group_name := 'processor:' || p.name;
+    p.created_at := now();
+    p.processor_id := nextval(pg_get_serial_sequence('@extschema@.processor_catalog', 'processor_id'));
+    INSERT INTO @extschema@.processor_catalog SELECT p.*;
+    PERFORM @extschema@._create_group(p.source_topic, p.group_name, coalesce(spec ->> 'start_from', 'earliest'));
+
+    -- State, the owner's: steps run as the owner and write it directly.
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = p.source_topic_id;
+    progress := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    EXECUTE format('CREATE TABLE %s (partition integer PRIMARY KEY, max_event_time timestamptz, '
+                   'last_record_at timestamptz, records bigint NOT NULL DEFAULT 0, '
+                   'late_records bigint NOT NULL DEFAULT 0, null_time_records bigint NOT NULL DEFAULT 0, '
+                   'closed_through timestamptz)', progress);
+    EXECUTE format('INSERT INTO %s (partition, last_record_at) SELECT g, now() FROM generate_series(-1, %s) g',
+                   progress, n - 1);
+    EXECUTE format('COMMENT ON TABLE %s IS %L', progress,
+                   format('pg_eventlog processor %s: per source partition, the largest event time seen and counters; partition -1: the watermark windows were closed up to', p.name));
+    EXECUTE format('ALTER TABLE %s OWNER TO %s', progress, caller);
+    -- Watermarks and counters are public, as eventlog.consumer_groups is.
+    EXECUTE format('GRANT SELECT ON %s TO PUBLIC', progress);
+    IF p.kind = 'window' THEN
+        EXECUTE format('CREATE TABLE @extschema@.%I (window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, '
+                       'group_key jsonb NOT NULL%s, closed boolean NOT NULL DEFAULT false, '
+                       'PRIMARY KEY (window_start, group_key))',
+                       'processor_' || p.processor_id || '_windows',
+                       (SELECT string_agg(format(', v_%s %s, n_%s bigint NOT NULL DEFAULT 0', i,
+                                                 @extschema@._processor_agg_type(p, i, 'state'), i), '' ORDER BY i)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) i));
+        EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', 'processor_' || p.processor_id || '_windows',
+                       format('pg_eventlog processor %s: one row per open window (or session) and group key, and per closed one kept for the retention', p.name));
+        EXECUTE format('ALTER TABLE @extschema@.%I OWNER TO %s', 'processor_' || p.processor_id || '_windows', caller);
+        PERFORM @extschema@._processor_create_state(p, caller);
+    END IF;
+    RETURN p.processor_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.__register_processor(jsonb) IS
+'internal: the body of eventlog._register_processor, run as the extension owner on behalf of the caller eventlog._register_processor notes (see src/acl.c)';
+
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'A sliding window ends at each record and reaches size back: pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    p.size := size;
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE advance END;
+    p.gap := gap;
+    p.allowed_lateness := allowed_lateness;
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE max_out_of_orderness END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := retention;
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE x WHEN '*' THEN 'NULL' ELSE x END,
+                                             @extschema@._processor_agg_type(p, o::integer, 'argument')), '' ORDER BY o)
+                      FROM unnest(p.agg_args) WITH ORDINALITY AS u(x, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    PERFORM @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+
+CREATE OR REPLACE FUNCTION @extschema@.reset_processor(name text, target text DEFAULT 'earliest')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+BEGIN
+    IF target IS NULL THEN
+        RAISE EXCEPTION 'target must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+    PERFORM @extschema@.seek(p.source_topic, p.group_name, target);
+    EXECUTE format('UPDATE %s SET max_event_time = NULL, last_record_at = now(), records = 0, '
+                   'late_records = 0, null_time_records = 0, closed_through = NULL', progress);
+    IF p.kind = 'window' THEN
+        EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+        IF p.window_type = 'sliding' THEN
+            EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_records');
+        END IF;
+    ELSIF p.kind = 'join' THEN
+        PERFORM @extschema@.seek(p.join_spec ->> 'right_topic', p.group_name, target);
+        EXECUTE format('TRUNCATE @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
+                       'processor_' || p.processor_id || '_right');
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.reset_processor(text, text) IS
+'replays a processor: forgets its windows, watermarks and counters and seeks its group to target (earliest, latest, an offset or a timestamp); the sink''s windows are overwritten as they are computed again';
+
+CREATE OR REPLACE FUNCTION @extschema@._drop_processor(name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+BEGIN
+    IF NOT pg_has_role(@extschema@._caller(), p.owner, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied for processor "%"', p.name
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Only members of the processor''s owner role %s may run, reset or drop it.', p.owner);
+    END IF;
+    -- Waits for a step in progress.
+    EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    IF p.kind = 'window' THEN
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+        IF p.window_type = 'sliding' THEN
+            EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_records');
+        END IF;
+        PERFORM @extschema@._processor_drop_aggregates(p);
+    ELSIF p.kind = 'join' THEN
+        EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
+                       'processor_' || p.processor_id || '_right');
+    END IF;
+    DELETE FROM @extschema@.processor_catalog c WHERE c.processor_id = p.processor_id;
+    DELETE FROM @extschema@.group_offsets o
+     WHERE o.topic_id IN (p.source_topic_id, (p.join_spec ->> 'right_topic_id')::integer) AND o.group_name = p.group_name;
+    DELETE FROM @extschema@.group_catalog g
+     WHERE g.topic_id IN (p.source_topic_id, (p.join_spec ->> 'right_topic_id')::integer) AND g.group_name = p.group_name;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._drop_processor(text) IS
+'internal: the body of eventlog.drop_processor, run as the extension owner on behalf of the caller eventlog.drop_processor notes (see src/acl.c)';
+
+/* ------------------------------------------------------------------------
+ * Window processors, continued (docs/streams.md): aggregates beyond count,
+ * sum, min, max and avg of numbers, sliding windows, and the view of a
+ * processor's open windows.
+ *
+ * Aggregates.  A window row keeps, per aggregate, a state that a step
+ * combines with the state of the batch's records: count, sum, min, max and
+ * avg of numbers keep a numeric and a count (streams.sql).  Any other
+ * aggregate of one argument with a combine function
+ * (pg_aggregate.aggcombinefn) and a state of an SQL type (not internal nor
+ * polymorphic) keeps its own state: agg_funcs holds the aggregate as a
+ * regprocedure ("bit_or(integer)"; the "(" tells it apart), and the
+ * processor has two aggregates of its own, made at creation from the
+ * aggregate's functions: processor_<id>_partial_<i> (the transition
+ * function, no final function: a batch's state) and
+ * processor_<id>_combine_<i> (the combine function as transition
+ * function: states combined).  The final function runs when a window is
+ * written.  Aggregates whose state is internal (numeric sum and avg,
+ * stddev of numeric) cannot be stored in a row from SQL, and are refused.
+ *
+ * Sliding windows (Kafka Streams' SlidingWindows, left windows only): a
+ * record at t makes the window [t - size, t] of its key, which holds the
+ * records of the key with times in it.  Windows are computed from a buffer
+ * of the records (processor_<id>_records: group key, time, the watermark
+ * the record came under, the aggregates' arguments), kept while a window
+ * that holds them may still change; a step recomputes the windows its
+ * records change.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * An aggregate of create_window_processor's "aggregates", checked as the
+ * caller: {agg_funcs entry, argument, name given with AS, function name}.
+ */
+CREATE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)),
+            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+    END IF;
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
+
+/* The type of aggregate i's state ('state') or argument ('argument'). */
+CREATE FUNCTION @extschema@._processor_agg_type(p @extschema@.processor_catalog, i integer, what text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
+                WHEN what = 'state' THEN (SELECT format_type(g.aggtranstype, NULL) FROM pg_aggregate g
+                                           WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
+                ELSE (SELECT format_type(pr.proargtypes[0], NULL) FROM pg_proc pr
+                       WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalog, integer, text) IS
+'internal: the type of the state or the argument of a window processor''s aggregate';
+
+/*
+ * The step's pieces for aggregate i, one with a combine function (see
+ * _processor_step_sql): {the argument, the batch's partials, the merge
+ * into a window row, a record as a partial (sessions), partials combined}.
+ */
+CREATE FUNCTION @extschema@._processor_agg_sql(p @extschema@.processor_catalog, i integer)
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part text := format('@extschema@.%I', 'processor_' || p.processor_id || '_partial_' || i);
+    comb text := format('@extschema@.%I', 'processor_' || p.processor_id || '_combine_' || i);
+BEGIN
+    RETURN ARRAY[
+        format(', CASE WHEN t_.in_ THEN (%s)::%s END AS x_%s', p.agg_args[i],
+               @extschema@._processor_agg_type(p, i, 'argument'), i),
+        format(', %s(x_%s), count(x_%s)', part, i, i),
+        format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = (SELECT %2$s(c_.s_) FROM (VALUES (t.v_%1$s), (excluded.v_%1$s)) AS c_(s_))',
+               i, comb),
+        format(', (SELECT %2$s(c_.x_) FROM (VALUES (e.x_%1$s)) AS c_(x_)) AS v_%1$s, CASE WHEN e.x_%1$s IS NULL THEN 0 ELSE 1 END::bigint AS n_%1$s',
+               i, part),
+        format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_sql(@extschema@.processor_catalog, integer) IS
+'internal: the SQL a step of a window processor uses for one of its aggregates that has a combine function';
+
+/* Aggregate i's value in a window row "rel" (as written to the sink). */
+CREATE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fin text;
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') > 0 THEN
+        SELECT format('%I.%I', n.nspname, pr.proname) INTO fin
+          FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfinalfn JOIN pg_namespace n ON n.oid = pr.pronamespace
+         WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        RETURN CASE WHEN fin IS NULL THEN format('%s.v_%s', rel, i) ELSE format('%s(%s.v_%s)', fin, rel, i) END;
+    END IF;
+    RETURN CASE p.agg_funcs[i] WHEN 'count' THEN format('%s.n_%s', rel, i)
+                               WHEN 'avg' THEN format('%1$s.v_%2$s / NULLIF(%1$s.n_%2$s, 0)', rel, i)
+                               ELSE format('%s.v_%s', rel, i) END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
+'internal: the value of a window processor''s aggregate in a window row';
+
+/*
+ * The state a window processor has besides its windows, made by
+ * __register_processor as the extension owner and given to the processor's
+ * owner: the partial and combine aggregates of its aggregates with a
+ * combine function, and a sliding window's record buffer.  The aggregates'
+ * functions are checked again here (the spec may not come from
+ * create_window_processor); the owner needs EXECUTE on them to run them.
+ */
+CREATE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := @extschema@._processor_agg_type(p, i, 'argument');
+        st := format_type(ag.aggtranstype, NULL);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_partial_' || i, argt,
+                       ag.aggtransfn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s)',
+                       'processor_' || p.processor_id || '_combine_' || i, st,
+                       ag.aggcombinefn::text, st);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', x_%s %s', j, @extschema@._processor_agg_type(p, j, 'argument')), '' ORDER BY j)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial and combine aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._processor_drop_aggregates(p @extschema@.processor_catalog)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT pr.oid FROM pg_proc pr
+              WHERE pr.pronamespace = '@extschema@'::regnamespace
+                AND pr.proname ~ ('^processor_' || p.processor_id || '_(partial|combine)_[0-9]+$') LOOP
+        EXECUTE format('DROP AGGREGATE %s', f);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.processor_catalog) IS
+'internal: drops a window processor''s partial and combine aggregates';
+REVOKE ALL ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.processor_catalog) FROM PUBLIC;
+
+/*
+ * The body of a sliding window's step (after the CTE "e" of
+ * _processor_step_sql; $8 the size, $9 how late a record may be, $12
+ * allowed_lateness).  A record at t counts in the window of its key ending
+ * at e (t <= e <= t + size) unless the watermark it came under (lim_) is
+ * past e + $9: a window with both ends in is closed when the watermark
+ * passes its end (Kafka Streams: stream time > end + grace), so that a
+ * record at the watermark counts in its own window (with processing time,
+ * every record).  The window ending at e exists when a record at e counts
+ * in it.  The records that count in some window go to
+ * the buffer ("nr"); the windows a new record counts in are recomputed
+ * from the buffer and the batch ("ar", only the keys and times the batch
+ * can reach), and replace their rows.
+ */
+CREATE FUNCTION @extschema@._processor_sliding_sql(p @extschema@.processor_catalog, partials text, cols text, sets text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    records text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_records');
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    ecols text := (SELECT string_agg(format(', e.x_%s', i), '' ORDER BY i)
+                     FROM generate_series(1, cardinality(p.agg_funcs)) i);
+BEGIN
+    RETURN format($f$
+nr AS (SELECT e.gk_ AS group_key, e.ts_ AS ts, e.lim_ AS lim %1$s FROM e WHERE e.in_ AND NOT e.late_),
+ins AS (INSERT INTO %2$s SELECT * FROM nr),
+ar AS (SELECT r.* FROM %2$s AS r
+        WHERE r.group_key IN (SELECT nr.group_key FROM nr)
+          AND r.ts >= (SELECT min(nr.ts) FROM nr) - $8 AND r.ts <= (SELECT max(nr.ts) FROM nr) + $8
+       UNION ALL SELECT * FROM nr),
+c AS (SELECT DISTINCT a.group_key AS gk_, a.ts AS we_
+        FROM nr JOIN ar AS a ON a.group_key = nr.group_key AND a.ts >= nr.ts AND a.ts <= nr.ts + $8
+       WHERE a.ts + $9 >= nr.lim),
+agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM ct)
+          FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 >= a.lim
+         GROUP BY c.we_, c.gk_ HAVING bool_or(a.ts = c.we_)),
+u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %6$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%7$s,$f$,
+        ecols, records, partials, windows, cols, sets,
+        @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_sliding_sql(@extschema@.processor_catalog, text, text, text) IS
+'internal: the part of a sliding window processor''s step that buffers its records and recomputes the windows they change';
+
+/*
+ * A window processor's windows: the open ones, and the closed ones kept for
+ * the retention (closed).  They hold what the processor read, so only
+ * roles with the privileges of its owner see them, as its state tables.
+ */
+CREATE FUNCTION @extschema@.processor_windows(name text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    jv text := '';
+    i integer;
+BEGIN
+    IF p.kind <> 'window' THEN
+        RAISE EXCEPTION 'processor "%" has no windows', p.name USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only window processors (eventlog.create_window_processor) keep windows.';
+    END IF;
+    IF NOT pg_has_role(current_user, p.owner, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied for processor "%"', p.name
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Only roles with the privileges of the processor''s owner role %s may see its windows.', p.owner);
+    END IF;
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        jv := jv || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], @extschema@._processor_agg_out(p, i, 'u'));
+    END LOOP;
+    RETURN QUERY EXECUTE format(
+        'SELECT u.window_start, u.window_end, u.group_key, u.closed, ''{}''::jsonb %s '
+        '  FROM @extschema@.%I AS u ORDER BY u.window_start, u.group_key', jv, 'processor_' || p.processor_id || '_windows');
+END
+$$;
+COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
+'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner';
+/* -- issue 19: sliding windows, aggregates with a combine function, processor_windows (end) -- */
+
+-- The window step and its emit, as both changes to them (sliding windows and
+-- aggregates with a combine function; windows closed in the step) make them.
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    filter text := coalesce('(' || p.where_clause || ')', 'true');
+    ts text;
+    gk text;
+    xs text := '';
+    partials text := '';
+    cols text := '';
+    merge text := '';
+    rv text := '';
+    comb text := '';
+    sets text := '';
+    fmerge text := '';
+    head text;
+    body text;
+    late_out text;
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    i integer;
+    f text;
+    g text[];
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
+BEGIN
+    IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS (INSERT INTO %s SELECT %s FROM b AS record WHERE %s) '
+                      'SELECT count(*) FROM b',
+                      batch, p.sink_table, p.select_list, filter);
+    ELSIF p.kind = 'map' THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS MATERIALIZED (SELECT count(@extschema@.produce($5, (%s)::text, (%s)::jsonb, NULL, NULL, (%s)::timestamptz)) AS n '
+                      '  FROM (SELECT * FROM b AS record WHERE %s ORDER BY record.partition, record.offset_id) AS record) '
+                      'SELECT (SELECT count(*) FROM b) FROM o',
+                      batch, p.key_expr, p.value_expr, p.event_time_expr, filter);
+    END IF;
+
+    -- Windows.
+    ts := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                           ELSE '(' || p.event_time_expr || ')::timestamptz' END;
+    gk := 'pg_catalog.jsonb_build_array(';
+    FOR i IN 1 .. ng LOOP
+        gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || '(' || p.group_by[i] || ')';
+    END LOOP;
+    gk := gk || ')';
+    FOR i IN 1 .. na LOOP
+        f := p.agg_funcs[i];
+        -- any other aggregate with a combine function (streams_windows.sql)
+        IF strpos(f, '(') > 0 THEN
+            g := @extschema@._processor_agg_sql(p, i);
+            xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5];
+            sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+            CONTINUE;
+        END IF;
+        xs := xs || format(', CASE WHEN t_.in_ THEN (%s)::numeric END AS x_%s',
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
+                                WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
+                                ELSE p.agg_args[i] END, i);
+        partials := partials || format(', %s, %s',
+                                       CASE f WHEN 'min' THEN format('min(x_%s)', i)
+                                              WHEN 'max' THEN format('max(x_%s)', i)
+                                              WHEN 'count' THEN 'NULL::numeric'
+                                              ELSE format('sum(x_%s)', i) END,
+                                       CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'count(*)'
+                                            ELSE format('count(x_%s)', i) END);
+        cols := cols || format(', v_%s, n_%s', i, i);
+        merge := merge || format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = %2$s', i,
+                                 CASE f WHEN 'min' THEN format('least(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'max' THEN format('greatest(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'count' THEN 'NULL'
+                                        ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
+        -- sessions: a record as a partial (value, count), and partials combined
+        rv := rv || format(', %s AS v_%s, %s AS n_%s',
+                           CASE WHEN f = 'count' THEN 'NULL::numeric' ELSE format('e.x_%s', i) END, i,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN '1::bigint'
+                                ELSE format('CASE WHEN e.x_%s IS NULL THEN 0 ELSE 1 END::bigint', i) END, i);
+        comb := comb || format(', %s, sum(n_%s)::bigint',
+                               CASE f WHEN 'min' THEN format('min(v_%s)', i)
+                                      WHEN 'max' THEN format('max(v_%s)', i)
+                                      WHEN 'count' THEN 'NULL::numeric'
+                                      ELSE format('sum(v_%s)', i) END, i);
+        sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+        -- a window closed in the step: its row (dc, if any) and the batch's
+        -- partial (cl, if any) combined, as "merge" combines them
+        fmerge := fmerge || format(', %2$s, coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)', i,
+                                   CASE f WHEN 'min' THEN format('least(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'max' THEN format('greatest(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'count' THEN 'NULL::numeric'
+                                          ELSE format('CASE WHEN dc.v_%1$s IS NULL THEN cl.v_%1$s WHEN cl.v_%1$s IS NULL THEN dc.v_%1$s ELSE dc.v_%1$s + cl.v_%1$s END', i) END);
+    END LOOP;
+
+    /*
+     * The user's expressions are evaluated once per record, in "b" (the
+     * LATERAL subquery, kept apart by OFFSET 0, evaluates the event time and
+     * the filter once; the group keys and aggregate arguments only for the
+     * records that pass, as a WHERE would), so that only narrow rows are
+     * materialized.  A record is late for all its windows when it is late
+     * for the one that ends last (the one starting at date_bin(advance,
+     * ts)): "late_" decides late_records without grouping the windows of
+     * each record.  A session window's record is late when the session of
+     * that record alone would be closed (its time + gap + lateness before
+     * the watermark), so that lateness does not depend on how the records
+     * of other partitions were cut into steps.
+     */
+    head := format($f$
+WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
+b AS (
+    SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
+           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s
+      FROM %2$s AS record
+           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
+                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_),
+e AS MATERIALIZED (
+    SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
+           (%7$s) AS late_
+      FROM (SELECT b.*, coalesce(greatest(prev.m_, max(b.ts_) OVER (PARTITION BY b.p_ ORDER BY b.o_
+                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+                                 '-infinity') - $7 AS wm_
+              FROM b LEFT JOIN prev ON prev.p_ = b.p_) AS w_
+           CROSS JOIN ct),$f$,
+        ts, batch, progress, gk, xs, filter,
+        CASE WHEN p.window_type = 'session'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             WHEN p.window_type = 'sliding'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
+        CASE WHEN p.late = 'topic'
+             THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
+             ELSE '' END);
+
+    -- Late records to the late-records topic, in offset order.
+    late_out := CASE WHEN p.late = 'topic'
+        THEN 'lt AS MATERIALIZED (SELECT count(@extschema@.produce($13, x.rk_, x.rv_, x.rh_, NULL, x.ret_)) AS n '
+             '  FROM (SELECT e.* FROM e WHERE e.in_ AND e.late_ ORDER BY e.p_, e.o_) AS x)'
+        ELSE 'lt AS (SELECT 0::bigint AS n)' END;
+
+    IF p.window_type = 'session' THEN
+        /*
+         * Sessions: the records that count ("r", each a session of one
+         * record), and the sessions in state that one of them reaches
+         * (within gap of its start or end, as Kafka Streams' findSessions)
+         * are laid on one line per group key and merged where they come
+         * within gap of each other (gaps and islands: a new session starts
+         * where a start is more than gap after every end before it).  The
+         * merged sessions replace the ones they absorbed: a merged session
+         * keeps the start of one of them (upserted) or deletes it.  Their
+         * rows in the sink go too ("gone": the absorbed sessions that were
+         * written, in full or as changes).
+         */
+        body := format($f$
+r AS (SELECT e.gk_, e.ts_ AS s_, e.ts_ AS e_ %1$s FROM e WHERE e.in_ AND NOT e.late_),
+o AS MATERIALIZED (SELECT w.* FROM %2$s AS w
+                    WHERE EXISTS (SELECT FROM r WHERE r.gk_ = w.group_key
+                                     AND r.s_ >= w.window_start - $8 AND r.s_ <= w.window_end + $8)),
+iv AS (SELECT r.* FROM r UNION ALL SELECT o.group_key, o.window_start, o.window_end %3$s FROM o),
+isl AS (SELECT y.*, count(*) FILTER (WHERE y.mx_ IS NULL OR y.s_ > y.mx_ + $8)
+                        OVER (PARTITION BY y.gk_ ORDER BY y.s_, y.e_ ROWS UNBOUNDED PRECEDING) AS i_
+          FROM (SELECT iv.*, max(iv.e_) OVER (PARTITION BY iv.gk_ ORDER BY iv.s_, iv.e_
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mx_
+                  FROM iv) AS y),
+agg AS (SELECT min(s_) AS ws_, max(e_) AS we_, gk_ %4$s FROM isl GROUP BY gk_, i_),
+gone AS (SELECT o.* FROM o WHERE NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key
+                                                AND agg.ws_ = o.window_start AND agg.we_ = o.window_end)),
+d AS (DELETE FROM %2$s AS w USING o
+       WHERE w.window_start = o.window_start AND w.group_key = o.group_key
+         AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
+u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
+      SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            rv, windows, cols, comb, sets,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSIF p.window_type = 'sliding' THEN
+        body := @extschema@._processor_sliding_sql(p, partials, cols, sets);
+    ELSE
+        /*
+         * Tumbling and hopping windows: the batch's partials combine with
+         * the window rows.  A window is written to the sink as it changes
+         * (emit changes), or when it closes, or, closed already, when a late
+         * record updates it (late => 'update', within the retention).
+         */
+        body := format($f$
+a AS (%1$s),
+agg (window_start, window_end, group_key %4$s, closed) AS (
+    SELECT ws_, ws_ + $8, gk_ %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY ws_, gk_),$f$,
+            CASE WHEN p.size = p.advance
+                 THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
+                      'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                      'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
+            partials, windows, cols);
+        IF p.time_mode = 'event' AND coalesce(p.retention, '0') = '0'
+           AND NOT (p.late = 'topic' AND p.late_topic IS NOT DISTINCT FROM p.sink_topic) THEN
+            /*
+             * Close in the step the windows that the step's own watermark
+             * closes, instead of writing them into the window rows for the
+             * closing statement to delete (most windows of a large step):
+             * "wl" is a lower bound of the watermark run_processor computes
+             * after this statement (the least over all partitions, active
+             * or idle, of the largest event time seen, this batch's
+             * included, minus max_out_of_orderness), NULL when it closes
+             * nothing new.  The batch's partials of the windows it closes
+             * ("cl") combine with their rows, deleted ("dc"), and are
+             * written as the closing statement would have written them
+             * (emit final: every window it closes; emit changes: those the
+             * batch changed); the other partials are upserted ("u0").  The
+             * closing statement then closes what the watermark passes
+             * beyond "wl" (usually nothing); windows close in the same
+             * order, in the same transaction.  Without a retention a
+             * closed window is deleted as it closes, so nothing else
+             * changes.
+             */
+            body := body || format($f$
+bm AS (SELECT e.p_, max(e.ts_) AS m_ FROM e GROUP BY e.p_),
+wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
+         FROM (SELECT min(coalesce(greatest(prev.m_, bm.m_), '-infinity')) - $7 AS w_
+                 FROM pg_catalog.generate_series(0, $4 - 1) AS g(p_)
+                 LEFT JOIN prev ON prev.p_ = g.p_ LEFT JOIN bm ON bm.p_ = g.p_) AS x),
+cl AS (SELECT agg.* FROM agg, wl WHERE agg.window_end + $12 <= wl.w_),
+dc AS (DELETE FROM %1$s AS w USING wl
+        WHERE w.window_end + $12 <= wl.w_ AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
+u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+       SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
+       ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                   closed = t.closed OR excluded.closed
+       RETURNING t.*),
+u AS (SELECT * FROM u0
+      UNION ALL
+      SELECT coalesce(cl.window_start, dc.window_start), coalesce(cl.window_end, dc.window_end),
+             coalesce(cl.group_key, dc.group_key) %4$s, true
+        FROM cl FULL JOIN dc ON dc.window_start = cl.window_start AND dc.group_key = cl.group_key
+       WHERE cl.window_start IS NOT NULL OR NOT ($11 OR dc.closed)),
+%5$s,$f$,
+                windows, cols, merge, fmerge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        ELSE
+            body := body || format($f$
+u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%4$s,$f$,
+                windows, cols, merge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        END IF;
+    END IF;
+
+    RETURN head || body || format($f$
+%2$s,
+pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.in_ AND e.late_),
+              count(*) FILTER (WHERE e.ts_ IS NULL)
+         FROM e GROUP BY e.p_
+       ON CONFLICT (partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT (SELECT count(*) FROM e) FROM so, lt$f$, progress, late_out);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text, gone_flag text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    gcols text := '';
+    gmatch text := '';
+    gmatch_gone text := '';
+    outs text := '';
+    sets text := '';
+    jvals text := '';
+    k text;
+    o text;
+    i integer;
+    ctes text := '';
+BEGIN
+    FOR i IN 1 .. ng LOOP
+        IF p.sink_table IS NOT NULL THEN
+            gcols := gcols || format(', (u.group_key ->> %s)::%s', i - 1, p.sink_types[2 + i]);
+            gmatch := gmatch || format(' AND s.%I IS NOT DISTINCT FROM (u.group_key ->> %s)::%s',
+                                       p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+            gmatch_gone := gmatch_gone || format(' AND s.%I IS NOT DISTINCT FROM (gone.group_key ->> %s)::%s',
+                                                 p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. na LOOP
+        o := @extschema@._processor_agg_out(p, i, 'u');
+        outs := outs || ', ' || o;
+        IF p.sink_table IS NOT NULL THEN
+            sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
+                                   p.sink_columns[2 + ng + i], o);
+        END IF;
+        jvals := jvals || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], o);
+    END LOOP;
+    IF p.sink_table IS NOT NULL THEN
+        IF gone_flag IS NOT NULL THEN
+            ctes := format($f$sd AS (DELETE FROM %1$s AS s USING gone
+        WHERE %2$s AND s.%3$I = gone.window_start AND s.%4$I = gone.window_end %5$s),
+$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone);
+        END IF;
+        /*
+         * "sx": the windows written that have rows in the sink, found by
+         * one scan of the sink (with the windows hashed, a small set, where
+         * a NOT EXISTS would hash the whole sink at every step), and none
+         * when no window is written (the EXISTS is evaluated once, first).
+         */
+        ctes := ctes || format($f$sx AS (SELECT u.window_start AS s_, u.window_end AS e_, u.group_key AS g_
+        FROM u JOIN %1$s AS s ON s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+        WHERE %3$s AND EXISTS (SELECT FROM u WHERE %3$s)),
+su AS (UPDATE %1$s AS s SET %2$s FROM u
+        WHERE %3$s AND EXISTS (SELECT FROM sx) AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+          AND EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
+si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
+        WHERE %3$s AND NOT EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
+$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
+    END IF;
+    IF p.sink_topic IS NULL THEN
+        RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
+    END IF;
+    -- The record's key: the group value (one group_by expression) or the
+    -- JSON array of them; its value: the window and the aggregates by name.
+    k := CASE ng WHEN 0 THEN 'NULL::text' WHEN 1 THEN '%1$s.group_key ->> 0' ELSE '%1$s.group_key::text' END;
+    RETURN ctes || format($f$so AS MATERIALIZED (
+    SELECT count(@extschema@.produce(%1$L, x.k_, x.v_, NULL, NULL, x.t_)) AS n
+      FROM (%2$s
+            SELECT 1 AS o_, u.window_start AS s_, %3$s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', u.window_start, 'window_end', u.window_end,
+                                                 'group_key', u.group_key) %4$s AS v_,
+                   u.window_end AS t_
+              FROM u WHERE %5$s
+             ORDER BY 1, 2, 3) AS x)$f$,
+        p.sink_topic,
+        CASE WHEN gone_flag IS NULL THEN ''
+             ELSE format($g$SELECT 0 AS o_, gone.window_start AS s_, %s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', gone.window_start, 'window_end', gone.window_end,
+                                                 'group_key', gone.group_key, 'deleted', true) AS v_,
+                   gone.window_end AS t_
+              FROM gone WHERE %s
+            UNION ALL
+            $g$, format(k, 'gone'), gone_flag) END,
+        format(k, 'u'), jvals, flag);
+END
+$$;

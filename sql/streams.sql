@@ -262,10 +262,10 @@ SELECT eventlog.create_processor('column', 'clicks', sink_table => 'click_rows',
 SELECT eventlog.create_processor('inject', 'clicks', sink_table => 'click_rows', where_clause => 'true; DROP TABLE users');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 month');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '0');
-SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', window_type => 'sliding');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', advance => '1 minute', window_type => 'sliding');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', window_type => 'hopping');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', advance => '2 minutes', window_type => 'hopping');
-SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', aggregates => '{median(x)}');
+SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', aggregates => '{median(1)}');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', aggregates => '{sum(*)}');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute');
 SELECT eventlog.create_window_processor('w', 'orders', 'hop', size => '1 minute', group_by => '{}', emit => 'sometimes');

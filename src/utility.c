@@ -109,15 +109,17 @@ el_drop_all_segments(bool cascade)
 	}
 
 	/*
-	 * Stream processors' state tables (sql/install/streams.sql) live in the
-	 * extension's schema but, created at run time, are not its members:
-	 * they go with it too, or the schema would stay behind.  Only the API
-	 * creates tables of these names there (PUBLIC may not create in it).
+	 * Stream processors' state tables (sql/install/streams.sql; a join's
+	 * sides, streams_join.sql; a sliding window's record buffer,
+	 * streams_windows.sql) live in the extension's schema but, created at
+	 * run time, are not its members: they go with it too, or the schema
+	 * would stay behind.  Only the API creates tables of these names there
+	 * (PUBLIC may not create in it).
 	 */
 	ret = SPI_execute("SELECT c.relname FROM pg_catalog.pg_class c"
 					  " WHERE c.relnamespace OPERATOR(pg_catalog.=) '" EL_SCHEMA_NAME "'::pg_catalog.regnamespace"
 					  "   AND c.relkind OPERATOR(pg_catalog.=) 'r'"
-					  "   AND c.relname OPERATOR(pg_catalog.~) '^processor_[0-9]+_(progress|windows)$'"
+					  "   AND c.relname OPERATOR(pg_catalog.~) '^processor_[0-9]+_(progress|windows|records|left|right)$'"
 					  " ORDER BY 1", false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not list processor state tables: %s",
@@ -136,6 +138,35 @@ el_drop_all_segments(bool cascade)
 		ret = SPI_execute(sql, false, 0);
 		if (ret != SPI_OK_UTILITY)
 			elog(ERROR, "could not drop processor state \"%s\": %s", relname,
+				 SPI_result_code_string(ret));
+	}
+
+	/*
+	 * And the partial and combine aggregates of window processors'
+	 * aggregates with a combine function (sql/install/streams_windows.sql),
+	 * made at run time too.
+	 */
+	ret = SPI_execute("SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text FROM pg_catalog.pg_proc p"
+					  " WHERE p.pronamespace OPERATOR(pg_catalog.=) '" EL_SCHEMA_NAME "'::pg_catalog.regnamespace"
+					  "   AND p.prokind OPERATOR(pg_catalog.=) 'a'"
+					  "   AND p.proname OPERATOR(pg_catalog.~) '^processor_[0-9]+_(partial|combine)_[0-9]+$'"
+					  " ORDER BY 1", false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not list processor aggregates: %s",
+			 SPI_result_code_string(ret));
+	segments = SPI_tuptable;
+	nsegments = SPI_processed;
+	for (i = 0; i < nsegments; i++)
+	{
+		/* regprocedure's text is qualified and quoted (search_path pinned) */
+		char	   *aggname = SPI_getvalue(segments->vals[i],
+										   segments->tupdesc, 1);
+		char	   *sql = psprintf("DROP AGGREGATE IF EXISTS %s%s", aggname,
+								   cascade ? " CASCADE" : "");
+
+		ret = SPI_execute(sql, false, 0);
+		if (ret != SPI_OK_UTILITY)
+			elog(ERROR, "could not drop processor aggregate \"%s\": %s", aggname,
 				 SPI_result_code_string(ret));
 	}
 	el_unpin_search_path(pin);

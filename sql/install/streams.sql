@@ -1,15 +1,16 @@
 /* ------------------------------------------------------------------------
  * Stream processors (docs/streams.md).  A processor is a consumer group of
  * its source topic ("processor:<name>") plus, for windowed aggregates, its
- * state: two tables in this schema named by the processor's id,
+ * state: tables in this schema named by the processor's id,
  * processor_<id>_progress (a row per source partition: its largest event
  * time seen, when it last had records, its counters; row -1: the
  * watermark up to which windows were closed) and processor_<id>_windows (a
- * row per open window and group key).  Both belong to the processor's
- * owner, so that a step, which runs as the owner, writes them with plain
- * SQL; the catalog row is the extension owner's and only the gated
- * functions write it (an owner who could change the owner column could
- * make another role run its SQL).
+ * row per open window and group key); a sliding window's record buffer and
+ * aggregates of the processor's own (streams_windows.sql).  They belong to
+ * the processor's owner, so that a step, which runs as the owner, writes
+ * them with plain SQL; the catalog row is the extension owner's and only
+ * the gated functions write it (an owner who could change the owner
+ * column could make another role run its SQL).
  *
  * One step (eventlog.run_processor) is one transaction: poll a batch
  * through the group, update state and outputs, and the group's positions
@@ -37,7 +38,7 @@ CREATE TABLE @extschema@.processor_catalog (
     event_time_expr       text,
     -- windows
     time_mode             text CHECK (time_mode OPERATOR(pg_catalog.=) ANY (ARRAY['event', 'processing'])),
-    window_type           text CHECK (window_type OPERATOR(pg_catalog.=) ANY (ARRAY['tumbling', 'hopping', 'session'])),
+    window_type           text CHECK (window_type OPERATOR(pg_catalog.=) ANY (ARRAY['tumbling', 'hopping', 'session', 'sliding'])),
     size                  interval,
     advance               interval,
     allowed_lateness      interval,
@@ -126,6 +127,7 @@ DECLARE
     na integer := coalesce(cardinality(p.agg_funcs), 0);
     i integer;
     f text;
+    g text[];
     windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
     progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
 BEGIN
@@ -152,6 +154,14 @@ BEGIN
     gk := gk || ')';
     FOR i IN 1 .. na LOOP
         f := p.agg_funcs[i];
+        -- any other aggregate with a combine function (streams_windows.sql)
+        IF strpos(f, '(') > 0 THEN
+            g := @extschema@._processor_agg_sql(p, i);
+            xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5];
+            sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+            CONTINUE;
+        END IF;
         xs := xs || format(', CASE WHEN t_.in_ THEN (%s)::numeric END AS x_%s',
                            CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
                                 WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
@@ -222,6 +232,8 @@ e AS MATERIALIZED (
         ts, batch, progress, gk, xs, filter,
         CASE WHEN p.window_type = 'session'
              THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             WHEN p.window_type = 'sliding'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
              ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
         CASE WHEN p.late = 'topic'
              THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
@@ -270,6 +282,8 @@ u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
 %6$s,$f$,
             rv, windows, cols, comb, sets,
             @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSIF p.window_type = 'sliding' THEN
+        body := @extschema@._processor_sliding_sql(p, partials, cols, sets);
     ELSE
         /*
          * Tumbling and hopping windows: the batch's partials combine with
@@ -404,9 +418,7 @@ BEGIN
         END IF;
     END LOOP;
     FOR i IN 1 .. na LOOP
-        o := CASE p.agg_funcs[i] WHEN 'count' THEN format('u.n_%s', i)
-                                 WHEN 'avg' THEN format('u.v_%1$s / NULLIF(u.n_%1$s, 0)', i)
-                                 ELSE format('u.v_%s', i) END;
+        o := @extschema@._processor_agg_out(p, i, 'u');
         outs := outs || ', ' || o;
         IF p.sink_table IS NOT NULL THEN
             sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
@@ -482,17 +494,25 @@ AS $$
 DECLARE
     windows text := format('@extschema@.%I', 'processor_' || p.processor_id || '_windows');
     closes text := CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 < $1'
+                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 < $1'
                         ELSE 'window_end + $2 <= $1' END;
+    -- sliding windows: the records no window that may still change holds
+    rx text := CASE WHEN p.window_type = 'sliding'
+                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval < $1), ',
+                                'processor_' || p.processor_id || '_records',
+                                p.size + p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
+                    ELSE '' END;
 BEGIN
     IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
-        RETURN format('WITH u AS (DELETE FROM %s WHERE %s RETURNING *), %s SELECT count(*) FROM u, so',
-                      windows, closes, @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
+        RETURN format('WITH %s u AS (DELETE FROM %s WHERE %s RETURNING *), %s SELECT count(*) FROM u, so',
+                      rx, windows, closes, @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
     END IF;
-    RETURN format('WITH u AS (UPDATE %1$s SET closed = true WHERE NOT closed AND %2$s RETURNING *), %3$s, '
+    RETURN format('WITH %5$s u AS (UPDATE %1$s SET closed = true WHERE NOT closed AND %2$s RETURNING *), %3$s, '
                   'x AS (DELETE FROM %1$s WHERE closed AND %4$s) SELECT count(*) FROM u, so',
                   windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
                   CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
-                       ELSE 'window_end + $2 + $4 <= $1' END);
+                       WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
+                       ELSE 'window_end + $2 + $4 <= $1' END, rx);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS
@@ -563,11 +583,13 @@ BEGIN
                        'group_key jsonb NOT NULL%s, closed boolean NOT NULL DEFAULT false, '
                        'PRIMARY KEY (window_start, group_key))',
                        'processor_' || p.processor_id || '_windows',
-                       (SELECT string_agg(format(', v_%s numeric, n_%s bigint NOT NULL DEFAULT 0', i, i), '' ORDER BY i)
+                       (SELECT string_agg(format(', v_%s %s, n_%s bigint NOT NULL DEFAULT 0', i,
+                                                 @extschema@._processor_agg_type(p, i, 'state'), i), '' ORDER BY i)
                           FROM generate_series(1, cardinality(p.agg_funcs)) i));
         EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', 'processor_' || p.processor_id || '_windows',
                        format('pg_eventlog processor %s: one row per open window (or session) and group key, and per closed one kept for the retention', p.name));
         EXECUTE format('ALTER TABLE @extschema@.%I OWNER TO %s', 'processor_' || p.processor_id || '_windows', caller);
+        PERFORM @extschema@._processor_create_state(p, caller);
     END IF;
     RETURN p.processor_id;
 END
@@ -684,6 +706,7 @@ DECLARE
     a text;
     i integer;
     ncols integer;
+    fnames text[] := '{}';
 BEGIN
     IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
        OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
@@ -700,12 +723,12 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass sink_table, sink_topic or both.';
     END IF;
-    IF window_type = 'sliding' THEN
-        RAISE EXCEPTION 'sliding windows are not supported yet' USING ERRCODE = 'feature_not_supported',
-            HINT = 'Use hopping windows with a small advance, or session windows.';
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF window_type NOT IN ('tumbling', 'hopping', 'session') THEN
-        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'A sliding window ends at each record and reaches size back: pass only size.';
     END IF;
     IF window_type = 'session' THEN
         IF gap IS NULL THEN
@@ -782,7 +805,7 @@ BEGIN
     p.time_mode := time_mode;
     p.window_type := window_type;
     p.size := size;
-    p.advance := advance;
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE advance END;
     p.gap := gap;
     p.allowed_lateness := allowed_lateness;
     p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE max_out_of_orderness END;
@@ -796,14 +819,13 @@ BEGIN
     p.agg_args := '{}';
     p.agg_names := '{}';
     FOREACH a IN ARRAY aggregates LOOP
-        m := regexp_match(a, '^\s*(count|sum|min|max|avg)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
-        IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
-            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
-                DETAIL = 'An aggregate is count(*), or count, sum, min, max or avg of a numeric expression over the record.';
-        END IF;
-        p.agg_funcs := p.agg_funcs || lower(m[1]);
-        p.agg_args := p.agg_args || btrim(m[2]);
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
         p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
     END LOOP;
     -- The sink's columns in order: window start, window end, one per
     -- group_by expression, one per aggregate.
@@ -832,9 +854,9 @@ BEGIN
     -- the sink table's column, else the function (numbered when repeated).
     FOR i IN 1 .. cardinality(aggregates) LOOP
         p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
-                                   CASE WHEN array_position(p.agg_funcs[i + 1:], p.agg_funcs[i]) IS NULL
-                                         AND array_position(p.agg_funcs[:i - 1], p.agg_funcs[i]) IS NULL
-                                        THEN p.agg_funcs[i] ELSE p.agg_funcs[i] || '_' || i END);
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
     END LOOP;
     IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
         RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
@@ -846,7 +868,9 @@ BEGIN
     EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
                    CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
                    (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
-                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::numeric END', CASE x WHEN '*' THEN 'NULL' ELSE x END), '') FROM unnest(p.agg_args) x),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE x WHEN '*' THEN 'NULL' ELSE x END,
+                                             @extschema@._processor_agg_type(p, o::integer, 'argument')), '' ORDER BY o)
+                      FROM unnest(p.agg_args) WITH ORDINALITY AS u(x, o)),
                    coalesce('(' || where_clause || ')', 'true'));
     -- and the casts of the group keys to the sink's column types
     IF sink_table IS NOT NULL THEN
@@ -858,7 +882,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
-'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
 /*
  * One step: as the processor's owner, in the caller's transaction, poll a
@@ -995,6 +1019,9 @@ BEGIN
                    'late_records = 0, null_time_records = 0, closed_through = NULL', progress);
     IF p.kind = 'window' THEN
         EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+        IF p.window_type = 'sliding' THEN
+            EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_records');
+        END IF;
     ELSIF p.kind = 'join' THEN
         PERFORM @extschema@.seek(p.join_spec ->> 'right_topic', p.group_name, target);
         EXECUTE format('TRUNCATE @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
@@ -1023,6 +1050,10 @@ BEGIN
     EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_progress');
     IF p.kind = 'window' THEN
         EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+        IF p.window_type = 'sliding' THEN
+            EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I', 'processor_' || p.processor_id || '_records');
+        END IF;
+        PERFORM @extschema@._processor_drop_aggregates(p);
     ELSIF p.kind = 'join' THEN
         EXECUTE format('DROP TABLE IF EXISTS @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
                        'processor_' || p.processor_id || '_right');

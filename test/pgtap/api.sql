@@ -78,7 +78,8 @@ SELECT is(
           '_kafka_list_offsets', '_kafka_sync_begin', '_kafka_sync_check',
           '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
-          '_processor', '_processor_close_sql', '_processor_emit_sql', '_processor_step_sql', '_processor_worker_step',
+          '_processor', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type', '_processor_close_sql',
+          '_processor_emit_sql', '_processor_parse_aggregate', '_processor_sliding_sql', '_processor_step_sql', '_processor_worker_step',
           '_register_join_processor', '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(

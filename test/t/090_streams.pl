@@ -4,13 +4,15 @@
 # NULL event times, duplicate and NULL keys, and an idle partition (a few
 # early records, then nothing), and computes the expected windows itself,
 # record by record (the model below: obviously right, no cleverness).
-# Processors of every window kind (tumbling, hopping, session), emit mode
+# Processors of every window kind (tumbling, hopping, sliding, session), emit mode
 # (final, changes) and late-record policy (drop, topic, update with a
 # retention), one writing its windows to a topic, read the same topic in
 # small steps while their driving backend is killed with SIGKILL now and
 # then (a crash restart of the server, mid-step or not); their sinks (and
 # the late-records topic) must then equal the model exactly, and again
-# after a replay from offset 0 (reset_processor).
+# after a replay from offset 0 (reset_processor).  Some processors
+# aggregate with aggregates of their own state (bit_or, min of timestamps,
+# bool_or: the path for any aggregate with a combine function).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -51,10 +53,28 @@ push @{ $events[2] }, [ $keys[ int(rand(@keys)) ], 1 + int(rand(100)), $base + i
 # counts as late.  Sessions: a record is late when its time + gap + grace
 # (+ retention) is below that watermark; the others, per key, make
 # sessions where they come within gap of each other; a session is closed
-# when its last time + gap + grace is below the final watermark.
+# when its last time + gap + grace is below the final watermark.  Sliding
+# windows: a record at t counts in the window of its key ending at e
+# (t <= e <= t + size, both ends in) unless its watermark is above e + grace
+# (+ retention); the window ending at e exists when a record at e counts in
+# it; a record that can count in no window (t + size + grace (+ retention)
+# below its watermark) is late; a window is closed when its end + grace is
+# below the final watermark.
+sub add
+{
+    my ($g, $t, $amount) = @_;
+    $g->{n}++;
+    $g->{sum} += $amount;
+    $g->{min} = $amount if !defined $g->{min} || $amount < $g->{min};
+    $g->{max} = $amount if !defined $g->{max} || $amount > $g->{max};
+    $g->{bor} = ($g->{bor} // 0) | $amount;
+    $g->{tmin} = $t if !defined $g->{tmin} || $t < $g->{tmin};
+    $g->{bany} ||= $amount > 90 ? 1 : 0;
+}
+
 sub model
 {
-    my ($type, $size, $advance, $R) = @_;
+    my ($type, $size, $advance, $R, $generic) = @_;
     my (%w, %acc, @late, $nulls, @maxts);
     for my $p (0 .. 2)
     {
@@ -71,6 +91,12 @@ sub model
                 push @{ $acc{ $k // '<null>' } }, [ $t, $amount ];
                 next;
             }
+            if ($type eq 'sliding')
+            {
+                if (defined $wm && $t + $size + $grace + $R < $wm) { push @late, "$amount\@$t"; next; }
+                push @{ $acc{ $k // '<null>' } }, [ $t, $amount, $wm ];
+                next;
+            }
             my $any = 0;
             my $first = $t - ($t % $advance) - $size + $advance;
             for (my $s = $first; $s <= $t; $s += $advance)
@@ -79,18 +105,29 @@ sub model
                 next if defined $wm && $s + $size + $grace + $R <= $wm;
                 $any = 1;
                 my $g = $w{"$s|" . ($k // '<null>')} //= { s => $s, e => $s + $size, k => $k // '<null>', n => 0, sum => 0 };
-                $g->{n}++;
-                $g->{sum} += $amount;
-                $g->{min} = $amount if !defined $g->{min} || $amount < $g->{min};
-                $g->{max} = $amount if !defined $g->{max} || $amount > $g->{max};
+                add($g, $t, $amount);
             }
             push @late, "$amount\@$t" unless $any;
         }
         push @maxts, $max;
     }
+    # Sliding windows: per key, a window ending at each record that counts
+    # in its own window, holding the records that count in it.
+    for my $k ($type eq 'sliding' ? keys %acc : ())
+    {
+        my $counts = sub { my ($r, $e) = @_; !defined $r->[2] || $e + $grace + $R >= $r->[2] };
+        for my $r (@{ $acc{$k} })
+        {
+            my $e = $r->[0];
+            next if !$counts->($r, $e) || $w{ ($e - $size) . "|$k" };
+            my $g = $w{ ($e - $size) . "|$k" } = { s => $e - $size, e => $e, k => $k, n => 0, sum => 0 };
+            add($g, $_->[0], $_->[1])
+              for grep { $_->[0] >= $e - $size && $_->[0] <= $e && $counts->($_, $e) } @{ $acc{$k} };
+        }
+    }
     # Sessions: per key, the accepted records in time order, cut where the
     # next one is more than gap after the session's end.
-    for my $k (keys %acc)
+    for my $k ($type eq 'session' ? keys %acc : ())
     {
         my $g;
         for my $r (sort { $a->[0] <=> $b->[0] } @{ $acc{$k} })
@@ -101,10 +138,7 @@ sub model
                 $g = $w{"$t|$k"} = { s => $t, e => $t, k => $k, n => 0, sum => 0 };
             }
             $g->{e} = $t if $t > $g->{e};
-            $g->{n}++;
-            $g->{sum} += $amount;
-            $g->{min} = $amount if !defined $g->{min} || $amount < $g->{min};
-            $g->{max} = $amount if !defined $g->{max} || $amount > $g->{max};
+            add($g, $t, $amount);
         }
     }
     # Once every partition is idle, the watermark is the greatest.
@@ -113,10 +147,13 @@ sub model
     my (@all, @closed);
     for my $g (sort { $a->{s} <=> $b->{s} || $a->{k} cmp $b->{k} } values %w)
     {
-        my $line = join('|', $g->{s}, $g->{e}, $g->{k}, $g->{n}, $g->{sum}, $g->{min}, $g->{max});
+        my $line = $generic
+          ? join('|', $g->{s}, $g->{e}, $g->{k}, $g->{n}, $g->{bor}, $g->{tmin}, $g->{bany} ? 't' : 'f')
+          : join('|', $g->{s}, $g->{e}, $g->{k}, $g->{n}, $g->{sum}, $g->{min}, $g->{max});
         push @all, $line;
         push @closed, $line
-          if $type eq 'session' ? $g->{e} + $size + $grace < $final : $g->{e} + $grace <= $final;
+          if $type eq 'session' ? $g->{e} + $size + $grace < $final
+           : $type eq 'sliding' ? $g->{e} + $grace < $final : $g->{e} + $grace <= $final;
     }
     return { all => join("\n", @all), closed => join("\n", @closed),
              late => scalar(@late), late_list => join(',', sort @late), nulls => $nulls // 0,
@@ -147,18 +184,32 @@ my %kinds = (
     hopping_update_changes => [ 'hopping',  20, 5,  'changes', 'update', 15 ],
     session_update_final   => [ 'session',  4,  0,  'final',   'update', 10 ],
     # windows into the topic win_out only, late records into late_ev
-    tumbling_topic         => [ 'tumbling', 10, 10, 'final',   'topic',  0 ]);
+    tumbling_topic         => [ 'tumbling', 10, 10, 'final',   'topic',  0 ],
+    sliding_final          => [ 'sliding',  10, 0,  'final',   'drop',   0 ],
+    sliding_changes        => [ 'sliding',  10, 0,  'changes', 'drop',   0 ],
+    sliding_update_final   => [ 'sliding',  10, 0,  'final',   'update', 15 ],
+    # aggregates with states of their own (generic_*)
+    generic_hopping_changes      => [ 'hopping', 20, 5, 'changes', 'drop',   0 ],
+    generic_session_update_final => [ 'session', 4,  0, 'final',   'update', 10 ],
+    generic_sliding_update_changes => [ 'sliding', 10, 0, 'changes', 'update', 15 ]);
 for my $name (sort keys %kinds)
 {
     my ($type, $size, $advance, $emit, $late, $R) = @{ $kinds{$name} };
-    my $shape = $type eq 'session' ? "gap => '$size s'" : "size => '$size s', advance => '$advance s'";
+    my $shape = $type eq 'session' ? "gap => '$size s'"
+              : $type eq 'sliding' ? "size => '$size s'" : "size => '$size s', advance => '$advance s'";
     my $sink = $name eq 'tumbling_topic' ? "sink_topic => 'win_out', late_topic => 'late_ev'" : "sink_table => '$name'";
+    my $generic = $name =~ /^generic_/;
+    my $columns = $generic ? 'n bigint, bo integer, tm timestamptz, ba boolean' : 'n bigint, s numeric, mn numeric, mx numeric';
+    my $aggregates = $generic
+      ? q{ARRAY['count(*)', $$bit_or((value->>'amount')::int)$$, $$min(to_timestamp((value->>'ts')::numeric))$$,
+                $$bool_or((value->>'amount')::int > 90)$$]}
+      : q{ARRAY['count(*)', $$sum((value->>'amount')::numeric)$$,
+                $$min((value->>'amount')::numeric)$$, $$max((value->>'amount')::numeric)$$]};
     $node->safe_psql('postgres', qq{
-        CREATE TABLE $name (ws timestamptz, we timestamptz, k text, n bigint, s numeric, mn numeric, mx numeric);
+        CREATE TABLE $name (ws timestamptz, we timestamptz, k text, $columns);
         SELECT eventlog.create_window_processor('$name', 'ev', $sink, $shape,
             window_type => '$type', emit => '$emit', late => '$late', retention => '$R s',
-            aggregates => ARRAY['count(*)', \$\$sum((value->>'amount')::numeric)\$\$,
-                                \$\$min((value->>'amount')::numeric)\$\$, \$\$max((value->>'amount')::numeric)\$\$],
+            aggregates => $aggregates,
             event_time => \$\$to_timestamp((value->>'ts')::numeric)\$\$,
             allowed_lateness => '$grace s', max_out_of_orderness => '$ooo s', idle_timeout => '1 s');
     });
@@ -211,7 +262,8 @@ sub finish_and_check
     for my $name (sort keys %kinds)
     {
         my ($type, $size, $advance, $emit, $late, $R) = @{ $kinds{$name} };
-        my $m = model($type, $size, $advance, $late eq 'update' ? $R : 0);
+        my $generic = $name =~ /^generic_/;
+        my $m = model($type, $size, $advance, $late eq 'update' ? $R : 0, $generic);
         # Steps until every partition is idle and the watermark is final.
         ok($node->poll_query_until('postgres', qq{
             SELECT eventlog.run_processor('$name', 500) IS NOT NULL
@@ -238,9 +290,10 @@ sub finish_and_check
         }
         else
         {
+            my $aggs = $generic ? 'n, bo, extract(epoch FROM tm)::bigint, ba' : 'n, s, mn, mx';
             $got = $node->safe_psql('postgres', qq{
                 SELECT string_agg(concat_ws('|', extract(epoch FROM ws)::bigint, extract(epoch FROM we)::bigint,
-                                            coalesce(k, '<null>'), n, s, mn, mx), E'\\n'
+                                            coalesce(k, '<null>'), $aggs), E'\\n'
                                   ORDER BY ws, coalesce(k, '<null>'))
                   FROM $name});
         }
@@ -274,6 +327,15 @@ cmp_ok(scalar(grep { my @f = split /\|/; $f[3] > 1 } split /\n/, $s->{all}), '>'
        'the model has sessions of several records');
 cmp_ok($s->{late}, '>', 10, 'the model has records late for sessions');
 cmp_ok(model('session', 4, 0, 10)->{late}, '<', $s->{late}, 'the retention lets late records update sessions');
+my $sl = model('sliding', 10, 0, 0);
+cmp_ok($sl->{late}, '>', 10, 'the model has records late for sliding windows');
+cmp_ok(model('sliding', 10, 0, 15)->{late}, '<', $sl->{late}, 'the retention lets late records update sliding windows');
+cmp_ok(scalar(grep { my @f = split /\|/; $f[3] > 5 } split /\n/, $sl->{all}), '>', 50,
+       'the model has sliding windows of many records');
+# The aggregates with states of their own see both values.
+my $g = model('hopping', 20, 5, 0, 1);
+cmp_ok(scalar(grep { my @f = split /\|/; $f[6] eq 't' } split /\n/, $g->{all}), '>', 10, 'bool_or is true in some windows');
+cmp_ok(scalar(grep { my @f = split /\|/; $f[6] eq 'f' } split /\n/, $g->{all}), '>', 10, 'and false in others');
 
 $node->stop;
 done_testing();

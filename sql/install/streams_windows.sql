@@ -1,0 +1,346 @@
+/* ------------------------------------------------------------------------
+ * Window processors, continued (docs/streams.md): aggregates beyond count,
+ * sum, min, max and avg of numbers, sliding windows, and the view of a
+ * processor's open windows.
+ *
+ * Aggregates.  A window row keeps, per aggregate, a state that a step
+ * combines with the state of the batch's records: count, sum, min, max and
+ * avg of numbers keep a numeric and a count (streams.sql).  Any other
+ * aggregate of one argument with a combine function
+ * (pg_aggregate.aggcombinefn) and a state of an SQL type (not internal nor
+ * polymorphic) keeps its own state: agg_funcs holds the aggregate as a
+ * regprocedure ("bit_or(integer)"; the "(" tells it apart), and the
+ * processor has two aggregates of its own, made at creation from the
+ * aggregate's functions: processor_<id>_partial_<i> (the transition
+ * function, no final function: a batch's state) and
+ * processor_<id>_combine_<i> (the combine function as transition
+ * function: states combined).  The final function runs when a window is
+ * written.  Aggregates whose state is internal (numeric sum and avg,
+ * stddev of numeric) cannot be stored in a row from SQL, and are refused.
+ *
+ * Sliding windows (Kafka Streams' SlidingWindows, left windows only): a
+ * record at t makes the window [t - size, t] of its key, which holds the
+ * records of the key with times in it.  Windows are computed from a buffer
+ * of the records (processor_<id>_records: group key, time, the watermark
+ * the record came under, the aggregates' arguments), kept while a window
+ * that holds them may still change; a step recomputes the windows its
+ * records change.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * An aggregate of create_window_processor's "aggregates", checked as the
+ * caller: {agg_funcs entry, argument, name given with AS, function name}.
+ */
+CREATE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)),
+            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+    END IF;
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
+
+/* The type of aggregate i's state ('state') or argument ('argument'). */
+CREATE FUNCTION @extschema@._processor_agg_type(p @extschema@.processor_catalog, i integer, what text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
+                WHEN what = 'state' THEN (SELECT format_type(g.aggtranstype, NULL) FROM pg_aggregate g
+                                           WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
+                ELSE (SELECT format_type(pr.proargtypes[0], NULL) FROM pg_proc pr
+                       WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalog, integer, text) IS
+'internal: the type of the state or the argument of a window processor''s aggregate';
+
+/*
+ * The step's pieces for aggregate i, one with a combine function (see
+ * _processor_step_sql): {the argument, the batch's partials, the merge
+ * into a window row, a record as a partial (sessions), partials combined}.
+ */
+CREATE FUNCTION @extschema@._processor_agg_sql(p @extschema@.processor_catalog, i integer)
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part text := format('@extschema@.%I', 'processor_' || p.processor_id || '_partial_' || i);
+    comb text := format('@extschema@.%I', 'processor_' || p.processor_id || '_combine_' || i);
+BEGIN
+    RETURN ARRAY[
+        format(', CASE WHEN t_.in_ THEN (%s)::%s END AS x_%s', p.agg_args[i],
+               @extschema@._processor_agg_type(p, i, 'argument'), i),
+        format(', %s(x_%s), count(x_%s)', part, i, i),
+        format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = (SELECT %2$s(c_.s_) FROM (VALUES (t.v_%1$s), (excluded.v_%1$s)) AS c_(s_))',
+               i, comb),
+        format(', (SELECT %2$s(c_.x_) FROM (VALUES (e.x_%1$s)) AS c_(x_)) AS v_%1$s, CASE WHEN e.x_%1$s IS NULL THEN 0 ELSE 1 END::bigint AS n_%1$s',
+               i, part),
+        format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_sql(@extschema@.processor_catalog, integer) IS
+'internal: the SQL a step of a window processor uses for one of its aggregates that has a combine function';
+
+/* Aggregate i's value in a window row "rel" (as written to the sink). */
+CREATE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fin text;
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') > 0 THEN
+        SELECT format('%I.%I', n.nspname, pr.proname) INTO fin
+          FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfinalfn JOIN pg_namespace n ON n.oid = pr.pronamespace
+         WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        RETURN CASE WHEN fin IS NULL THEN format('%s.v_%s', rel, i) ELSE format('%s(%s.v_%s)', fin, rel, i) END;
+    END IF;
+    RETURN CASE p.agg_funcs[i] WHEN 'count' THEN format('%s.n_%s', rel, i)
+                               WHEN 'avg' THEN format('%1$s.v_%2$s / NULLIF(%1$s.n_%2$s, 0)', rel, i)
+                               ELSE format('%s.v_%s', rel, i) END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
+'internal: the value of a window processor''s aggregate in a window row';
+
+/*
+ * The state a window processor has besides its windows, made by
+ * __register_processor as the extension owner and given to the processor's
+ * owner: the partial and combine aggregates of its aggregates with a
+ * combine function, and a sliding window's record buffer.  The aggregates'
+ * functions are checked again here (the spec may not come from
+ * create_window_processor); the owner needs EXECUTE on them to run them.
+ */
+CREATE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := @extschema@._processor_agg_type(p, i, 'argument');
+        st := format_type(ag.aggtranstype, NULL);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_partial_' || i, argt,
+                       ag.aggtransfn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s)',
+                       'processor_' || p.processor_id || '_combine_' || i, st,
+                       ag.aggcombinefn::text, st);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', x_%s %s', j, @extschema@._processor_agg_type(p, j, 'argument')), '' ORDER BY j)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial and combine aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._processor_drop_aggregates(p @extschema@.processor_catalog)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT pr.oid FROM pg_proc pr
+              WHERE pr.pronamespace = '@extschema@'::regnamespace
+                AND pr.proname ~ ('^processor_' || p.processor_id || '_(partial|combine)_[0-9]+$') LOOP
+        EXECUTE format('DROP AGGREGATE %s', f);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.processor_catalog) IS
+'internal: drops a window processor''s partial and combine aggregates';
+REVOKE ALL ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.processor_catalog) FROM PUBLIC;
+
+/*
+ * The body of a sliding window's step (after the CTE "e" of
+ * _processor_step_sql; $8 the size, $9 how late a record may be, $12
+ * allowed_lateness).  A record at t counts in the window of its key ending
+ * at e (t <= e <= t + size) unless the watermark it came under (lim_) is
+ * past e + $9: a window with both ends in is closed when the watermark
+ * passes its end (Kafka Streams: stream time > end + grace), so that a
+ * record at the watermark counts in its own window (with processing time,
+ * every record).  The window ending at e exists when a record at e counts
+ * in it.  The records that count in some window go to
+ * the buffer ("nr"); the windows a new record counts in are recomputed
+ * from the buffer and the batch ("ar", only the keys and times the batch
+ * can reach), and replace their rows.
+ */
+CREATE FUNCTION @extschema@._processor_sliding_sql(p @extschema@.processor_catalog, partials text, cols text, sets text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    records text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_records');
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    ecols text := (SELECT string_agg(format(', e.x_%s', i), '' ORDER BY i)
+                     FROM generate_series(1, cardinality(p.agg_funcs)) i);
+BEGIN
+    RETURN format($f$
+nr AS (SELECT e.gk_ AS group_key, e.ts_ AS ts, e.lim_ AS lim %1$s FROM e WHERE e.in_ AND NOT e.late_),
+ins AS (INSERT INTO %2$s SELECT * FROM nr),
+ar AS (SELECT r.* FROM %2$s AS r
+        WHERE r.group_key IN (SELECT nr.group_key FROM nr)
+          AND r.ts >= (SELECT min(nr.ts) FROM nr) - $8 AND r.ts <= (SELECT max(nr.ts) FROM nr) + $8
+       UNION ALL SELECT * FROM nr),
+c AS (SELECT DISTINCT a.group_key AS gk_, a.ts AS we_
+        FROM nr JOIN ar AS a ON a.group_key = nr.group_key AND a.ts >= nr.ts AND a.ts <= nr.ts + $8
+       WHERE a.ts + $9 >= nr.lim),
+agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM ct)
+          FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 >= a.lim
+         GROUP BY c.we_, c.gk_ HAVING bool_or(a.ts = c.we_)),
+u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %6$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%7$s,$f$,
+        ecols, records, partials, windows, cols, sets,
+        @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_sliding_sql(@extschema@.processor_catalog, text, text, text) IS
+'internal: the part of a sliding window processor''s step that buffers its records and recomputes the windows they change';
+
+/*
+ * A window processor's windows: the open ones, and the closed ones kept for
+ * the retention (closed).  They hold what the processor read, so only
+ * roles with the privileges of its owner see them, as its state tables.
+ */
+CREATE FUNCTION @extschema@.processor_windows(name text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    jv text := '';
+    i integer;
+BEGIN
+    IF p.kind <> 'window' THEN
+        RAISE EXCEPTION 'processor "%" has no windows', p.name USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only window processors (eventlog.create_window_processor) keep windows.';
+    END IF;
+    IF NOT pg_has_role(current_user, p.owner, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied for processor "%"', p.name
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Only roles with the privileges of the processor''s owner role %s may see its windows.', p.owner);
+    END IF;
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        jv := jv || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], @extschema@._processor_agg_out(p, i, 'u'));
+    END LOOP;
+    RETURN QUERY EXECUTE format(
+        'SELECT u.window_start, u.window_end, u.group_key, u.closed, ''{}''::jsonb %s '
+        '  FROM @extschema@.%I AS u ORDER BY u.window_start, u.group_key', jv, 'processor_' || p.processor_id || '_windows');
+END
+$$;
+COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
+'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner';
