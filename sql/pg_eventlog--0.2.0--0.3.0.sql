@@ -11449,7 +11449,34 @@ COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
 /* -- issue 19: sliding windows, aggregates with a combine function, processor_windows (end) -- */
 
 -- The window step and its emit, as both changes to them (sliding windows and
--- aggregates with a combine function; windows closed in the step) make them.
+-- aggregates with a combine function; windows closed in the step) make them,
+-- and the pieces of an aggregate with a combine function for a window the
+-- step closes.
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_sql(p @extschema@.processor_catalog, i integer)
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part text := format('@extschema@.%I', 'processor_' || p.processor_id || '_partial_' || i);
+    comb text := format('@extschema@.%I', 'processor_' || p.processor_id || '_combine_' || i);
+BEGIN
+    RETURN ARRAY[
+        format(', CASE WHEN t_.in_ THEN (%s)::%s END AS x_%s', p.agg_args[i],
+               @extschema@._processor_agg_type(p, i, 'argument'), i),
+        format(', %s(x_%s), count(x_%s)', part, i, i),
+        format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = (SELECT %2$s(c_.s_) FROM (VALUES (t.v_%1$s), (excluded.v_%1$s)) AS c_(s_))',
+               i, comb),
+        format(', (SELECT %2$s(c_.x_) FROM (VALUES (e.x_%1$s)) AS c_(x_)) AS v_%1$s, CASE WHEN e.x_%1$s IS NULL THEN 0 ELSE 1 END::bigint AS n_%1$s',
+               i, part),
+        format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i),
+        -- a window closed in the step (the step's "fmerge"): its row and
+        -- the batch's partial, either of which may be missing
+        format(', (SELECT %2$s(c_.s_) FROM (VALUES (dc.v_%1$s), (cl.v_%1$s)) AS c_(s_)), coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)',
+               i, comb)];
+END
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
 RETURNS text
@@ -11506,7 +11533,7 @@ BEGIN
         IF strpos(f, '(') > 0 THEN
             g := @extschema@._processor_agg_sql(p, i);
             xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
-            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5];
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
             sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
             CONTINUE;
         END IF;

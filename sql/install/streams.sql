@@ -158,7 +158,7 @@ BEGIN
         IF strpos(f, '(') > 0 THEN
             g := @extschema@._processor_agg_sql(p, i);
             xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
-            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5];
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
             sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
             CONTINUE;
         END IF;

@@ -135,7 +135,8 @@ COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalo
 /*
  * The step's pieces for aggregate i, one with a combine function (see
  * _processor_step_sql): {the argument, the batch's partials, the merge
- * into a window row, a record as a partial (sessions), partials combined}.
+ * into a window row, a record as a partial (sessions), partials combined,
+ * a window closed in the step (its row and the batch's partial)}.
  */
 CREATE FUNCTION @extschema@._processor_agg_sql(p @extschema@.processor_catalog, i integer)
 RETURNS text[]
@@ -154,7 +155,11 @@ BEGIN
                i, comb),
         format(', (SELECT %2$s(c_.x_) FROM (VALUES (e.x_%1$s)) AS c_(x_)) AS v_%1$s, CASE WHEN e.x_%1$s IS NULL THEN 0 ELSE 1 END::bigint AS n_%1$s',
                i, part),
-        format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i)];
+        format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i),
+        -- a window closed in the step (the step's "fmerge"): its row and
+        -- the batch's partial, either of which may be missing
+        format(', (SELECT %2$s(c_.s_) FROM (VALUES (dc.v_%1$s), (cl.v_%1$s)) AS c_(s_)), coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)',
+               i, comb)];
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_sql(@extschema@.processor_catalog, integer) IS
