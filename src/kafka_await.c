@@ -93,12 +93,20 @@ el_kafka_await(PG_FUNCTION_ARGS)
 	text	  **names;
 	int32	   *partitions;
 	int64	   *positions;
+	uint64		drops;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("topics, partitions, positions and timeout_ms must not be null")));
 	el_require_shmem();
+
+	/*
+	 * The drops counted before el_kafka_wait looks the topics up: a drop
+	 * after this makes its checks look the topic up again, and without one
+	 * they need not (an idle consumer's await then runs no catalog query).
+	 */
+	drops = el_topic_drop_count();
 	deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false, TYPALIGN_INT,
 					  &name_datums, &nulls, &n);
 	for (int i = 0; i < n; i++)
@@ -134,7 +142,7 @@ el_kafka_await(PG_FUNCTION_ARGS)
 		partitions[i] = DatumGetInt32(part_datums[i]);
 		positions[i] = DatumGetInt64(pos_datums[i]);
 	}
-	PG_RETURN_BOOL(el_kafka_wait(n, names, partitions, positions, PG_GETARG_INT32(3), 0));
+	PG_RETURN_BOOL(el_kafka_wait(n, names, partitions, positions, PG_GETARG_INT32(3), drops));
 }
 
 /* The wait of el_kafka_await, for it and for _kafka_fetch (kafka.h). */

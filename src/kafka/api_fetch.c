@@ -40,8 +40,9 @@
  * eventlog._kafka_await running on the session for the same partitions and
  * offsets (pg.c: kpg_await_start), and the next Fetch with the same ones
  * waits on that instead of querying (kpg_await_wait): if it ends within
- * max_wait_ms (a record readable, a topic dropped, its own timeout, an
- * error), the Fetch reads as usual with the rest of its wait; else the
+ * max_wait_ms (a record readable, a topic dropped, an error), the Fetch
+ * reads as usual with the rest of its wait; one that ends empty after its
+ * --idle-await-ms is sent again and the Fetch goes on waiting; else the
  * answer is empty, with the marks (log start, stable offset) of the answer
  * that started the await, and the await goes on.  A commit while the await
  * runs ends it, one before it started is seen by its first look, so no

@@ -125,6 +125,46 @@ find_row(PGresult *res, const char *name)
 }
 
 /*
+ * The lookup of the last request of the connection's open batch, when it
+ * named one topic that was found: the batch's next requests (the same
+ * producer, most often the same topic) reuse it instead of a query of
+ * their own, which halves the round trips of a batch of one-record
+ * requests.  Only within one batch, a transaction that lasts only as long
+ * as its statements: what the produce statement checks itself (the
+ * privilege, the partition, the topic's existence) it still checks, and a
+ * failure rolls the batch back and handles each request on its own, with
+ * its own lookup.  One connection per thread: a thread's is its own.
+ */
+typedef struct PrLookupCache
+{
+	uint64_t	generation;		/* kbatch_generation when stored; 0: none */
+	char		name[256];		/* a legal name has at most 249 bytes */
+	int32_t		npartitions;
+	bool		binary;
+} PrLookupCache;
+
+static _Thread_local PrLookupCache lookup_cache;
+
+/* Fills the request's one legal topic from the cache; false if it cannot. */
+static bool
+lookup_cached(KConn *conn, PrTopic *topics, int32_t ntopics, int32_t nlegal)
+{
+	uint64_t	gen = kbatch_generation(conn);
+
+	if (nlegal != 1 || gen == 0 || lookup_cache.generation != gen)
+		return false;
+	for (int32_t t = 0; t < ntopics; t++)
+		if (topics[t].cname != NULL)
+		{
+			if (strcmp(topics[t].cname, lookup_cache.name) != 0)
+				return false;
+			topics[t].npartitions = lookup_cache.npartitions;
+			topics[t].binary = lookup_cache.binary;
+		}
+	return true;
+}
+
+/*
  * Find every legal topic of the request in the catalog, in one query: its
  * partition count and format, or the topic's error.  The names go as a
  * text[] in binary format (no quoting).  False if out of memory.
@@ -154,7 +194,7 @@ lookup_topics(KConn *conn, PrTopic *topics, int32_t ntopics)
 		topics[t].cname[topics[t].name.len] = '\0';
 		nlegal++;
 	}
-	if (nlegal == 0)
+	if (nlegal == 0 || lookup_cached(conn, topics, ntopics, nlegal))
 		return true;
 
 	kw_init(&w, (size_t) 0x3fffffff);
@@ -202,6 +242,14 @@ lookup_topics(KConn *conn, PrTopic *topics, int32_t ntopics)
 		}
 		topics[t].npartitions = (int32_t) strtol(PQgetvalue(res, row, 1), NULL, 10);
 		topics[t].binary = PQgetvalue(res, row, 2)[0] == 't';
+		if (nlegal == 1 && topics[t].name.len < (int32_t) sizeof(lookup_cache.name))
+		{
+			/* For the batch's next requests (kbatch_generation is 0 outside one). */
+			lookup_cache.generation = kbatch_generation(conn);
+			strcpy(lookup_cache.name, topics[t].cname);
+			lookup_cache.npartitions = topics[t].npartitions;
+			lookup_cache.binary = topics[t].binary;
+		}
 	}
 	PQclear(res);
 	return true;

@@ -35,6 +35,7 @@ typedef struct KConfig
 	int64_t		max_request_bytes;
 	int64_t		max_request_memory; /* all frames at once (reqmem.c) */
 	int64_t		idle_timeout_ms;	/* 0: never (conn.c) */
+	int			idle_await_ms;	/* an idle Fetch's await, each (pg.c) */
 	int			authentication_timeout_s;	/* with --sasl (main.c, conn.c) */
 	KHostPort  *brokers;		/* --brokers, else just advertise */
 	int			nbrokers;
@@ -59,6 +60,8 @@ extern KConfig kconf;
 #define K_DEFAULT_MAX_REQUEST_MEMORY	(256 * 1024 * 1024)
 /* Kafka's connections.max.idle.ms default: 10 minutes. */
 #define K_DEFAULT_IDLE_TIMEOUT_MS	600000
+/* An idle consumer's await runs this long before it is sent again (pg.c). */
+#define K_DEFAULT_IDLE_AWAIT_MS	30000
 /* PostgreSQL's authentication_timeout default: 1 minute. */
 #define K_DEFAULT_AUTHENTICATION_TIMEOUT_S	60
 

@@ -71,6 +71,9 @@ help(void)
 		   "  --idle-timeout MS          close a connection that sent no request for this\n"
 		   "                             long after its last response (default %d;\n"
 		   "                             0: never)\n"
+		   "  --idle-await-ms MS         how long the wait an idle consumer's Fetch leaves\n"
+		   "                             in its session runs before it is renewed, checking\n"
+		   "                             the consume privilege again (default %d)\n"
 		   "  --authentication-timeout S  with --sasl, close a client that has not\n"
 		   "                             authenticated this many seconds after it\n"
 		   "                             connected (default %d)\n"
@@ -88,7 +91,7 @@ help(void)
 		   "See docs/kafka.md.\n",
 		   K_DEFAULT_MAX_CONNECTIONS, K_DEFAULT_MAX_REQUEST_BYTES,
 		   K_DEFAULT_MAX_REQUEST_MEMORY, K_DEFAULT_IDLE_TIMEOUT_MS,
-		   K_DEFAULT_AUTHENTICATION_TIMEOUT_S);
+		   K_DEFAULT_IDLE_AWAIT_MS, K_DEFAULT_AUTHENTICATION_TIMEOUT_S);
 }
 
 bool
@@ -253,7 +256,7 @@ kconfig_parse(int argc, char **argv)
 		OPT_LISTEN = 1000, OPT_DSN, OPT_READ_DSN, OPT_ADVERTISE, OPT_BROKERS, OPT_MAX_CONN,
 		OPT_MAX_REQ, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION, OPT_SASL, OPT_TLS_CERT,
 		OPT_TLS_KEY, OPT_TLS_CA, OPT_MAX_REQ_MEM, OPT_IDLE_TIMEOUT,
-		OPT_AUTH_TIMEOUT
+		OPT_AUTH_TIMEOUT, OPT_IDLE_AWAIT
 	};
 	static const struct option options[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
@@ -266,6 +269,7 @@ kconfig_parse(int argc, char **argv)
 		{"max-request-memory", required_argument, NULL, OPT_MAX_REQ_MEM},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 		{"authentication-timeout", required_argument, NULL, OPT_AUTH_TIMEOUT},
+		{"idle-await-ms", required_argument, NULL, OPT_IDLE_AWAIT},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"sasl", required_argument, NULL, OPT_SASL},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -286,6 +290,7 @@ kconfig_parse(int argc, char **argv)
 	kconf.max_request_bytes = K_DEFAULT_MAX_REQUEST_BYTES;
 	kconf.max_request_memory = K_DEFAULT_MAX_REQUEST_MEMORY;
 	kconf.idle_timeout_ms = K_DEFAULT_IDLE_TIMEOUT_MS;
+	kconf.idle_await_ms = K_DEFAULT_IDLE_AWAIT_MS;
 	kconf.authentication_timeout_s = K_DEFAULT_AUTHENTICATION_TIMEOUT_S;
 
 	opterr = 0;
@@ -341,6 +346,14 @@ kconfig_parse(int argc, char **argv)
 					return 2;
 				}
 				kconf.idle_timeout_ms = v;
+				break;
+			case OPT_IDLE_AWAIT:
+				if (!parse_int64(optarg, 100, 3600000, &v))
+				{
+					usage_error("invalid --idle-await-ms \"%s\": give a number of milliseconds from 100 to 3600000", optarg);
+					return 2;
+				}
+				kconf.idle_await_ms = (int) v;
 				break;
 			case OPT_AUTH_TIMEOUT:
 				/* PostgreSQL's authentication_timeout has the same range. */

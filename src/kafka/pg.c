@@ -198,11 +198,11 @@ session_alive(PGconn *pg)
  * each running a query (an idle consumer long-polling every 500 ms cost the
  * server about 330 us per Fetch).  It ends with true when a record becomes
  * readable (or a topic of the database is dropped), false after
- * K_AWAIT_MS, or an error (a topic dropped or a privilege revoked before
- * it started, the backend terminated); whatever it is, the Fetch after it
- * reads as usual and reports what there is to report.
+ * --idle-await-ms (then it is sent again: await_restart), or an error (a
+ * topic dropped or a privilege revoked before it started, the backend
+ * terminated); but for false, the Fetch after it reads as usual and
+ * reports what there is to report.
  */
-#define K_AWAIT_MS	"30000"
 
 static const char *const await_sql =
 "SELECT eventlog._kafka_await($1::pg_catalog.text[], $2::pg_catalog.int4[],"
@@ -296,12 +296,14 @@ void
 kpg_await_start(KConn *conn, const char *key, const void *extra, size_t extra_len,
 				const char *const *params)
 {
-	const char *p4[4] = {params[0], params[1], params[2], K_AWAIT_MS};
+	char		await_ms[16];
+	const char *p4[4] = {params[0], params[1], params[2], await_ms};
 	size_t		klen = strlen(key) + 1;
 
 	await_end(conn);
 	if (conn->pg == NULL || PQstatus(conn->pg) != CONNECTION_OK || kshutting_down())
 		return;
+	snprintf(await_ms, sizeof(await_ms), "%d", kconf.idle_await_ms);
 	conn->await_key = malloc(klen + extra_len);
 	if (conn->await_key == NULL)
 		return;
@@ -317,6 +319,60 @@ kpg_await_start(KConn *conn, const char *key, const void *extra, size_t extra_le
 		return;
 	}
 	conn->await_pending = true;
+}
+
+/*
+ * The await ended: if it found nothing (false: its --idle-await-ms
+ * passed), sends it again at once, from its key (the three array
+ * parameters joined by '|', a character no topic name or number has), and
+ * is true: all a Fetch query would tell the Fetch that waits on it is that
+ * nothing is readable, so it goes on waiting without one (an idle consumer
+ * then costs the server one await per --idle-await-ms, not a Fetch query
+ * and an await).  The new await checks the consume privilege again as it
+ * starts, so a REVOKE still ends the wait within --idle-await-ms: its error
+ * ends the await, and the Fetch then queries and reports it.  False (the
+ * Fetch queries) for any other outcome: records readable, a topic dropped,
+ * an error, a broken session.
+ */
+static bool
+await_restart(KConn *conn)
+{
+	PGresult   *res = PQgetResult(conn->pg);
+	bool		idle = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+		PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0) &&
+		strcmp(PQgetvalue(res, 0, 0), "f") == 0;
+	char	   *copy;
+	char	   *p[4];
+	char		await_ms[16];
+
+	PQclear(res);
+	if (!idle)
+		return false;
+	/* The end of the await's results: the session is idle again. */
+	while ((res = PQgetResult(conn->pg)) != NULL)
+	{
+		idle = false;
+		PQclear(res);
+	}
+	if (!idle || kshutting_down())
+		return false;
+	copy = strdup(conn->await_key);
+	if (copy == NULL)
+		return false;
+	p[0] = copy;
+	p[1] = strchr(p[0], '|');
+	p[2] = p[1] ? strchr(p[1] + 1, '|') : NULL;
+	snprintf(await_ms, sizeof(await_ms), "%d", kconf.idle_await_ms);
+	p[3] = await_ms;
+	if (p[2] != NULL)
+	{
+		*p[1]++ = '\0';
+		*p[2]++ = '\0';
+	}
+	idle = p[2] != NULL &&
+		PQsendQueryParams(conn->pg, await_sql, 4, NULL, (const char *const *) p, NULL, NULL, 0);
+	free(copy);
+	return idle;
 }
 
 bool
@@ -358,7 +414,7 @@ kpg_await_wait(KConn *conn, const char *key, int32_t *wait_ms, const void **extr
 		 * something: an idle consumer's Fetch then costs one poll here,
 		 * not two reads of an empty socket around it as well.
 		 */
-		if (!PQisBusy(conn->pg))
+		if (!PQisBusy(conn->pg) && !await_restart(conn))
 		{
 			finished = true;
 			break;

@@ -50,6 +50,7 @@
 #include "produce_batch.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +63,11 @@ typedef struct KBatch
 	size_t		frames_cap;
 	KWriter		out;			/* the held responses, back to back */
 	bool		replaying;		/* handling the frames again, one by one */
+	uint64_t	generation;		/* of the open transaction (kbatch_generation) */
 } KBatch;
+
+/* Batches opened by this process, so that no two have the same number. */
+static _Atomic uint64_t batch_generations;
 
 static const char *const sync_names[] = {"off", "local", "on"};
 
@@ -214,6 +219,7 @@ kbatch_join(KConn *conn, const KRequest *req, const uint8_t *frame, int32_t size
 		conn->batch_open = true;
 		conn->batch_failed = false;
 		conn->pinned = true;
+		b->generation = ++batch_generations;
 	}
 	if (!append_frame(b, frame, size))
 	{
@@ -281,6 +287,12 @@ kbatch_replay(KConn *conn, KWriter *w, KBatchReplay replay)
 	b->replaying = false;
 	free(frames);
 	return ok;
+}
+
+uint64_t
+kbatch_generation(KConn *conn)
+{
+	return conn->batch_open && !conn->batch_failed ? conn->batch->generation : 0;
 }
 
 void

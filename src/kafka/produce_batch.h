@@ -40,6 +40,13 @@ extern int	kbatch_join(KConn *conn, const KRequest *req, const uint8_t *frame, i
 extern bool kbatch_hold(KConn *conn, KWriter *w);
 extern bool kbatch_replay(KConn *conn, KWriter *w, KBatchReplay replay);
 
+/*
+ * Which batch the connection has open: a number of its own for each
+ * transaction, 0 when none is open (what a request of it may reuse from
+ * the one before, api_produce.c).
+ */
+extern uint64_t kbatch_generation(KConn *conn);
+
 /* The strongest acks of the batch decides its commit's durability. */
 extern void kbatch_note_acks(KConn *conn, int16_t acks);
 

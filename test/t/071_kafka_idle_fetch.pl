@@ -8,6 +8,9 @@
 # terminated meanwhile is reconnected; a request pipelined behind a Fetch
 # ends the await even when the backend ignores the first cancel; a client
 # that hangs up takes its await with it; a Fetch without a wait leaves none.
+# An await that ends empty (--idle-await-ms) is sent again with no Fetch
+# query, a commit still wakes the Fetch after that, and a REVOKE reaches the
+# consumer when the await is renewed.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -195,6 +198,74 @@ ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await');
 $ph->kill_kill;
 ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 0"),
     'the client hangs up: its await ends at once, not after its timeout');
+
+# 11. An await that ends empty after --idle-await-ms while a Fetch waits
+# on it is sent again at once, with no Fetch query, and the Fetch goes on
+# waiting; a record produced after that still ends the Fetch at once; a
+# REVOKE of the consume privilege reaches the consumer when the await is
+# next sent.  A gateway of its own, working as a role with the consume
+# privilege on "idle" only, whose statements the server logs.
+$node->safe_psql('postgres', q{
+    CREATE ROLE kreader LOGIN;
+    ALTER ROLE kreader SET log_statement = 'all';
+    SELECT eventlog.grant('idle', 'consume', 'kreader');
+});
+my $port2 = PostgreSQL::Test::Cluster::get_free_port();
+my ($gwh2, $gwlog2) = spawn_gateway($gw, $tmp, 'renew', qr/serving database/,
+    '--dsn', $node->connstr('postgres') . ' user=kreader', '--listen', "127.0.0.1:$port2",
+    '--idle-await-ms', '100');
+($in, $out, $err) = ('', '', '');
+$ph = IPC::Run::start([ $python, $probe, '127.0.0.1', $port2, 'session' ],
+    '<', \$in, '>', \$out, '2>', \$err, $timer);
+# The statements kreader's sessions ran since a position of the server's log.
+sub statements_since
+{
+    my ($at) = @_;
+    my $log = substr(slurp_file($node->logfile), $at);
+    my $awaits = () = $log =~ /execute [^:]*: SELECT eventlog\._kafka_await\(/g;
+    my $fetches = () = $log =~ /execute [^:]*: SELECT k_item[^\n]*eventlog\._kafka_fetch\(/g;
+    my $any = () = $log =~ /execute [^:]*: /g;
+    return ($awaits, $fetches, $any);
+}
+my $at = -s $node->logfile;
+like(req('fetch 100 idle:0:3'), qr{^idle/0 error=0 hw=3 lso=3 start=0 records=0 offsets=$}m,
+    'as kreader, an idle Fetch at the end: empty');
+my ($awaits, $fetches, $any) = statements_since($at);
+cmp_ok($fetches, '>=', 1, 'it ran a Fetch query (the log shows kreader\'s statements)');
+$at = -s $node->logfile;
+like(req('fetch 10000 idle:0:3'), qr{^idle/0 error=0 hw=3 lso=3 start=0 records=0 offsets=$}m,
+    'a Fetch waiting 10 s on awaits of 100 ms: empty, with the same marks');
+($awaits, $fetches, $any) = statements_since($at);
+cmp_ok($awaits, '>=', 2, 'the await was sent again while the Fetch waited');
+is($fetches, 0, 'and no Fetch query ran: each await that ended empty was renewed');
+is($any, $awaits, 'nor any other statement');
+$at = -s $node->logfile;
+send_req('fetch 600000 idle:0:3');
+my $polls = 0;
+while ((statements_since($at))[0] < 3 && $polls++ < 10 * $PostgreSQL::Test::Utils::timeout_default)
+{
+    select(undef, undef, undef, 0.1);
+}
+cmp_ok((statements_since($at))[0], '>=', 3, 'a Fetch of 10 minutes waits through renewed awaits');
+$node->safe_psql('postgres', q{SELECT eventlog.produce_binary('idle', NULL, '\x04')});
+like(answer(), qr{^idle/0 error=0 hw=4 lso=4 start=0 records=1 offsets=3$}m,
+    'a record produced after renewals: returned at once');
+like(req('fetch 100 idle:0:4'), qr{^idle/0 error=0 hw=4 lso=4 start=0 records=0 offsets=$}m,
+    'empty at the end again');
+$node->safe_psql('postgres', q{SELECT eventlog.revoke('idle', 'consume', 'kreader')});
+# Each Fetch waits 500 ms (librdkafka's default); the await sent after the
+# REVOKE fails, and the Fetch waiting on it then queries and reports it.
+my $answer = '';
+for (my $i = 0; $i < 20 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+{
+    $answer = req('fetch 500 idle:0:4');
+    last if $answer !~ /error=0 /;
+}
+like($answer, qr{^idle/0 error=29 }m,
+    'after a REVOKE of consume: TOPIC_AUTHORIZATION_FAILED once the await is renewed');
+is($node->safe_psql('postgres', $awaiting), '0', 'and no await left after it');
+$ph->kill_kill;
+$gwh2->kill_kill;
 
 ok(!grep({ /query failed/ } split /\n/, slurp_file($gwlog)), 'no query failed in the log')
     or diag(slurp_file($gwlog));
