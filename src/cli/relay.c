@@ -202,7 +202,7 @@ relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
 		rec.topic = t->name;
 		rec.partition = (int32_t) get_int(res, r, 0);
 		rec.offset = get_int(res, r, 1);
-		relay_pipe_sent(b, rec.partition, rec.offset);
+		relay_pipe_sent(b, t->name, rec.partition, rec.offset);
 		rec.key = PQgetisnull(res, r, 2) ? NULL : PQgetvalue(res, r, 2);
 		rec.key_len = PQgetlength(res, r, 2);
 		rec.value = PQgetisnull(res, r, 3) ? NULL : PQgetvalue(res, r, 3);

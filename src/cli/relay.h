@@ -72,7 +72,8 @@ extern RelayPipe *relay_pipe_new(PGconn *conn, const char *group,
 								 const char *member, int ntopics,
 								 const char *const *names, const int *partitions);
 extern RelayBatch *relay_pipe_add(RelayPipe *p, int topic, PGresult *res);
-extern void relay_pipe_sent(RelayBatch *b, int32_t partition, int64_t offset);
+extern void relay_pipe_sent(RelayBatch *b, const char *topic, int32_t partition,
+							int64_t offset);
 extern int	relay_pipe_batches(RelayPipe *p);
 extern void relay_pipe_commit(RelayPipe *p);
 extern void relay_pipe_commit_fetched(RelayPipe *p);

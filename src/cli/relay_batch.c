@@ -43,6 +43,7 @@ struct RelayPipe
 	RelayBatch *tail;
 	int			nbatches;
 	int64_t   **commit;			/* per topic and partition: to commit, or -1 */
+	int64_t   **committed;		/* per topic and partition: highest committed */
 };
 
 RelayPipe *
@@ -59,11 +60,13 @@ relay_pipe_new(PGconn *conn, const char *group, const char *member,
 	p->names = names;
 	p->partitions = partitions;
 	p->commit = cli_malloc(sizeof(int64_t *) * ntopics);
+	p->committed = cli_malloc(sizeof(int64_t *) * ntopics);
 	for (int t = 0; t < ntopics; t++)
 	{
 		p->commit[t] = cli_malloc(sizeof(int64_t) * partitions[t]);
+		p->committed[t] = cli_malloc(sizeof(int64_t) * partitions[t]);
 		for (int i = 0; i < partitions[t]; i++)
-			p->commit[t][i] = -1;
+			p->commit[t][i] = p->committed[t][i] = -1;
 	}
 	return p;
 }
@@ -101,12 +104,12 @@ relay_pipe_add(RelayPipe *p, int topic, PGresult *res)
 
 /* The batch holds the record at offset of partition. */
 void
-relay_pipe_sent(RelayBatch *b, int32_t partition, int64_t offset)
+relay_pipe_sent(RelayBatch *b, const char *topic, int32_t partition, int64_t offset)
 {
-	/* poll returns only the topic's partitions; never trust it blindly */
+	/* Kafka's topic was created or checked with the count at the start. */
 	if (partition < 0 || partition >= b->nparts)
-		cli_error("the server returned partition %d of a topic of %d partitions",
-				  (int) partition, b->nparts);
+		cli_error("topic \"%s\" has partition %d now, and had %d partitions when the relay started: restart the relay",
+				  topic, (int) partition, b->nparts);
 	if (offset + 1 > b->next_offset[partition])
 		b->next_offset[partition] = offset + 1;
 }
@@ -175,9 +178,18 @@ commit_topic(RelayPipe *p, int t)
 	int			n = 0;
 	PGresult   *res;
 
+	/*
+	 * Never backwards: a member that lost a partition and got it back
+	 * polls again from the committed position, so a batch polled then may
+	 * end before one polled earlier.
+	 */
 	for (int i = 0; i < p->partitions[t]; i++)
+	{
+		if (c[i] <= p->committed[t][i])
+			c[i] = -1;
 		if (c[i] >= 0)
 			size += 32;
+	}
 	if (size == 8)
 		return;
 	parts = cli_malloc(size);
@@ -223,7 +235,11 @@ commit_topic(RelayPipe *p, int t)
 	else
 		PQclear(res);
 	for (int i = 0; i < p->partitions[t]; i++)
+	{
+		if (c[i] > p->committed[t][i])
+			p->committed[t][i] = c[i];
 		c[i] = -1;
+	}
 }
 
 /*
