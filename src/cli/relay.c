@@ -11,13 +11,20 @@
  * At least once: a crash between Kafka's acknowledgement and the commit
  * sends the records again on restart; each Kafka record's headers
  * pg_eventlog.topic, .partition and .offset name its source, so that a
- * reader drops the duplicates.  Each round polls each topic (eventlog.poll
- * or poll_binary, the records fetched in binary so that binary topics'
- * bytes pass unchanged), sends the records, waits for every delivery
- * report, then commits what the poll returned (eventlog.commit).  Idle, it
- * waits in the server: in the poll's long poll with one topic, and with
- * several in one wait over all of them (await_topics), so that a record on
- * any topic wakes it.
+ * reader drops the duplicates.
+ *
+ * A pipeline: each poll (eventlog.poll or poll_binary, the records fetched
+ * in binary so that binary topics' bytes pass unchanged) is sent to the
+ * server before the previous poll's records are produced, so the server
+ * reads the next batch while this process hands the last one to librdkafka
+ * and librdkafka delivers the ones before; up to MAX_BATCHES batches are in
+ * flight.  relay_batch.c commits each batch's positions once Kafka
+ * acknowledged it and every batch before it.  When a round of polls finds
+ * nothing, the relay waits for every acknowledgement and commits the fetch
+ * positions (past rolled-back offsets), then -e ends if the group is at
+ * the end, or the relay waits in the server: in the poll's long poll with
+ * one topic, and with several in one wait over all of them (await_topics),
+ * so that a record on any topic wakes it.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,11 +32,18 @@
 #include "relay_from_kafka.h"
 
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define ROUND_RECORDS 10000
+#define MAX_BATCHES 4
+/* 2000-01-01 (PostgreSQL's timestamp epoch) in Unix milliseconds. */
+#define PG_EPOCH_MS INT64_C(946684800000)
 #define DEFAULT_WAIT_S 10
 #define MIN_SESSION_TIMEOUT_S 30
 
@@ -81,16 +95,59 @@ topic_query(RelayTopic *t)
 		"  OPERATOR(pg_catalog.||) coalesce(pg_catalog.convert_to(h.value, 'UTF8'), ''::bytea), ''::bytea)"
 		" FROM pg_catalog.jsonb_each_text(r.headers) AS h(key, value))";
 
+	/*
+	 * Columns the server sends cheaply and this process decodes: key as
+	 * text or bytea (binary text is its bytes, in UTF8, the client encoding
+	 * the relay sets), value as jsonb (a version byte, then its text) or
+	 * bytea, event_time as microseconds since 2000.  Headers are built
+	 * only for records that have some.
+	 */
 	snprintf(t->sql, sizeof(t->sql),
-			 "SELECT r.partition, r.offset_id, %s, %s, %s,"
-			 " pg_catalog.floor(EXTRACT(epoch FROM r.event_time) * 1000)::bigint"
+			 "SELECT r.partition, r.offset_id, r.key, r.value,"
+			 " CASE WHEN r.headers IS NOT NULL THEN %s END, r.event_time"
 			 " FROM eventlog.%s($1, $2, $3::integer, $4::integer, member => $5,"
 			 " session_timeout => $7::interval, wait => $6::interval) AS r",
-			 t->binary ? "r.key" : "pg_catalog.convert_to(r.key, 'UTF8')",
-			 t->binary ? "r.value" : "pg_catalog.convert_to(r.value::text, 'UTF8')",
 			 headers, t->binary ? "poll_binary" : "poll");
 }
 
+static void
+relay_poll_start(PGconn *conn, RelayTopic *t, const char *group,
+				 const char *member, const char *wait, const char *session_timeout)
+{
+	char		max[16];
+	char		nparts[16];
+	const char *values[7] = {t->name, group, max, nparts, member, wait, session_timeout};
+
+	snprintf(max, sizeof(max), "%d", ROUND_RECORDS);
+	snprintf(nparts, sizeof(nparts), "%d", t->partitions);
+	if (!PQsendQueryParams(conn, t->sql, 7, NULL, values, NULL, NULL, 1))
+		cli_fail_result(conn, NULL);
+}
+
+/* The poll's records; NULL when SIGTERM's cancel ended it. */
+static PGresult *
+relay_poll_result(PGconn *conn)
+{
+	PGresult   *res = PQgetResult(conn);
+	PGresult   *extra;
+
+	while ((extra = PQgetResult(conn)) != NULL)
+		PQclear(extra);
+	if (!cli_result_ok(res))
+	{
+		if (cli_interrupted)
+		{
+			PQclear(res);
+			return NULL;
+		}
+		cli_fail_result(conn, res);
+	}
+	if (PQnfields(res) != 6)
+		cli_error("unexpected result from the server's poll");
+	return res;
+}
+
+/* A binary integer of 4 or 8 bytes, big-endian. */
 static int64_t
 get_int(PGresult *res, int row, int col)
 {
@@ -105,30 +162,39 @@ get_int(PGresult *res, int row, int col)
 	return (int64_t) v;
 }
 
-/* Sends one poll's records; returns how many. */
-static int
-relay_poll(PGconn *conn, RelayKafka *k, RelayTopic *t, const char *group,
-		   const char *member, const char *wait, const char *session_timeout)
+/*
+ * A record's event_time (binary timestamptz: microseconds since 2000) in
+ * Unix milliseconds, rounded down; -1 (no timestamp) for infinity.
+ */
+static int64_t
+get_time_ms(PGresult *res, int row, int col)
 {
-	char		max[16];
-	char		nparts[16];
-	const char *values[7] = {t->name, group, max, nparts, member, wait, session_timeout};
-	PGresult   *res;
-	int			n;
+	int64_t		us;
+	int64_t		ms;
 
-	snprintf(max, sizeof(max), "%d", ROUND_RECORDS);
-	snprintf(nparts, sizeof(nparts), "%d", t->partitions);
-	res = PQexecParams(conn, t->sql, 7, NULL, values, NULL, NULL, 1);
-	if (!cli_result_ok(res))
-	{
-		if (cli_interrupted)
-		{
-			PQclear(res);
-			return 0;
-		}
-		cli_fail_result(conn, res);
-	}
-	n = PQntuples(res);
+	if (PQgetisnull(res, row, col))
+		return -1;
+	us = get_int(res, row, col);
+	if (us == INT64_MAX || us == INT64_MIN)
+		return -1;
+	ms = us / 1000;
+	if (us % 1000 < 0)
+		ms--;
+	return ms + PG_EPOCH_MS;
+}
+
+/*
+ * Produces one poll's records as a batch of the pipe, which keeps res
+ * until Kafka acknowledged them all.
+ */
+static void
+relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
+			  PGresult *res)
+{
+	RelayTopic *t = &topics[ti];
+	int			n = PQntuples(res);
+	RelayBatch *b = relay_pipe_add(pipe, ti, res);
+
 	for (int r = 0; r < n; r++)
 	{
 		RelayRecord rec;
@@ -136,37 +202,40 @@ relay_poll(PGconn *conn, RelayKafka *k, RelayTopic *t, const char *group,
 		rec.topic = t->name;
 		rec.partition = (int32_t) get_int(res, r, 0);
 		rec.offset = get_int(res, r, 1);
+		relay_pipe_sent(b, t->name, rec.partition, rec.offset);
 		rec.key = PQgetisnull(res, r, 2) ? NULL : PQgetvalue(res, r, 2);
 		rec.key_len = PQgetlength(res, r, 2);
 		rec.value = PQgetisnull(res, r, 3) ? NULL : PQgetvalue(res, r, 3);
 		rec.value_len = PQgetlength(res, r, 3);
+		if (!t->binary && rec.value)
+		{
+			/* jsonb's binary form: version 1, then the text */
+			if (rec.value_len < 1 || rec.value[0] != 1)
+				cli_error("unexpected jsonb format in offset %lld of topic \"%s\"",
+						  (long long) rec.offset, t->name);
+			rec.value++;
+			rec.value_len--;
+		}
 		rec.headers = PQgetisnull(res, r, 4) ? NULL : PQgetvalue(res, r, 4);
 		rec.headers_len = PQgetlength(res, r, 4);
-		rec.ts_ms = PQgetisnull(res, r, 5) ? -1 : get_int(res, r, 5);
-		relay_kafka_send(k, &rec);
+		rec.ts_ms = get_time_ms(res, r, 5);
+		if (!relay_kafka_send(k, &rec, &b->sent[r]))
+			break;
 	}
-	PQclear(res);
+}
 
-	/*
-	 * Kafka acknowledged all of them (or relay_kafka_wait ended the relay):
-	 * now the poll's positions, and only now.  Also after an empty poll,
-	 * which may have moved past rolled-back offsets.
-	 */
-	relay_kafka_wait(k);
-	res = PQexecParams(conn, "SELECT pg_catalog.count(*) FROM eventlog.commit($1, $2, $3)",
-					   3, NULL, (const char *[]) {t->name, group, member}, NULL, NULL, 0);
-	if (!cli_result_ok(res))
-	{
-		/* SIGTERM's cancel hit the commit: the next run sends them again. */
-		if (cli_interrupted)
-		{
-			PQclear(res);
-			return n;
-		}
-		cli_fail_result(conn, res);
-	}
-	PQclear(res);
-	return n;
+/*
+ * Kafka refused a record: wait for the records produced before it, commit
+ * the batches before its batch that Kafka acknowledged, then end.
+ */
+static void
+relay_check(RelayPipe *pipe, RelayKafka *k, const char *failure)
+{
+	if (failure == NULL)
+		return;
+	(void) relay_kafka_wait(k);
+	relay_pipe_commit(pipe);
+	cli_error("%s", failure);
 }
 
 /*
@@ -302,6 +371,16 @@ cmd_relay(int argc, char **argv)
 	char		wait_ms[32];
 	char		session_timeout[32];
 	char	   *names;
+	const char **tnames;
+	int		   *tparts;
+	RelayPipe  *pipe;
+	PGresult   *pending = NULL;	/* polled, not yet produced */
+	int			pending_topic = 0;
+	int			next = 0;		/* the topic to poll next */
+	int			empty = 0;		/* polls in a row that found nothing */
+#ifdef EL_TEST_HOOKS
+	int			produced = 0;
+#endif
 	int			opt;
 
 	/* The opposite direction: relay_from_kafka.c. */
@@ -355,6 +434,11 @@ cmd_relay(int argc, char **argv)
 			 (long long) (wait_s * 3 > MIN_SESSION_TIMEOUT_S ? wait_s * 3 : MIN_SESSION_TIMEOUT_S));
 
 	conn = cli_connect();
+	/* Keys and values pass as the bytes of their UTF8 text (topic_query). */
+	if (PQsetClientEncoding(conn, "UTF8") != 0)
+		cli_fail_result(conn, NULL);
+	tnames = cli_malloc(sizeof(char *) * ntopics);
+	tparts = cli_malloc(sizeof(int) * ntopics);
 	for (int i = 0; i < ntopics; i++)
 	{
 		const char *name = argv[optind + i];
@@ -370,6 +454,8 @@ cmd_relay(int argc, char **argv)
 		topics[i].binary = PQgetvalue(res, 0, 1)[0] == 't';
 		PQclear(res);
 		topic_query(&topics[i]);
+		tnames[i] = topics[i].name;
+		tparts[i] = topics[i].partitions;
 	}
 	names = topic_array(topics, ntopics);
 	k = relay_kafka_open(bootstrap, nprops, props);
@@ -382,14 +468,79 @@ cmd_relay(int argc, char **argv)
 	snprintf(member, sizeof(member), "pg_eventlog-relay-%s-%d", host, (int) getpid());
 	cli_install_interrupt(conn);
 
+	/*
+	 * What this process allocates per poll (libpq's result, librdkafka's
+	 * copies) is freed by the next: keep it instead of giving it back to
+	 * the kernel and faulting it in again, which in a threaded process
+	 * also costs every CPU a TLB flush (the profile of a relay of 200,000
+	 * records spent half of its own CPU time there).
+	 */
+#ifdef M_TRIM_THRESHOLD
+	mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
+#endif
+	pipe = relay_pipe_new(conn, group, member, ntopics, tnames, tparts);
 	while (!cli_interrupted)
 	{
-		int64_t		sent = 0;
+		PGresult   *res;
 
-		for (int i = 0; i < ntopics && !cli_interrupted; i++)
-			sent += relay_poll(conn, k, &topics[i], group, member, NULL, session_timeout);
-		if (sent > 0)
+		/* What Kafka acknowledged, in poll order, is committed. */
+		relay_check(pipe, k, relay_kafka_serve(k, 0));
+		relay_pipe_commit(pipe);
+		while (relay_pipe_batches(pipe) >= MAX_BATCHES && !cli_interrupted)
+		{
+			relay_check(pipe, k, relay_kafka_serve(k, 100));
+			relay_pipe_commit(pipe);
+		}
+		if (cli_interrupted)
+			break;
+
+		/*
+		 * The next poll runs in the server while the previous one's
+		 * records go to librdkafka.
+		 */
+		relay_poll_start(conn, &topics[next], group, member, NULL, session_timeout);
+		if (pending)
+		{
+			relay_produce(pipe, k, topics, pending_topic, pending);
+			pending = NULL;
+#ifdef EL_TEST_HOOKS
+			{
+				/* Test builds: kill -9 mid-pipeline (086). */
+				const char *crash = getenv("PG_EVENTLOG_TEST_RELAY_CRASH_AFTER_BATCH");
+
+				if (crash && ++produced == atoi(crash))
+					raise(SIGKILL);
+			}
+#endif
+		}
+		res = relay_poll_result(conn);
+		if (res == NULL)
+			break;
+		if (PQntuples(res) > 0)
+		{
+			pending = res;
+			pending_topic = next;
+			empty = 0;
+		}
+		else
+		{
+			PQclear(res);
+			empty++;
+		}
+		next = (next + 1) % ntopics;
+		if (empty < ntopics)
 			continue;
+
+		/*
+		 * Every topic polled empty in a row: wait for every acknowledgement,
+		 * commit it all, and the fetch positions (past rolled-back offsets
+		 * after the last records).
+		 */
+		empty = 0;
+		relay_check(pipe, k, relay_kafka_wait(k));
+		relay_pipe_commit(pipe);
+		relay_pipe_commit_fetched(pipe);
 		if (exit_at_end && caught_up(conn, names, group))
 			break;
 		if (cli_interrupted)
@@ -400,10 +551,32 @@ cmd_relay(int argc, char **argv)
 		 * together, then poll each again.
 		 */
 		if (ntopics == 1)
-			relay_poll(conn, k, &topics[0], group, member, wait, session_timeout);
+		{
+			relay_poll_start(conn, &topics[0], group, member, wait, session_timeout);
+			res = relay_poll_result(conn);
+			if (res == NULL)
+				break;
+			if (PQntuples(res) > 0)
+			{
+				pending = res;
+				pending_topic = 0;
+			}
+			else
+				PQclear(res);
+		}
 		else
 			await_topics(conn, names, group, member, wait_ms);
 	}
+
+	/*
+	 * Polled but not produced: not committed either, the next run polls
+	 * them again.  What was produced is acknowledged and committed, even
+	 * after SIGTERM, so that a stop re-sends nothing.
+	 */
+	if (pending)
+		PQclear(pending);
+	relay_check(pipe, k, relay_kafka_wait(k));
+	relay_pipe_commit(pipe);
 	leave(conn, topics, ntopics, group, member);
 	relay_kafka_close(k);
 	PQfinish(conn);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * relay.h
- *	  What relay.c (the loop: poll as a group, produce, commit) and
- *	  relay_kafka.c (librdkafka: the producer, the topics, the delivery
+ *	  What relay.c (the loop: poll as a group, produce, commit),
+ *	  relay_batch.c (the batches in flight and the positions they commit)
+ *	  and relay_kafka.c (librdkafka: the producer, the topics, the delivery
  *	  reports) share.
  *
  *-------------------------------------------------------------------------
@@ -14,7 +15,34 @@
 
 typedef struct RelayKafka RelayKafka;
 
-/* One record to send, its bytes pointing into a PGresult. */
+/*
+ * One poll's records, from their production to Kafka until their
+ * positions are committed.  Batches are committed in the order they were
+ * polled, each only once Kafka acknowledged every record of it and of
+ * every batch before it (relay_batch.c).
+ */
+typedef struct RelayBatch
+{
+	struct RelayBatch *next;
+	int			topic;			/* index into relay.c's topics */
+	int			nrecords;
+	int			unacked;		/* records Kafka has not acknowledged yet */
+	bool		failed;			/* Kafka refused one: never committed */
+	int			nparts;
+	int64_t    *next_offset;	/* per partition: one past its last record, or -1 */
+	struct RelaySent *sent;		/* per record, the delivery report's opaque */
+	PGresult   *res;			/* the poll's result: librdkafka sends its
+								 * values from there, uncopied */
+} RelayBatch;
+
+/* A record in flight: its batch, and its source offset for error messages. */
+typedef struct RelaySent
+{
+	RelayBatch *batch;
+	int64_t		offset;
+} RelaySent;
+
+/* One record to send, its bytes pointing into its batch's PGresult. */
 typedef struct RelayRecord
 {
 	const char *topic;
@@ -32,8 +60,22 @@ typedef struct RelayRecord
 extern RelayKafka *relay_kafka_open(const char *bootstrap, int nprops,
 									char **props);
 extern void relay_kafka_topic(RelayKafka *k, const char *topic, int partitions);
-extern void relay_kafka_send(RelayKafka *k, const RelayRecord *r);
-extern void relay_kafka_wait(RelayKafka *k);
+extern bool relay_kafka_send(RelayKafka *k, const RelayRecord *r, RelaySent *s);
+extern const char *relay_kafka_serve(RelayKafka *k, int timeout_ms);
+extern const char *relay_kafka_wait(RelayKafka *k);
 extern void relay_kafka_close(RelayKafka *k);
+
+/* relay_batch.c */
+typedef struct RelayPipe RelayPipe;
+
+extern RelayPipe *relay_pipe_new(PGconn *conn, const char *group,
+								 const char *member, int ntopics,
+								 const char *const *names, const int *partitions);
+extern RelayBatch *relay_pipe_add(RelayPipe *p, int topic, PGresult *res);
+extern void relay_pipe_sent(RelayBatch *b, const char *topic, int32_t partition,
+							int64_t offset);
+extern int	relay_pipe_batches(RelayPipe *p);
+extern void relay_pipe_commit(RelayPipe *p);
+extern void relay_pipe_commit_fetched(RelayPipe *p);
 
 #endif							/* RELAY_H */

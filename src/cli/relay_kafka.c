@@ -4,16 +4,16 @@
  *	  relay's side of Apache Kafka, through librdkafka: the idempotent
  *	  producer, the topics (created with the source's partition count, or
  *	  refused when a count differs), each record sent to the partition of
- *	  the same number with headers naming its source, and the wait for the
- *	  delivery reports that must come before relay.c commits the group's
- *	  positions.
+ *	  the same number with headers naming its source, and the delivery
+ *	  reports, which count each batch's acknowledged records down
+ *	  (relay_batch.c commits a batch's positions only once they all came).
  *
  * The idempotent producer (enable.idempotence=true, which implies acks=all
  * and at most 5 requests in flight per partition) keeps each partition's
- * order across retries, so the relay may produce a whole poll's records
- * before waiting.  -X enable.idempotence=false, for brokers without it,
- * keeps the order with one request in flight per broker instead; -X
- * cannot change acks or the requests in flight.
+ * order across retries, so the relay may produce the next polls' records
+ * before the previous ones are acknowledged.  -X enable.idempotence=false,
+ * for brokers without it, keeps the order with one request in flight per
+ * broker instead; -X cannot change acks or the requests in flight.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,39 +26,44 @@
 
 #define METADATA_TIMEOUT_MS 10000
 #define ADMIN_TIMEOUT_MS 30000
+#define SERVE_EVERY 1000
 
 struct RelayKafka
 {
 	rd_kafka_t *rk;
 	const char *bootstrap;
 	const rd_kafka_metadata_t *md;	/* every topic, once */
-	/* The first delivery failure since the last relay_kafka_wait. */
+	/* The first delivery failure: the relay ends. */
 	bool		failed;
 	char		failure[512];
+	int			unserved;		/* records produced since the last poll */
 };
 
-/* A record's source offset, for the delivery report's message. */
-typedef struct Sent
-{
-	int64_t		offset;
-} Sent;
-
+/*
+ * A delivery report: one more record of its batch acknowledged, or the
+ * batch failed (it will never be committed, nor any after it).
+ */
 static void
 delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
 	RelayKafka *k = opaque;
-	Sent	   *s = m->_private;
+	RelaySent  *s = m->_private;
 
 	(void) rk;
-	if (m->err && !k->failed)
+	if (m->err)
 	{
-		k->failed = true;
-		snprintf(k->failure, sizeof(k->failure),
-				 "Kafka did not acknowledge offset %lld of topic \"%s\" partition %d: %s",
-				 s ? (long long) s->offset : -1LL, rd_kafka_topic_name(m->rkt),
-				 (int) m->partition, rd_kafka_err2str(m->err));
+		s->batch->failed = true;
+		if (!k->failed)
+		{
+			k->failed = true;
+			snprintf(k->failure, sizeof(k->failure),
+					 "Kafka did not acknowledge offset %lld of topic \"%s\" partition %d: %s",
+					 (long long) s->offset, rd_kafka_topic_name(m->rkt),
+					 (int) m->partition, rd_kafka_err2str(m->err));
+		}
 	}
-	free(s);
+	else
+		s->batch->unacked--;
 }
 
 static void
@@ -243,11 +248,15 @@ make_headers(const RelayRecord *r)
 	return h;
 }
 
-void
-relay_kafka_send(RelayKafka *k, const RelayRecord *r)
+/*
+ * Produces one record; its delivery report will count it acknowledged in
+ * s's batch.  False when librdkafka refused it at once (too large, say):
+ * the batch failed, and relay_kafka_serve returns why.
+ */
+bool
+relay_kafka_send(RelayKafka *k, const RelayRecord *r, RelaySent *s)
 {
 	rd_kafka_headers_t *h = make_headers(r);
-	Sent	   *s = cli_malloc(sizeof(Sent));
 	rd_kafka_resp_err_t err;
 
 	s->offset = r->offset;
@@ -258,7 +267,8 @@ relay_kafka_send(RelayKafka *k, const RelayRecord *r)
 								RD_KAFKA_V_PARTITION(r->partition),
 								RD_KAFKA_V_KEY((const void *) r->key, r->key ? r->key_len : 0),
 								RD_KAFKA_V_VALUE((void *) r->value, r->value ? r->value_len : 0),
-								RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+								/* the batch keeps the value until acknowledged */
+								RD_KAFKA_V_MSGFLAGS(0),
 								RD_KAFKA_V_TIMESTAMP(r->ts_ms > 0 ? r->ts_ms : 0),
 								RD_KAFKA_V_HEADERS(h),
 								RD_KAFKA_V_OPAQUE(s),
@@ -274,20 +284,46 @@ relay_kafka_send(RelayKafka *k, const RelayRecord *r)
 	if (err)
 	{
 		rd_kafka_headers_destroy(h);
-		free(s);
-		cli_error("cannot send offset %lld of topic \"%s\" partition %d to Kafka: %s",
-				  (long long) r->offset, r->topic, (int) r->partition, rd_kafka_err2str(err));
+		s->batch->failed = true;
+		if (!k->failed)
+		{
+			k->failed = true;
+			snprintf(k->failure, sizeof(k->failure),
+					 "cannot send offset %lld of topic \"%s\" partition %d to Kafka: %s",
+					 (long long) r->offset, r->topic, (int) r->partition, rd_kafka_err2str(err));
+		}
+		return false;
 	}
-	rd_kafka_poll(k->rk, 0);
+	/* Serve the delivery reports now and then, not per record. */
+	if (++k->unserved >= SERVE_EVERY)
+	{
+		k->unserved = 0;
+		rd_kafka_poll(k->rk, 0);
+	}
+	return true;
 }
 
 /*
- * Waits until Kafka acknowledged (or refused) every record sent: only then
- * may the group's positions move.  Even after SIGTERM: what was sent is
- * acknowledged and committed, so a stop re-sends nothing.  A refusal ends
- * the relay without committing: the next run sends those records again.
+ * Serves the delivery reports that came, waiting up to timeout_ms for one
+ * if none did; returns the first failure, or NULL.
  */
-void
+const char *
+relay_kafka_serve(RelayKafka *k, int timeout_ms)
+{
+	char		errstr[512];
+
+	rd_kafka_poll(k->rk, timeout_ms);
+	if (rd_kafka_fatal_error(k->rk, errstr, sizeof(errstr)))
+		cli_error("Kafka producer failed: %s", errstr);
+	return k->failed ? k->failure : NULL;
+}
+
+/*
+ * Waits until Kafka acknowledged (or refused) every record produced; returns
+ * the first failure, or NULL.  Even after SIGTERM: what was produced is
+ * acknowledged and committed, so a stop re-sends nothing.
+ */
+const char *
 relay_kafka_wait(RelayKafka *k)
 {
 	char		errstr[512];
@@ -299,14 +335,16 @@ relay_kafka_wait(RelayKafka *k)
 			cli_error("Kafka producer failed: %s", errstr);
 	}
 	rd_kafka_poll(k->rk, 0);
-	if (k->failed)
-		cli_error("%s", k->failure);
+	return k->failed ? k->failure : NULL;
 }
 
 void
 relay_kafka_close(RelayKafka *k)
 {
-	relay_kafka_wait(k);
+	const char *failure = relay_kafka_wait(k);
+
+	if (failure)
+		cli_error("%s", failure);
 	rd_kafka_metadata_destroy(k->md);
 	rd_kafka_destroy(k->rk);
 	free(k);

@@ -25,6 +25,9 @@
 #
 #   PG_BINDIR=... bash test/bench/relay.sh quick /tmp/out
 #
+# EL_BENCH_CLI=PATH measures another build of the CLI (the same script run
+# with the previous build and the new one gives a before/after).
+#
 # Prints a table, writes OUT/relay.csv (every round in OUT/relay-rounds.csv)
 # and appends to OUT/results.md.
 set -euo pipefail
@@ -55,7 +58,7 @@ if [ -z "${PGHOST:-}" ] || [ -z "${PGPORT:-}" ]; then
     OWN_SERVER=1
     psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS pg_eventlog' >/dev/null
 fi
-CLI=$(pg_config --bindir)/pg_eventlog
+CLI=${EL_BENCH_CLI:-$(pg_config --bindir)/pg_eventlog}
 DB="host=$PGHOST port=$PGPORT user=${PGUSER:-postgres} dbname=${PGDATABASE:-postgres}"
 
 # The mock cluster: runs until its standard input (fd 3 here) closes.

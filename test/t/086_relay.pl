@@ -30,7 +30,7 @@ my ($rc, $out, $err);
 
 # The mock cluster: orders (3 partitions), bin (2), mism (5, against 3 here).
 my ($min, $mout, $merr) = ('', '', '');
-my $mock = IPC::Run::start([ $mock_bin, 'orders:3', 'bin:2', 'mism:5', 'big:1', 'ma:1', 'mb:2' ],
+my $mock = IPC::Run::start([ $mock_bin, 'orders:3', 'bin:2', 'mism:5', 'big:1', 'ma:1', 'mb:2', 'pipe:3', 'pfx:1' ],
     '<', \$min, '>', \$mout, '2>', \$merr);
 my $t = IPC::Run::timer(30);
 $mock->pump until $mout =~ /\n/ || $t->is_expired;
@@ -138,6 +138,69 @@ for my $line (@$kafka)
 note('duplicates after kill -9: ' . ($dups // 0));
 is_deeply(\@first, source_records('orders', 0), 'first arrivals equal the source: nothing lost, order kept');
 ok(!$bad, 'every duplicate is a copy of its first arrival');
+
+# 2b. kill -9 mid-pipeline: the relay polls the next batch while Kafka
+#     acknowledges the previous ones.  A test build's hook kills it right
+#     after it handed its second batch (of 10,000 records) to librdkafka,
+#     with the third poll running in the server.  At that moment no
+#     committed position may be past a record Kafka does not have; after a
+#     restart, Kafka's first arrivals equal the source, in order.
+cli(qw(topic create pipe --partitions 3));
+$node->safe_psql('postgres', q{SELECT eventlog.produce('pipe', 'p' || i, jsonb_build_object('i', i), partition => i % 3)
+  FROM generate_series(1, 25000) i});
+{
+    local $ENV{PG_EVENTLOG_TEST_RELAY_CRASH_AFTER_BATCH} = '2';
+    ($rc, $out, $err) = cli(qw(relay pipe --group pipeg --to-kafka), $boot, '-e');
+}
+is($rc, 137, 'the test hook killed the relay with -9 mid-pipeline') or diag("rc $rc: $err");
+# Kafka's records now, by source partition and offset.
+my %inkafka;
+for my $line (@{ kafka_records('pipe') })
+{
+    my ($p, $o) = $line =~ /pg_eventlog\.partition=(\w+),pg_eventlog\.offset=(\w+)$/;
+    $inkafka{ pack('H*', $p) . '/' . pack('H*', $o) } = 1;
+}
+my $committed = $node->safe_psql('postgres', q{SELECT string_agg(partition || ':' || committed_offset, ' ' ORDER BY partition)
+    FROM eventlog.consumer_groups WHERE group_name = 'pipeg'});
+note("committed at kill -9: $committed; records in Kafka: " . scalar(keys %inkafka));
+my @missing;
+for my $pc (split / /, $committed)
+{
+    my ($p, $c) = split /:/, $pc;
+    push @missing, "$p/$_" for grep { !$inkafka{"$p/$_"} } 0 .. $c - 1;
+}
+is(scalar @missing, 0, 'no committed position is past a record Kafka does not have') or diag("@missing[0 .. 9]");
+ok(scalar(keys %inkafka) < 25000, 'the kill left records to send');
+# The dead member holds its partitions until its session times out: hand
+# them over, as an operator would.
+$node->safe_psql('postgres', q{SELECT eventlog.leave('pipe', 'pipeg', m.member) FROM eventlog.group_members m
+    JOIN eventlog.topic_catalog t USING (topic_id) WHERE t.name = 'pipe' AND m.group_name = 'pipeg'});
+($rc, $out, $err) = cli(qw(relay pipe --group pipeg --to-kafka), $boot, '-e');
+is($rc, 0, 'the restarted relay catches up') or diag($err);
+($dups, $bad) = (0, 0);
+(%seen, @first) = ();
+for my $line (@{ kafka_records('pipe') })
+{
+    my ($src) = $line =~ /pg_eventlog\.partition=(\w+),pg_eventlog\.offset=(\w+)$/ ? "$1/$2" : (undef);
+    if ($seen{$src}) { $dups++; $bad++ if $seen{$src} ne $line; next; }
+    $seen{$src} = $line;
+    push @first, $line;
+}
+note("duplicates after kill -9 mid-pipeline: $dups");
+is_deeply(\@first, source_records('pipe', 0), 'first arrivals equal the source: nothing lost, each partition in order');
+ok(!$bad, 'every duplicate is a copy of its first arrival');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM eventlog.consumer_groups
+    WHERE group_name = 'pipeg' AND committed_offset <> last_stable_offset}), '0', 'the group is at the end');
+
+# A record Kafka refuses in the second batch: the first batch, which Kafka
+# acknowledged, is committed; nothing of the second.
+cli(qw(topic create pfx));
+$node->safe_psql('postgres', q{SELECT eventlog.produce('pfx', 's', jsonb_build_object('i', i)) FROM generate_series(1, 10000) i;
+    SELECT eventlog.produce('pfx', 'b', to_jsonb(repeat('x', 5000)))});
+($rc, $out, $err) = cli(qw(relay pfx --group pfxg --to-kafka), $boot, '-e', '-X', 'message.max.bytes=2000');
+ok($rc == 1 && one_line_error($err, qr/offset 10000 of topic "pfx" partition 0.*too large/i), 'a record refused in the second batch: one line') or diag($err);
+is($node->safe_psql('postgres', q{SELECT committed_offset FROM eventlog.consumer_groups WHERE group_name = 'pfxg'}), '10000',
+    'the batch before it is committed, up to the refused record');
 
 # 3. A hostile user.
 cli(qw(topic create mism --partitions 3));
