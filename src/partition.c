@@ -104,6 +104,7 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 	int			i;
 	int			ret;
 	int			pin;
+	bool		listed = false;
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 
@@ -145,6 +146,7 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 	{
 		bool		isnull;
 
+		listed = true;
 		next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -184,8 +186,10 @@ el_recover_locked(ElTopic *topic, int32 partition, ElRouting *routing)
 	 * catalog tables, then the records, and creates the triggers last):
 	 * counting now would hand out offsets the records still to come hold,
 	 * and the counter is recovered once.  Refuse; the caller retries later.
+	 * (A partition no longer listed was dropped: its callers find that out
+	 * and say so.)
 	 */
-	if (nsegs == 0)
+	if (listed && nsegs == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("partition %d of topic \"%s\" has no segment", partition, topic->name),

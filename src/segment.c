@@ -28,10 +28,12 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/stratnum.h"
+#include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -48,6 +50,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "segment.h"
 #include "topic.h"
@@ -664,24 +667,27 @@ el_partition_bytes_sql(PG_FUNCTION_ARGS)
 bool
 el_segment_guarded(Oid relid)
 {
-	Relation	rel = try_relation_open(relid, AccessShareLock);
-	bool		guarded = false;
+	Relation	trig;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	bool		guarded;
 
-	if (rel == NULL)
-		return true;
-	if (rel->trigdesc)
-	{
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			if (strcmp(rel->trigdesc->triggers[i].tgname, "segment_guard") == 0)
-			{
-				guarded = true;
-				break;
-			}
-		}
-	}
-	relation_close(rel, AccessShareLock);
-	return guarded;
+	/*
+	 * From pg_trigger, not the relation's trigger list: no lock on the
+	 * segment, which the caller's routing lock must never wait behind (a
+	 * VACUUM FULL of an old segment, compaction's swap).
+	 */
+	trig = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_pg_trigger_tgname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("segment_guard"));
+	scan = systable_beginscan(trig, TriggerRelidNameIndexId, true, NULL, 2, key);
+	guarded = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(trig, AccessShareLock);
+	/* Dropped meanwhile (retention, compaction): its triggers went with it. */
+	return guarded || !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid));
 }
 
 PG_FUNCTION_INFO_V1(el_segment_guard);
