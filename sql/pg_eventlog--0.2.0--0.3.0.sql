@@ -11835,3 +11835,54 @@ $f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gco
         format(k, 'u'), jvals, flag);
 END
 $$;
+
+-- A processor's combine aggregates start from the aggregate's initial value.
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := @extschema@._processor_agg_type(p, i, 'argument');
+        st := format_type(ag.aggtranstype, NULL);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_partial_' || i, argt,
+                       ag.aggtransfn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        -- Combining starts from the aggregate's initial value, as
+        -- PostgreSQL's own combine phase does.
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_combine_' || i, st,
+                       ag.aggcombinefn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', x_%s %s', j, @extschema@._processor_agg_type(p, j, 'argument')), '' ORDER BY j)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;

@@ -221,9 +221,12 @@ BEGIN
                        'processor_' || p.processor_id || '_partial_' || i, argt,
                        ag.aggtransfn::text, st,
                        CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
-        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s)',
+        -- Combining starts from the aggregate's initial value, as
+        -- PostgreSQL's own combine phase does.
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
                        'processor_' || p.processor_id || '_combine_' || i, st,
-                       ag.aggcombinefn::text, st);
+                       ag.aggcombinefn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
         EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
                        'processor_' || p.processor_id || '_partial_' || i, argt, caller);
         EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
