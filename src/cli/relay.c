@@ -225,15 +225,16 @@ relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
 }
 
 /*
- * Kafka refused a record: wait for the records produced before it, commit
- * the batches before its batch that Kafka acknowledged, then end.
+ * Kafka refused a record: drop the records not sent yet, wait for those in
+ * flight, commit the batches before its batch that Kafka acknowledged (each
+ * commit needs its batch and every batch before it acknowledged), then end.
  */
 static void
 relay_check(RelayPipe *pipe, RelayKafka *k, const char *failure)
 {
 	if (failure == NULL)
 		return;
-	(void) relay_kafka_wait(k);
+	(void) relay_kafka_abandon(k);
 	relay_pipe_commit(pipe);
 	cli_error("%s", failure);
 }

@@ -63,6 +63,7 @@ extern void relay_kafka_topic(RelayKafka *k, const char *topic, int partitions);
 extern bool relay_kafka_send(RelayKafka *k, const RelayRecord *r, RelaySent *s);
 extern const char *relay_kafka_serve(RelayKafka *k, int timeout_ms);
 extern const char *relay_kafka_wait(RelayKafka *k);
+extern const char *relay_kafka_abandon(RelayKafka *k);
 extern void relay_kafka_close(RelayKafka *k);
 
 /* relay_batch.c */

@@ -228,9 +228,10 @@ commit_topic(RelayPipe *p, int t)
 		if (state == NULL || strcmp(state, SQLSTATE_NOT_IN_PREREQUISITE_STATE) != 0)
 			cli_fail_result(p->conn, res);
 		PQclear(res);
+		/* A refused commit (a partition lost) does not count as committed. */
 		for (int i = 0; i < p->partitions[t]; i++)
-			if (c[i] >= 0)
-				commit_one(p, t, i, c[i]);
+			if (c[i] >= 0 && !commit_one(p, t, i, c[i]))
+				c[i] = -1;
 	}
 	else
 		PQclear(res);

@@ -83,6 +83,7 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 	char		errstr[512];
 	rd_kafka_resp_err_t err;
 	bool		idempotent = true;
+	bool		gapless_set = false;
 
 	memset(k, 0, sizeof(*k));
 	k->bootstrap = bootstrap;
@@ -99,6 +100,8 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 		*eq = '\0';
 		if (strcmp(props[i], "enable.idempotence") == 0)
 			idempotent = strcmp(eq + 1, "true") == 0;
+		else if (strcmp(props[i], "enable.gapless.guarantee") == 0)
+			gapless_set = true;
 		else if (strcmp(props[i], "max.in.flight.requests.per.connection") == 0 ||
 				 strcmp(props[i], "max.in.flight") == 0 || strcmp(props[i], "acks") == 0 ||
 				 strcmp(props[i], "request.required.acks") == 0)
@@ -107,7 +110,18 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 		*eq = '=';
 	}
 	if (idempotent)
+	{
 		set_property(conf, "enable.idempotence", "true");
+
+		/*
+		 * A record Kafka refuses must not be followed in its partition by
+		 * later ones (the pipeline has later batches in librdkafka): with
+		 * the gapless guarantee a gap is a fatal error, and nothing after
+		 * it is delivered.
+		 */
+		if (!gapless_set)
+			set_property(conf, "enable.gapless.guarantee", "true");
+	}
 	else
 	{
 		/*
@@ -336,6 +350,18 @@ relay_kafka_wait(RelayKafka *k)
 	}
 	rd_kafka_poll(k->rk, 0);
 	return k->failed ? k->failure : NULL;
+}
+
+/*
+ * After a refused record: drops the records not yet sent (so that none of a
+ * later batch reaches Kafka after the refused one), waits for those in
+ * flight, and returns the first failure.
+ */
+const char *
+relay_kafka_abandon(RelayKafka *k)
+{
+	rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE);
+	return relay_kafka_wait(k);
 }
 
 void
