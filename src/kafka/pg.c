@@ -78,6 +78,7 @@ swap_sessions(KConn *conn)
 	PGcancel   *cancel;
 	bool		b;
 	char	   *key;
+	int			n;
 
 	kregistry_lock();
 	pg = conn->pg;
@@ -99,6 +100,9 @@ swap_sessions(KConn *conn)
 	key = conn->await_key;
 	conn->await_key = conn->other_await_key;
 	conn->other_await_key = key;
+	n = conn->await_renewals;
+	conn->await_renewals = conn->other_await_renewals;
+	conn->other_await_renewals = n;
 	conn->reading = !conn->reading;
 }
 
@@ -308,6 +312,7 @@ kpg_await_start(KConn *conn, const char *key, const void *extra, size_t extra_le
 	if (conn->await_key == NULL)
 		return;
 	memcpy(conn->await_key, key, klen);
+	conn->await_renewals = 0;
 	if (extra_len > 0)
 		memcpy(conn->await_key + klen, extra, extra_len);
 	if (!PQsendQueryParams(conn->pg, await_sql, 4, NULL, p4, NULL, NULL, 0))
@@ -334,6 +339,9 @@ kpg_await_start(KConn *conn, const char *key, const void *extra, size_t extra_le
  * Fetch queries) for any other outcome: records readable, a topic dropped,
  * an error, a broken session.
  */
+/* How long renewed awaits may go without a Fetch query (5 minutes). */
+#define KAWAIT_RECHECK_MS 300000
+
 static bool
 await_restart(KConn *conn)
 {
@@ -356,6 +364,17 @@ await_restart(KConn *conn)
 	}
 	if (!idle || kshutting_down())
 		return false;
+
+	/*
+	 * For at most KAWAIT_RECHECK_MS in a row: the await looks its topics
+	 * up by name, so a topic dropped and created again under the same name
+	 * meanwhile would be waited on for ever in its stead; the Fetch query
+	 * after them finds that out (and answers OFFSET_OUT_OF_RANGE or the
+	 * like), as it checks everything else again.
+	 */
+	if ((int64_t) (conn->await_renewals + 1) * kconf.idle_await_ms > KAWAIT_RECHECK_MS)
+		return false;
+	conn->await_renewals++;
 	copy = strdup(conn->await_key);
 	if (copy == NULL)
 		return false;

@@ -117,8 +117,9 @@ typedef struct KConn
 	struct KBatch *batch;		/* its held frames and responses, or NULL */
 	char	   *await_key;		/* what it waits for (kpg_await_start), then
 								 * its extra bytes */
+	int			await_renewals; /* times it was sent again (pg.c) */
 	/*
-	 * --read-dsn: the other session, swapped with the five fields above
+	 * --read-dsn: the other session, swapped with the fields above
 	 * while Fetch or ListOffsets runs (kpg_read_session), so that pg.c
 	 * serves either the same way.  "reading" tells which is in.
 	 */
@@ -128,6 +129,7 @@ typedef struct KConn
 	bool		other_await_pending;
 	bool		other_pinned;
 	char	   *other_await_key;
+	int			other_await_renewals;
 	bool		reading;
 	struct KConn *prev;			/* the registry's list, under its lock */
 	struct KConn *next;
