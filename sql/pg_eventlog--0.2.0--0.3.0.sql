@@ -11886,3 +11886,119 @@ BEGIN
     END IF;
 END
 $$;
+
+/* -- issue 19: a processor's aggregates bound to their functions' OIDs -- */
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') > 0 THEN
+        IF to_regproc(fin) IS NULL THEN
+            RETURN format('%s.v_%s', rel, i);
+        END IF;
+        RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
+    END IF;
+    RETURN CASE p.agg_funcs[i] WHEN 'count' THEN format('%s.n_%s', rel, i)
+                               WHEN 'avg' THEN format('%1$s.v_%2$s / NULLIF(%1$s.n_%2$s, 0)', rel, i)
+                               ELSE format('%s.v_%s', rel, i) END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
+'internal: the value of a window processor''s aggregate in a window row';
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := @extschema@._processor_agg_type(p, i, 'argument');
+        st := format_type(ag.aggtranstype, NULL);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_partial_' || i, argt,
+                       ag.aggtransfn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        -- Combining starts from the aggregate's initial value, as
+        -- PostgreSQL's own combine phase does.
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_combine_' || i, st,
+                       ag.aggcombinefn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                           'processor_' || p.processor_id || '_final_' || i, st,
+                           ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN ('processor_' || p.processor_id || '_partial_' || i,
+                                         'processor_' || p.processor_id || '_combine_' || i,
+                                         'processor_' || p.processor_id || '_final_' || i)
+                      AND (g.aggtransfn <> CASE WHEN pr.proname LIKE '%\_partial\_%' THEN ag.aggtransfn ELSE ag.aggcombinefn END
+                           OR g.aggfinalfn <> CASE WHEN pr.proname LIKE '%\_final\_%' THEN ag.aggfinalfn ELSE 0 END)) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                           'processor_' || p.processor_id || '_final_' || i, st, caller);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', x_%s %s', j, @extschema@._processor_agg_type(p, j, 'argument')), '' ORDER BY j)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+CREATE OR REPLACE FUNCTION @extschema@._processor_drop_aggregates(p @extschema@.processor_catalog)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT pr.oid FROM pg_proc pr
+              WHERE pr.pronamespace = '@extschema@'::regnamespace
+                AND pr.proname ~ ('^processor_' || p.processor_id || '_(partial|combine|final)_[0-9]+$') LOOP
+        EXECUTE format('DROP AGGREGATE %s', f);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.processor_catalog) IS
+'internal: drops a window processor''s partial, combine and final aggregates';

@@ -129,6 +129,27 @@ SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}', aggregates => '{"bit_or(1"}');
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}', aggregates => '{"bit_or(1); DROP TABLE w3"}');
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}', aggregates => '{"pg_catalog.bit_or(*)"}');
+-- A function put in the way of an aggregate's own, by a role with CREATE
+-- on its schema: CREATE AGGREGATE would find it (its argument types are
+-- closer), so the processor is refused, and the function never called.
+CREATE SCHEMA aggs;
+CREATE FUNCTION aggs.cat_step(text, text) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT $1 || $2$$;
+CREATE FUNCTION aggs.cat_done(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT '[' || $1 || ']'$$;
+CREATE AGGREGATE aggs.cat(varchar) (SFUNC = aggs.cat_step, STYPE = text, COMBINEFUNC = aggs.cat_step,
+                                    FINALFUNC = aggs.cat_done, INITCOND = '');
+CREATE TABLE w4 (window_start timestamptz, window_end timestamptz, cat text);
+GRANT USAGE, CREATE ON SCHEMA aggs TO windows_other;
+SET ROLE windows_other;
+CREATE FUNCTION aggs.cat_step(text, varchar) RETURNS text LANGUAGE sql AS $$SELECT 'hijacked'$$;
+RESET ROLE;
+SELECT eventlog.create_window_processor('w', 'taps', 'w4', size => '10 s', group_by => '{}', aggregates => ARRAY['aggs.cat(key::varchar)']);
+DROP FUNCTION aggs.cat_step(text, varchar);
+-- Without it, the aggregate and its final function run.
+SELECT eventlog.create_window_processor('catw', 'taps', 'w4', size => '1 day', group_by => '{}',
+    aggregates => ARRAY['aggs.cat(key::varchar)'], event_time => $$(value->>'ts')::timestamptz$$, emit => 'changes');
+SELECT eventlog.run_processor('catw');
+SELECT window_start, cat ~ '^\[[ab]+\]$' AS finished, length(cat) - 2 = (SELECT count(*) FROM eventlog.read('taps', 0, 0, 1000)) AS every_key FROM w4;
+SELECT eventlog.drop_processor('catw');
 -- An aggregate its owner may not call.
 REVOKE EXECUTE ON FUNCTION any_bits(integer) FROM PUBLIC;
 GRANT USAGE ON SCHEMA public TO windows_other;
@@ -166,6 +187,8 @@ SELECT count(*) FROM pg_class WHERE relnamespace = 'eventlog'::regnamespace AND 
 SELECT eventlog.revoke('taps', 'consume', 'windows_other');
 REVOKE ALL ON w3 FROM windows_other;
 DROP TABLE w3;
+DROP TABLE w4;
+DROP SCHEMA aggs CASCADE;
 REVOKE USAGE ON SCHEMA public FROM windows_other;
 DROP ROLE windows_other;
 SELECT eventlog.drop_topic(t) FROM unnest(ARRAY['taps', 'slide_out', 'late_taps']) t;

@@ -149,7 +149,7 @@ el_drop_all_segments(bool cascade)
 	ret = SPI_execute("SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text FROM pg_catalog.pg_proc p"
 					  " WHERE p.pronamespace OPERATOR(pg_catalog.=) '" EL_SCHEMA_NAME "'::pg_catalog.regnamespace"
 					  "   AND p.prokind OPERATOR(pg_catalog.=) 'a'"
-					  "   AND p.proname OPERATOR(pg_catalog.~) '^processor_[0-9]+_(partial|combine)_[0-9]+$'"
+					  "   AND p.proname OPERATOR(pg_catalog.~) '^processor_[0-9]+_(partial|combine|final)_[0-9]+$'"
 					  " ORDER BY 1", false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not list processor aggregates: %s",

@@ -10,12 +10,15 @@
  * (pg_aggregate.aggcombinefn) and a state of an SQL type (not internal nor
  * polymorphic) keeps its own state: agg_funcs holds the aggregate as a
  * regprocedure ("bit_or(integer)"; the "(" tells it apart), and the
- * processor has two aggregates of its own, made at creation from the
+ * processor has aggregates of its own, made at creation from the
  * aggregate's functions: processor_<id>_partial_<i> (the transition
- * function, no final function: a batch's state) and
+ * function, no final function: a batch's state),
  * processor_<id>_combine_<i> (the combine function as transition
- * function: states combined).  The final function runs when a window is
- * written.  Aggregates whose state is internal (numeric sum and avg,
+ * function: states combined) and, if the aggregate has a final function,
+ * processor_<id>_final_<i> (a state finished when a window is written).
+ * They hold the functions' OIDs, so that nothing later resolves the
+ * functions by name (_processor_create_state checks that creating them
+ * did not either).  Aggregates whose state is internal (numeric sum and avg,
  * stddev of numeric) cannot be stored in a row from SQL, and are refused.
  *
  * Sliding windows (Kafka Streams' SlidingWindows, left windows only): a
@@ -165,20 +168,26 @@ $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_sql(@extschema@.processor_catalog, integer) IS
 'internal: the SQL a step of a window processor uses for one of its aggregates that has a combine function';
 
-/* Aggregate i's value in a window row "rel" (as written to the sink). */
+/*
+ * Aggregate i's value in a window row "rel" (as written to the sink).  An
+ * aggregate with a combine function and a final function is finished by
+ * the processor's final aggregate, bound to the final function's OID when
+ * it was made (a call of the function by name could reach another
+ * function of that name put in the way since).
+ */
 CREATE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
 RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    fin text;
+    fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
 BEGIN
     IF strpos(p.agg_funcs[i], '(') > 0 THEN
-        SELECT format('%I.%I', n.nspname, pr.proname) INTO fin
-          FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfinalfn JOIN pg_namespace n ON n.oid = pr.pronamespace
-         WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
-        RETURN CASE WHEN fin IS NULL THEN format('%s.v_%s', rel, i) ELSE format('%s(%s.v_%s)', fin, rel, i) END;
+        IF to_regproc(fin) IS NULL THEN
+            RETURN format('%s.v_%s', rel, i);
+        END IF;
+        RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
     END IF;
     RETURN CASE p.agg_funcs[i] WHEN 'count' THEN format('%s.n_%s', rel, i)
                                WHEN 'avg' THEN format('%1$s.v_%2$s / NULLIF(%1$s.n_%2$s, 0)', rel, i)
@@ -191,8 +200,8 @@ COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog
 /*
  * The state a window processor has besides its windows, made by
  * __register_processor as the extension owner and given to the processor's
- * owner: the partial and combine aggregates of its aggregates with a
- * combine function, and a sliding window's record buffer.  The aggregates'
+ * owner: the partial, combine and final aggregates of its aggregates
+ * with a combine function, and a sliding window's record buffer.  The aggregates'
  * functions are checked again here (the spec may not come from
  * create_window_processor); the owner needs EXECUTE on them to run them.
  */
@@ -227,10 +236,36 @@ BEGIN
                        'processor_' || p.processor_id || '_combine_' || i, st,
                        ag.aggcombinefn::text, st,
                        CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                           'processor_' || p.processor_id || '_final_' || i, st,
+                           ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN ('processor_' || p.processor_id || '_partial_' || i,
+                                         'processor_' || p.processor_id || '_combine_' || i,
+                                         'processor_' || p.processor_id || '_final_' || i)
+                      AND (g.aggtransfn <> CASE WHEN pr.proname LIKE '%\_partial\_%' THEN ag.aggtransfn ELSE ag.aggcombinefn END
+                           OR g.aggfinalfn <> CASE WHEN pr.proname LIKE '%\_final\_%' THEN ag.aggfinalfn ELSE 0 END)) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
         EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
                        'processor_' || p.processor_id || '_partial_' || i, argt, caller);
         EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
                        'processor_' || p.processor_id || '_combine_' || i, st, caller);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                           'processor_' || p.processor_id || '_final_' || i, st, caller);
+        END IF;
     END LOOP;
     IF p.window_type = 'sliding' THEN
         EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
@@ -245,7 +280,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
-'internal: makes a window processor''s partial and combine aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
 REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@._processor_drop_aggregates(p @extschema@.processor_catalog)
@@ -258,13 +293,13 @@ DECLARE
 BEGIN
     FOR f IN SELECT pr.oid FROM pg_proc pr
               WHERE pr.pronamespace = '@extschema@'::regnamespace
-                AND pr.proname ~ ('^processor_' || p.processor_id || '_(partial|combine)_[0-9]+$') LOOP
+                AND pr.proname ~ ('^processor_' || p.processor_id || '_(partial|combine|final)_[0-9]+$') LOOP
         EXECUTE format('DROP AGGREGATE %s', f);
     END LOOP;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.processor_catalog) IS
-'internal: drops a window processor''s partial and combine aggregates';
+'internal: drops a window processor''s partial, combine and final aggregates';
 REVOKE ALL ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.processor_catalog) FROM PUBLIC;
 
 /*
