@@ -34,6 +34,7 @@
 #include "access/detoast.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -451,7 +452,15 @@ fetch_item(FetchState *st, FetchItem *it, int item_no, int64 *nrows)
 	el_check_partition(topic, it->partition);
 	el_point_at(it->name, topic, it->partition, &point);
 	el_require_topic_privilege(point.topic, GetUserId(), EL_PRIV_CONSUME);
-	if (it->offset < point.log_start || it->offset > point.high_watermark)
+	/*
+	 * As read does (read.c): a standby knows no high watermark but the
+	 * published stable offset, which may lag behind a position committed on
+	 * the primary (or read on a standby ahead of this one); a Fetch from
+	 * above it finds nothing yet, instead of sending the client back to its
+	 * offset reset policy.
+	 */
+	if (it->offset < point.log_start ||
+		(it->offset > point.high_watermark && !RecoveryInProgress()))
 		error = KFETCH_OFFSET_OUT_OF_RANGE;
 	else
 		*nrows = fetch_rows(st, it, item_no, &point);

@@ -83,6 +83,8 @@
 #define EL_NOTIFY_BATCH 1024
 /* Keep each payload well under NOTIFY's limit (NOTIFY_PAYLOAD_MAX_LENGTH). */
 #define EL_PAYLOAD_MAX 7000
+/* How often a publication put off is tried again (standby.c). */
+#define EL_PUBLISH_RETRY_MS 1000
 
 PGDLLEXPORT void el_notifier_main(Datum main_arg);
 
@@ -558,6 +560,7 @@ el_notifier_main(Datum main_arg)
 	MemoryContext round_cxt;
 	ElCoalesce	co = {0};
 	bool		publishing;
+	TimestampTz publish_tried = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -607,6 +610,19 @@ el_notifier_main(Datum main_arg)
 			el_publish_round(NULL, 0, round_cxt);
 		publishing = el_publish_enabled;
 
+		/*
+		 * A publication put off (a lock not free, a partition skipped, a
+		 * failure): retried every second, not only at the next round, which
+		 * on a primary where nothing else commits might never come.
+		 */
+		if (publishing && el_publish_pending() &&
+			TimestampDifferenceExceeds(publish_tried, GetCurrentTimestamp(),
+									   EL_PUBLISH_RETRY_MS))
+		{
+			publish_tried = GetCurrentTimestamp();
+			el_publish_round(NULL, 0, round_cxt);
+		}
+
 		/* Woken by a producer: under load, wait to coalesce. */
 		if (el_notifier_woken())
 			el_coalesce_before(&co);
@@ -645,6 +661,8 @@ el_notifier_main(Datum main_arg)
 			stats_due = el_report_stat(false);
 			if (stats_due > 0)
 				timeout = Min(timeout, stats_due);
+			if (publishing && el_publish_pending())
+				timeout = Min(timeout, EL_PUBLISH_RETRY_MS);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 timeout, PG_WAIT_EXTENSION);
 		}

@@ -50,23 +50,36 @@
 #define EL_PUB_STABLE		3
 #define EL_PUB_SEGMENT		4
 
-/* A round's publication (el_publish_stable_offsets); $1..$4 are arrays. */
+/*
+ * A round's publication (el_publish_stable_offsets); $1..$4 are arrays.
+ * It returns how many rows it wrote, and how many of the round's
+ * partitions it skipped because another transaction holds their catalog
+ * row (SKIP LOCKED: a drop_topic in progress, mostly): those are put off,
+ * not forgotten, since the round has already taken their announcements.
+ */
 #define EL_PUBLISH_SQL \
-	"INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o" \
-	"       (topic_id, partition, stable_offset, active_segment, published_at)" \
-	" SELECT p.topic_id, p.partition, i.stable, i.segno, pg_catalog.clock_timestamp()" \
-	"   FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)," \
-	"                   pg_catalog.unnest($3), pg_catalog.unnest($4))" \
-	"        AS i(topic_id, partition, stable, segno)" \
-	"   JOIN " EL_SCHEMA_NAME ".partition_catalog p" \
-	"     ON p.topic_id OPERATOR(pg_catalog.=) i.topic_id" \
-	"    AND p.partition OPERATOR(pg_catalog.=) i.partition" \
-	"    FOR KEY SHARE OF p SKIP LOCKED" \
-	" ON CONFLICT (topic_id, partition) DO UPDATE" \
-	"   SET stable_offset = excluded.stable_offset," \
-	"       active_segment = excluded.active_segment," \
-	"       published_at = excluded.published_at" \
-	" WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset"
+	"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)," \
+	"                                    pg_catalog.unnest($3), pg_catalog.unnest($4))" \
+	"                AS i(topic_id, partition, stable, segno))," \
+	" j AS (SELECT p.topic_id, p.partition, i.stable, i.segno" \
+	"         FROM i JOIN " EL_SCHEMA_NAME ".partition_catalog p" \
+	"           ON p.topic_id OPERATOR(pg_catalog.=) i.topic_id" \
+	"          AND p.partition OPERATOR(pg_catalog.=) i.partition" \
+	"          FOR KEY SHARE OF p SKIP LOCKED)," \
+	" w AS (INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o" \
+	"              (topic_id, partition, stable_offset, active_segment, published_at)" \
+	"       SELECT j.topic_id, j.partition, j.stable, j.segno, pg_catalog.clock_timestamp() FROM j" \
+	"       ON CONFLICT (topic_id, partition) DO UPDATE" \
+	"          SET stable_offset = excluded.stable_offset," \
+	"              active_segment = excluded.active_segment," \
+	"              published_at = excluded.published_at" \
+	"        WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset" \
+	"       RETURNING 1)" \
+	" SELECT (SELECT pg_catalog.count(*) FROM w)," \
+	"        (SELECT pg_catalog.count(*) FROM i JOIN " EL_SCHEMA_NAME ".partition_catalog p" \
+	"            ON p.topic_id OPERATOR(pg_catalog.=) i.topic_id" \
+	"           AND p.partition OPERATOR(pg_catalog.=) i.partition)" \
+	"        OPERATOR(pg_catalog.-) (SELECT pg_catalog.count(*) FROM j)"
 
 /* Its plan, kept for the notifier's life. */
 static SPIPlanPtr el_publish_plan = NULL;
@@ -110,16 +123,21 @@ el_publish_flush(bool changed, const int32 *topics, int n)
  * synchronous_commit off).  It does not wait for synchronous standbys: it
  * is no user's commit.
  *
- * A partition dropped meanwhile is skipped, and so is one whose drop is in
- * progress (SKIP LOCKED): the notifier never waits for a drop_topic.  A
+ * A partition dropped meanwhile is skipped, and so is one whose catalog
+ * row another transaction holds (SKIP LOCKED: a drop_topic in progress):
+ * the notifier never waits for a drop_topic.  A partition skipped so puts
+ * the publication off (the catch-up publishes it if it is still there).  A
  * published offset never goes back (the WHERE of the update).
  */
 /*
- * Set when a publication was put off (el_publication_lock) or failed: the
- * next round publishes every partition first (el_publish_catch_up).  Not
- * on a timer: a catch-up while pg_restore fills a database would read its
- * partitions before their records are there.  Cleared once a catch-up
- * commits.
+ * Set when a publication was put off (el_publication_lock), skipped a
+ * partition or failed: the next round publishes every partition first
+ * (el_publish_catch_up), and the notifier retries every second meanwhile
+ * (notifier.c), so that records committed before it reach standbys on a
+ * primary where nothing else commits.  A catch-up while pg_restore fills a
+ * database fails (partition.c refuses to recover the counter of a
+ * partition still being restored) and is retried.  Cleared once a
+ * catch-up commits.
  */
 static bool el_publish_put_off = false;
 
@@ -200,6 +218,7 @@ el_publish_stable_offsets(ElNotifyItem *items, int n)
 	Datum		args[4];
 	int			ret;
 	uint64		published;
+	int64		skipped;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -246,13 +265,23 @@ el_publish_stable_offsets(ElNotifyItem *items, int n)
 			elog(ERROR, "could not keep the plan of the publication of stable offsets");
 		el_publish_plan = plan;
 	}
-	ret = SPI_execute_plan(el_publish_plan, args, NULL, false, 0);
-	if (ret != SPI_OK_INSERT)
+	ret = SPI_execute_plan(el_publish_plan, args, NULL, false, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not publish stable offsets: %s", SPI_result_code_string(ret));
-	published = SPI_processed;
+	{
+		bool		isnull;
+
+		published = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+		skipped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 2, &isnull));
+	}
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/* Partitions skipped: every partition, on the next try. */
+	if (skipped > 0)
+		el_publish_put_off = true;
 	el_publish_flush(published > 0, topic_ids, ntopics);
 }
 
