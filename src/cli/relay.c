@@ -203,8 +203,8 @@ get_time_ms(PGresult *res, int row, int col)
  * until Kafka acknowledged them all.
  */
 static RelayBatch *
-relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
-			  PGresult *res)
+relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTxn *txn, RelayTopic *topics,
+			  int ti, PGresult *res)
 {
 	RelayTopic *t = &topics[ti];
 	int			n = PQntuples(res);
@@ -217,6 +217,20 @@ relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
 		rec.topic = t->name;
 		rec.partition = (int32_t) get_int(res, r, 0);
 		rec.offset = get_int(res, r, 1);
+
+		/*
+		 * --exactly-once: a record below Kafka's position is in Kafka
+		 * already.  The group polls it again when its position in
+		 * PostgreSQL went back behind Kafka's: a partition lost (the member
+		 * missed its session timeout) and regained from the committed
+		 * position, whose last commit may have been refused, or a seek.
+		 */
+		if (txn && rec.partition >= 0 && rec.partition < t->partitions &&
+			rec.offset < relay_txn_position(txn, ti, rec.partition))
+		{
+			b->unacked--;
+			continue;
+		}
 		relay_pipe_sent(b, t->name, rec.partition, rec.offset);
 		rec.key = PQgetisnull(res, r, 2) ? NULL : PQgetvalue(res, r, 2);
 		rec.key_len = PQgetlength(res, r, 2);
@@ -629,7 +643,7 @@ cmd_relay(int argc, char **argv)
 
 			if (txn)
 				relay_txn_begin(txn);
-			b = relay_produce(pipe, k, topics, pending_topic, pending);
+			b = relay_produce(pipe, k, txn, topics, pending_topic, pending);
 			pending = NULL;
 #ifdef EL_TEST_HOOKS
 			{

@@ -210,7 +210,8 @@ relay_txn_commit(RelayTxn *t, RelayBatch *b)
 	{
 		char		value[24];
 
-		if (b->next_offset[i] < 0)
+		/* Never backwards (relay.c skips records below the position). */
+		if (b->next_offset[i] <= t->positions[b->topic][i])
 			continue;
 		snprintf(value, sizeof(value), "%lld", (long long) b->next_offset[i]);
 		produce_position(t, t->keys[b->topic][i], value);
@@ -246,6 +247,8 @@ read_positions(RelayTxn *t, int nprops, char **props, const char *bootstrap,
 	 * those only a producer knows are refused by the consumer's
 	 * configuration, and skipped.
 	 */
+	/* Errors are one line, as the producer's (-X log_level overrides). */
+	(void) rd_kafka_conf_set(conf, "log_level", "0", errstr, sizeof(errstr));
 	for (int i = 0; i < nprops; i++)
 	{
 		char	   *eq = strchr(props[i], '=');
@@ -278,7 +281,10 @@ read_positions(RelayTxn *t, int nprops, char **props, const char *bootstrap,
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (m == NULL)
 		{
-			if ((now.tv_sec - start.tv_sec) * 1000 > READ_TIMEOUT_MS || cli_interrupted)
+			if (cli_interrupted)
+				cli_error("interrupted while reading the relay's positions from Kafka topic \"%s\"",
+						  t->positions_topic);
+			if ((now.tv_sec - start.tv_sec) * 1000 > READ_TIMEOUT_MS)
 				cli_error("cannot read the relay's positions from Kafka topic \"%s\": the start marker did not come within %d s",
 						  t->positions_topic, READ_TIMEOUT_MS / 1000);
 			continue;
