@@ -13,6 +13,14 @@
  * pg_eventlog.topic, .partition and .offset name its source, so that a
  * reader drops the duplicates.
  *
+ * --exactly-once: each poll's records and the positions they reach go to
+ * Kafka in one Kafka transaction (relay_txn.c), and Kafka's positions are
+ * the truth; at start the relay fences the previous instance
+ * (init_transactions), takes the group's partitions over from members that
+ * instance left behind and moves the group to Kafka's positions (seek).
+ * The transaction's commit runs while the next poll runs in the server,
+ * one batch at a time.
+ *
  * A pipeline: each poll (eventlog.poll or poll_binary, the records fetched
  * in binary so that binary topics' bytes pass unchanged) is sent to the
  * server before the previous poll's records are produced, so the server
@@ -70,6 +78,13 @@ relay_help(void)
 		   "  -g, --group=GROUP         the consumer group whose positions say what was sent\n"
 		   "  -b, --to-kafka=BOOTSTRAP  Kafka's bootstrap servers (host:port,...)\n"
 		   "  -X PROPERTY=VALUE         a librdkafka producer property (repeatable)\n"
+		   "  --exactly-once            each poll's records and the new positions in one\n"
+		   "                            Kafka transaction; positions read from Kafka\n"
+		   "                            (readers use isolation.level=read_committed)\n"
+		   "  --transactional-id=ID     the transactional.id (implies --exactly-once;\n"
+		   "                            default pg_eventlog-relay:GROUP:TOPIC,...)\n"
+		   "  --positions-topic=TOPIC   Kafka topic of the positions (--exactly-once;\n"
+		   "                            default pg_eventlog_relay_positions)\n"
 		   "  -e                        exit once every record is sent\n"
 		   "  --wait=SECONDS            longest idle wait in the server between polls\n"
 		   "                            (default 10; the member's session timeout is\n"
@@ -187,9 +202,9 @@ get_time_ms(PGresult *res, int row, int col)
  * Produces one poll's records as a batch of the pipe, which keeps res
  * until Kafka acknowledged them all.
  */
-static void
-relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
-			  PGresult *res)
+static RelayBatch *
+relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTxn *txn, RelayTopic *topics,
+			  int ti, PGresult *res)
 {
 	RelayTopic *t = &topics[ti];
 	int			n = PQntuples(res);
@@ -202,6 +217,20 @@ relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
 		rec.topic = t->name;
 		rec.partition = (int32_t) get_int(res, r, 0);
 		rec.offset = get_int(res, r, 1);
+
+		/*
+		 * --exactly-once: a record below Kafka's position is in Kafka
+		 * already.  The group polls it again when its position in
+		 * PostgreSQL went back behind Kafka's: a partition lost (the member
+		 * missed its session timeout) and regained from the committed
+		 * position, whose last commit may have been refused, or a seek.
+		 */
+		if (txn && rec.partition >= 0 && rec.partition < t->partitions &&
+			rec.offset < relay_txn_position(txn, ti, rec.partition))
+		{
+			b->unacked--;
+			continue;
+		}
 		relay_pipe_sent(b, t->name, rec.partition, rec.offset);
 		rec.key = PQgetisnull(res, r, 2) ? NULL : PQgetvalue(res, r, 2);
 		rec.key_len = PQgetlength(res, r, 2);
@@ -222,6 +251,7 @@ relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTopic *topics, int ti,
 		if (!relay_kafka_send(k, &rec, &b->sent[r]))
 			break;
 	}
+	return b;
 }
 
 /*
@@ -337,6 +367,77 @@ await_topics(PGconn *conn, const char *names, const char *group,
 	PQclear(res);
 }
 
+/*
+ * --exactly-once's default transactional.id: the group and the topics,
+ * sorted, so that the same relay restarted fences its previous instance
+ * whatever the order of its arguments.
+ */
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+static char *
+default_transactional_id(const char *group, const char **tnames, int ntopics)
+{
+	const char **sorted = cli_malloc(sizeof(char *) * ntopics);
+	size_t		size = strlen(group) + 32;
+	char	   *id;
+
+	memcpy(sorted, tnames, sizeof(char *) * ntopics);
+	qsort(sorted, ntopics, sizeof(char *), cmp_names);
+	for (int i = 0; i < ntopics; i++)
+		size += strlen(sorted[i]) + 1;
+	id = cli_malloc(size);
+	snprintf(id, size, "pg_eventlog-relay:%s:", group);
+	for (int i = 0; i < ntopics; i++)
+	{
+		if (i > 0)
+			strcat(id, ",");
+		strcat(id, sorted[i]);
+	}
+	free(sorted);
+	return id;
+}
+
+/*
+ * --exactly-once's start, after init_transactions fenced the previous
+ * instance: the members of the group on these topics are that instance's
+ * (or another relay's, now fenced and failing), so they leave at once
+ * rather than hold their partitions until their session times out; then
+ * each partition Kafka has a position for is moved there.  Kafka's
+ * position is where its read_committed readers' records end: PostgreSQL's
+ * may be behind it (a crash between the two commits) or past it only over
+ * rolled-back offsets (fetch positions committed while idle).
+ */
+static void
+take_over(PGconn *conn, RelayTxn *txn, RelayTopic *topics, int ntopics,
+		  const char *names, const char *group)
+{
+	PQclear(cli_query(conn,
+					  "SELECT pg_catalog.count(eventlog.leave(t.name, m.group_name, m.member))"
+					  " FROM eventlog.group_members m JOIN eventlog.topic_catalog t USING (topic_id)"
+					  " WHERE t.name OPERATOR(pg_catalog.=) ANY ($1::text[])"
+					  "   AND m.group_name OPERATOR(pg_catalog.=) $2",
+					  2, (const char *[]) {names, group}));
+	for (int i = 0; i < ntopics; i++)
+		for (int p = 0; p < topics[i].partitions; p++)
+		{
+			int64_t		pos = relay_txn_position(txn, i, p);
+			char		ps[16];
+			char		os[24];
+
+			if (pos < 0)
+				continue;
+			snprintf(ps, sizeof(ps), "%d", p);
+			snprintf(os, sizeof(os), "%lld", (long long) pos);
+			PQclear(cli_query(conn,
+							  "SELECT pg_catalog.count(*) FROM eventlog.seek($1, $2, $3, $4::integer, force => true)",
+							  4, (const char *[]) {topics[i].name, group, os, ps}));
+		}
+}
+
 static void
 leave(PGconn *conn, RelayTopic *topics, int ntopics, const char *group, const char *member)
 {
@@ -353,6 +454,9 @@ cmd_relay(int argc, char **argv)
 		{"group", required_argument, NULL, 'g'},
 		{"to-kafka", required_argument, NULL, 'b'},
 		{"wait", required_argument, NULL, 'w'},
+		{"exactly-once", no_argument, NULL, 'x'},
+		{"transactional-id", required_argument, NULL, 't'},
+		{"positions-topic", required_argument, NULL, 'p'},
 		CLI_DBNAME_OPTION,
 		{NULL, 0, NULL, 0}
 	};
@@ -361,6 +465,10 @@ cmd_relay(int argc, char **argv)
 	char	  **props = cli_malloc(sizeof(char *) * argc);
 	int			nprops = 0;
 	bool		exit_at_end = false;
+	bool		exactly_once = false;
+	const char *transactional_id = NULL;
+	const char *positions_topic = NULL;
+	RelayTxn   *txn = NULL;
 	RelayTopic *topics;
 	int			ntopics;
 	RelayKafka *k;
@@ -416,6 +524,20 @@ cmd_relay(int argc, char **argv)
 			case 'w':
 				wait_s = cli_int_arg("relay", "--wait", optarg, 1, 86400);
 				break;
+			case 'x':
+				exactly_once = true;
+				break;
+			case 't':
+				if (optarg[0] == '\0')
+					cli_usage("relay", "--transactional-id cannot be empty");
+				transactional_id = optarg;
+				exactly_once = true;
+				break;
+			case 'p':
+				if (optarg[0] == '\0')
+					cli_usage("relay", "--positions-topic cannot be empty");
+				positions_topic = optarg;
+				break;
 			default:
 				cli_bad_option("relay", opt, argv);
 		}
@@ -426,6 +548,10 @@ cmd_relay(int argc, char **argv)
 		cli_usage("relay", "--group is required: its positions say what Kafka has");
 	if (bootstrap == NULL)
 		cli_usage("relay", "--to-kafka is required");
+	if (positions_topic && !exactly_once)
+		cli_usage("relay", "--positions-topic needs --exactly-once");
+	if (exactly_once && positions_topic == NULL)
+		positions_topic = "pg_eventlog_relay_positions";
 	ntopics = argc - optind;
 	topics = cli_malloc(sizeof(RelayTopic) * ntopics);
 	/* A member's wait must stay below its session timeout (docs/waking-consumers.md). */
@@ -450,6 +576,8 @@ cmd_relay(int argc, char **argv)
 
 		if (PQntuples(res) == 0)
 			cli_error("topic \"%s\" does not exist", name);
+		if (exactly_once && strcmp(name, positions_topic) == 0)
+			cli_usage("relay", "topic \"%s\" is the positions topic: it cannot be relayed", name);
 		topics[i].name = name;
 		topics[i].partitions = atoi(PQgetvalue(res, 0, 0));
 		topics[i].binary = PQgetvalue(res, 0, 1)[0] == 't';
@@ -459,9 +587,17 @@ cmd_relay(int argc, char **argv)
 		tparts[i] = topics[i].partitions;
 	}
 	names = topic_array(topics, ntopics);
-	k = relay_kafka_open(bootstrap, nprops, props);
+	if (exactly_once && transactional_id == NULL)
+		transactional_id = default_transactional_id(group, tnames, ntopics);
+	k = relay_kafka_open(bootstrap, nprops, props, exactly_once ? transactional_id : NULL);
 	for (int i = 0; i < ntopics; i++)
-		relay_kafka_topic(k, topics[i].name, topics[i].partitions);
+		relay_kafka_topic(k, topics[i].name, topics[i].partitions, false);
+	if (exactly_once)
+	{
+		txn = relay_txn_start(k, bootstrap, nprops, props, transactional_id,
+							  positions_topic, group, ntopics, tnames, tparts);
+		take_over(conn, txn, topics, ntopics, names, group);
+	}
 
 	if (gethostname(host, sizeof(host)) != 0)
 		strcpy(host, "localhost");
@@ -503,17 +639,38 @@ cmd_relay(int argc, char **argv)
 		relay_poll_start(conn, &topics[next], group, member, NULL, session_timeout);
 		if (pending)
 		{
-			relay_produce(pipe, k, topics, pending_topic, pending);
+			RelayBatch *b;
+
+			if (txn)
+				relay_txn_begin(txn);
+			b = relay_produce(pipe, k, txn, topics, pending_topic, pending);
 			pending = NULL;
 #ifdef EL_TEST_HOOKS
 			{
 				/* Test builds: kill -9 mid-pipeline (086). */
 				const char *crash = getenv("PG_EVENTLOG_TEST_RELAY_CRASH_AFTER_BATCH");
 
-				if (crash && ++produced == atoi(crash))
+				if (++produced == (crash ? atoi(crash) : -1))
 					raise(SIGKILL);
 			}
 #endif
+			if (txn)
+			{
+				/*
+				 * Records and positions committed in Kafka; the batch's
+				 * commit in PostgreSQL follows at the next round.
+				 */
+				relay_txn_commit(txn, b);
+#ifdef EL_TEST_HOOKS
+				{
+					/* Test builds: kill -9 between the two commits (086_relay_exactly_once). */
+					const char *crash = getenv("PG_EVENTLOG_TEST_RELAY_CRASH_AFTER_TXN");
+
+					if (crash && produced == atoi(crash))
+						raise(SIGKILL);
+				}
+#endif
+			}
 		}
 		res = relay_poll_result(conn);
 		if (res == NULL)

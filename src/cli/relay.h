@@ -2,9 +2,10 @@
  *
  * relay.h
  *	  What relay.c (the loop: poll as a group, produce, commit),
- *	  relay_batch.c (the batches in flight and the positions they commit)
- *	  and relay_kafka.c (librdkafka: the producer, the topics, the delivery
- *	  reports) share.
+ *	  relay_batch.c (the batches in flight and the positions they commit),
+ *	  relay_kafka.c (librdkafka: the producer, the topics, the delivery
+ *	  reports) and relay_txn.c (--exactly-once's Kafka transactions and
+ *	  positions) share.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,8 +59,11 @@ typedef struct RelayRecord
 } RelayRecord;
 
 extern RelayKafka *relay_kafka_open(const char *bootstrap, int nprops,
-									char **props);
-extern void relay_kafka_topic(RelayKafka *k, const char *topic, int partitions);
+									char **props, const char *transactional_id);
+extern void relay_kafka_topic(RelayKafka *k, const char *topic, int partitions,
+							  bool compact);
+extern const char *relay_kafka_failure(RelayKafka *k);
+extern struct rd_kafka_s *relay_kafka_handle(RelayKafka *k);
 extern bool relay_kafka_send(RelayKafka *k, const RelayRecord *r, RelaySent *s);
 extern const char *relay_kafka_serve(RelayKafka *k, int timeout_ms);
 extern const char *relay_kafka_wait(RelayKafka *k);
@@ -78,5 +82,18 @@ extern void relay_pipe_sent(RelayBatch *b, const char *topic, int32_t partition,
 extern int	relay_pipe_batches(RelayPipe *p);
 extern void relay_pipe_commit(RelayPipe *p);
 extern void relay_pipe_commit_fetched(RelayPipe *p);
+
+/* relay_txn.c: --exactly-once */
+typedef struct RelayTxn RelayTxn;
+
+extern RelayTxn *relay_txn_start(RelayKafka *k, const char *bootstrap,
+								 int nprops, char **props,
+								 const char *transactional_id,
+								 const char *positions_topic, const char *group,
+								 int ntopics, const char *const *names,
+								 const int *partitions);
+extern int64_t relay_txn_position(RelayTxn *t, int topic, int partition);
+extern void relay_txn_begin(RelayTxn *t);
+extern void relay_txn_commit(RelayTxn *t, RelayBatch *b);
 
 #endif							/* RELAY_H */

@@ -15,6 +15,11 @@
  * for brokers without it, keeps the order with one request in flight per
  * broker instead; -X cannot change acks or the requests in flight.
  *
+ * With --exactly-once the producer is transactional (transactional.id,
+ * which implies idempotence): relay_kafka_open's init_transactions fences
+ * any earlier producer of the same id and aborts its open transaction, and
+ * relay_txn.c runs the transactions.
+ *
  *-------------------------------------------------------------------------
  */
 #include "relay.h"
@@ -27,6 +32,8 @@
 #define METADATA_TIMEOUT_MS 10000
 #define ADMIN_TIMEOUT_MS 30000
 #define SERVE_EVERY 1000
+/* init_transactions: also waits for the fenced producer's abort. */
+#define TXN_TIMEOUT_MS 60000
 
 struct RelayKafka
 {
@@ -37,6 +44,7 @@ struct RelayKafka
 	bool		failed;
 	char		failure[512];
 	int			unserved;		/* records produced since the last poll */
+	const char *transactional_id;	/* NULL: not transactional */
 };
 
 /*
@@ -50,6 +58,18 @@ delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	RelaySent  *s = m->_private;
 
 	(void) rk;
+	if (s == NULL)
+	{
+		/* relay_txn.c's positions: a failure fails the commit anyway. */
+		if (m->err && !k->failed)
+		{
+			k->failed = true;
+			snprintf(k->failure, sizeof(k->failure),
+					 "Kafka did not acknowledge a position in topic \"%s\": %s",
+					 rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
+		}
+		return;
+	}
 	if (m->err)
 	{
 		s->batch->failed = true;
@@ -76,7 +96,8 @@ set_property(rd_kafka_conf_t *conf, const char *name, const char *value)
 }
 
 RelayKafka *
-relay_kafka_open(const char *bootstrap, int nprops, char **props)
+relay_kafka_open(const char *bootstrap, int nprops, char **props,
+				 const char *transactional_id)
 {
 	RelayKafka *k = cli_malloc(sizeof(RelayKafka));
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -87,6 +108,7 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 
 	memset(k, 0, sizeof(*k));
 	k->bootstrap = bootstrap;
+	k->transactional_id = transactional_id;
 	set_property(conf, "bootstrap.servers", bootstrap);
 	set_property(conf, "client.id", "pg_eventlog-relay");
 	/* Errors are one line (cli_error); -X log_level=6 brings the log back. */
@@ -98,6 +120,8 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 		if (eq == NULL || eq == props[i])
 			cli_usage("relay", "-X needs PROPERTY=VALUE, not \"%s\"", props[i]);
 		*eq = '\0';
+		if (strcmp(props[i], "transactional.id") == 0)
+			cli_usage("relay", "-X transactional.id cannot be set: use --transactional-id");
 		if (strcmp(props[i], "enable.idempotence") == 0)
 			idempotent = strcmp(eq + 1, "true") == 0;
 		else if (strcmp(props[i], "enable.gapless.guarantee") == 0)
@@ -109,7 +133,18 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 		set_property(conf, props[i], eq + 1);
 		*eq = '=';
 	}
-	if (idempotent)
+	if (transactional_id)
+	{
+		/*
+		 * A transaction is committed whole or aborted whole, and a refused
+		 * record makes the commit fail: the gapless guarantee has nothing
+		 * to add (librdkafka ignores it for a transactional producer).
+		 */
+		if (!idempotent)
+			cli_usage("relay", "--exactly-once needs the idempotent producer: -X enable.idempotence=false cannot be set with it");
+		set_property(conf, "transactional.id", transactional_id);
+	}
+	else if (idempotent)
 	{
 		set_property(conf, "enable.idempotence", "true");
 
@@ -141,12 +176,34 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props)
 	err = rd_kafka_metadata(k->rk, 1, NULL, &k->md, METADATA_TIMEOUT_MS);
 	if (err)
 		cli_error("cannot reach Kafka at %s: %s", bootstrap, rd_kafka_err2str(err));
+	if (transactional_id)
+	{
+		rd_kafka_error_t *error = rd_kafka_init_transactions(k->rk, TXN_TIMEOUT_MS);
+
+		if (error)
+			cli_error("cannot start Kafka transactions as transactional.id \"%s\": %s",
+					  transactional_id, rd_kafka_error_string(error));
+	}
 	return k;
+}
+
+/* librdkafka's handle, for relay_txn.c's transactions. */
+rd_kafka_t *
+relay_kafka_handle(RelayKafka *k)
+{
+	return k->rk;
+}
+
+/* The first delivery failure, or NULL. */
+const char *
+relay_kafka_failure(RelayKafka *k)
+{
+	return k->failed ? k->failure : NULL;
 }
 
 /* Creates TOPIC with PARTITIONS partitions (the broker's replication factor). */
 static void
-create_topic(RelayKafka *k, const char *topic, int partitions)
+create_topic(RelayKafka *k, const char *topic, int partitions, bool compact)
 {
 	char		errstr[512];
 	rd_kafka_NewTopic_t *nt;
@@ -160,6 +217,9 @@ create_topic(RelayKafka *k, const char *topic, int partitions)
 	nt = rd_kafka_NewTopic_new(topic, partitions, -1, errstr, sizeof(errstr));
 	if (nt == NULL)
 		cli_error("cannot create Kafka topic \"%s\": %s", topic, errstr);
+	if (compact &&
+		rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact") != RD_KAFKA_RESP_ERR_NO_ERROR)
+		cli_error("cannot create Kafka topic \"%s\": cannot set cleanup.policy", topic);
 	rd_kafka_AdminOptions_set_operation_timeout(opts, ADMIN_TIMEOUT_MS, errstr, sizeof(errstr));
 	rd_kafka_CreateTopics(k->rk, &nt, 1, opts, q);
 	ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 5000);
@@ -188,7 +248,7 @@ create_topic(RelayKafka *k, const char *topic, int partitions)
  * partitions or leave Kafka's extra ones empty while keys move.
  */
 void
-relay_kafka_topic(RelayKafka *k, const char *topic, int partitions)
+relay_kafka_topic(RelayKafka *k, const char *topic, int partitions, bool compact)
 {
 	for (int i = 0; i < k->md->topic_cnt; i++)
 	{
@@ -203,7 +263,7 @@ relay_kafka_topic(RelayKafka *k, const char *topic, int partitions)
 					  topic, t->partition_cnt, partitions);
 		return;
 	}
-	create_topic(k, topic, partitions);
+	create_topic(k, topic, partitions, compact);
 }
 
 static void

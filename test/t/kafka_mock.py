@@ -14,6 +14,19 @@
 #                                headers name=hex separated by ","
 #   kafka_mock.py create BOOTSTRAP TOPIC PARTITIONS
 #                                creates a topic (the partition-count test)
+#   kafka_mock.py committed BOOTSTRAP TOPIC...
+#                                as dump, as a read_committed consumer
+#                                (086_relay_exactly_once.pl), which ends a
+#                                partition at its end or after 3 s without a
+#                                record: against pg_eventlog's gateway, a
+#                                partition that ends in rolled-back offsets
+#                                never reports its end (no abort marker
+#                                fills them)
+#   kafka_mock.py txn-probe BOOTSTRAP TOPIC
+#                                what a read_committed consumer sees of a
+#                                committed, an aborted, a fenced and a
+#                                committed transaction of partition 0:
+#                                the values it gets, one line
 import os
 import sys
 
@@ -73,6 +86,74 @@ def dump(bootstrap, topics):
     os._exit(0)
 
 
+def committed(bootstrap, topics):
+    c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'committed',
+                  'enable.auto.commit': False, 'enable.partition.eof': True,
+                  'auto.offset.reset': 'error', 'isolation.level': 'read_committed'})
+    md = c.list_topics(timeout=10)
+    tps = [TopicPartition(t, p, 0) for t in topics for p in sorted(md.topics[t].partitions)]
+    c.assign(tps)
+    left = set((tp.topic, tp.partition) for tp in tps)
+    recs = []
+    while left:
+        m = c.poll(3)
+        if m is None:
+            break
+        if m.error():
+            if m.error().code() == -191:    # _PARTITION_EOF
+                left.discard((m.topic(), m.partition()))
+                continue
+            sys.exit('committed: %s' % m.error())
+        hs = ','.join('%s=%s' % (n, hexa(v)) for n, v in (m.headers() or []))
+        recs.append((m.topic(), m.partition(), m.offset(), hexa(m.key()), hexa(m.value()), hs or '-'))
+    c.close()
+    for r in sorted(recs, key=lambda r: (r[0], r[1], r[2])):
+        print(' '.join(str(x) for x in r))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def txn_probe(bootstrap, topic):
+    def producer():
+        return Producer({'bootstrap.servers': bootstrap, 'transactional.id': 'txn-probe',
+                         'log_level': 0})
+    p = producer()
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(topic, b'committed-1', partition=0)
+    p.commit_transaction(10)
+    p.begin_transaction()
+    p.produce(topic, b'aborted', partition=0)
+    p.flush(10)
+    p.abort_transaction(10)
+    # A producer that dies with its transaction open: the next one's
+    # init_transactions must abort it.
+    if os.fork() == 0:
+        q = producer()
+        q.init_transactions(10)
+        q.begin_transaction()
+        q.produce(topic, b'fenced', partition=0)
+        q.flush(10)
+        os._exit(0)
+    os.wait()
+    p = producer()
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(topic, b'committed-2', partition=0)
+    p.commit_transaction(10)
+    c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'probe',
+                  'enable.partition.eof': True, 'isolation.level': 'read_committed'})
+    c.assign([TopicPartition(topic, 0, 0)])
+    seen = []
+    while True:
+        m = c.poll(5)
+        if m is None or m.error():
+            break
+        seen.append(m.value().decode())
+    print(' '.join(seen), flush=True)
+    os._exit(0)
+
+
 def create(bootstrap, topic, n):
     a = AdminClient({'bootstrap.servers': bootstrap})
     for f in a.create_topics([NewTopic(topic, int(n), 1)]).values():
@@ -83,5 +164,9 @@ if sys.argv[1] == 'serve':
     serve()
 elif sys.argv[1] == 'dump':
     dump(sys.argv[2], sys.argv[3:])
+elif sys.argv[1] == 'committed':
+    committed(sys.argv[2], sys.argv[3:])
+elif sys.argv[1] == 'txn-probe':
+    txn_probe(sys.argv[2], sys.argv[3])
 else:
     create(*sys.argv[2:5])
