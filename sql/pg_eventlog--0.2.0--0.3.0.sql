@@ -12127,24 +12127,31 @@ BEGIN
      * ("wm_") is the largest event time before it in its partition (the
      * progress row's, or an earlier record's of the batch: "rm_", which
      * _processor_running_max computes as the poll returns the records,
-     * each partition's in offset order), less max_out_of_orderness.
+     * each partition's in offset order), less max_out_of_orderness.  "b"
+     * is kept a subquery of its own (OFFSET 0), so that rm_ is computed
+     * once per record as the poll returns it, whatever the join with
+     * "prev" does.
      */
     head := format($f$
 WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
 ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
-b AS (
-    SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
-           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s,
-           @extschema@._processor_running_max(record.partition, record.offset_id, t_.ts_) AS rm_
-      FROM %2$s AS record
-           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
-                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_),
 e AS MATERIALIZED (
     SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
            (%7$s) AS late_
       FROM (SELECT b.*, coalesce(greatest(prev.m_, b.rm_), '-infinity') - $7 AS wm_
-              FROM b LEFT JOIN prev ON prev.p_ = b.p_) AS w_
-           CROSS JOIN ct),$f$,
+              FROM (SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
+                           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s,
+                           @extschema@._processor_running_max(record.partition, record.offset_id, t_.ts_) AS rm_
+                      FROM %2$s AS record
+                           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
+                                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_
+                     OFFSET 0) AS b
+                   LEFT JOIN prev ON prev.p_ = b.p_) AS w_
+           CROSS JOIN ct),
+pe AS MATERIALIZED (
+    SELECT e.p_, max(e.ts_) AS m_, count(*) AS n_, count(*) FILTER (WHERE e.in_ AND e.late_) AS l_,
+           count(*) FILTER (WHERE e.ts_ IS NULL) AS z_
+      FROM e GROUP BY e.p_),$f$,
         ts, batch, progress, gk, xs, filter,
         CASE WHEN p.window_type = 'session'
              THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
@@ -12239,7 +12246,7 @@ agg (window_start, window_end, group_key %4$s, closed) AS (
              * changes.
              */
             body := body || format($f$
-bm AS (SELECT e.p_, max(e.ts_) AS m_ FROM e GROUP BY e.p_),
+bm AS (SELECT pe.p_, pe.m_ FROM pe),
 wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
          FROM (SELECT min(coalesce(greatest(prev.m_, bm.m_), '-infinity')) - $7 AS w_
                  FROM pg_catalog.generate_series(0, $4 - 1) AS g(p_)
@@ -12277,16 +12284,14 @@ u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
     RETURN head || body || format($f$
 %2$s,
 pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
-       SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.in_ AND e.late_),
-              count(*) FILTER (WHERE e.ts_ IS NULL)
-         FROM e GROUP BY e.p_
+       SELECT pe.p_, pe.m_, pg_catalog.now(), pe.n_, pe.l_, pe.z_ FROM pe
        ON CONFLICT (partition) DO UPDATE
           SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
               last_record_at = excluded.last_record_at,
               records = t.records + excluded.records,
               late_records = t.late_records + excluded.late_records,
               null_time_records = t.null_time_records + excluded.null_time_records)
-SELECT (SELECT count(*) FROM e) FROM so, lt$f$, progress, late_out);
+SELECT (SELECT coalesce(sum(pe.n_), 0)::bigint FROM pe) FROM so, lt$f$, progress, late_out);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
