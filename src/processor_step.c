@@ -46,8 +46,13 @@
 PG_FUNCTION_INFO_V1(el_processor_exec);
 PG_FUNCTION_INFO_V1(el_processor_running_max);
 
-/* How many statements a session keeps plans of (least recently used go). */
-#define EL_STEP_PLANS_MAX 256
+/*
+ * How many statements a session keeps plans of (the least recently used
+ * go).  A processor has five; a window step's plan takes some 700 kB and
+ * its closing statement's some 170 kB, so that a session running many
+ * processors (the processor worker) keeps at most some 20 MB.
+ */
+#define EL_STEP_PLANS_MAX 128
 #define EL_STEP_MAX_ARGS 32
 
 typedef struct ElStepPlan
@@ -58,19 +63,25 @@ typedef struct ElStepPlan
 	Oid			argtypes[EL_STEP_MAX_ARGS];
 	SPIPlanPtr	plan;			/* kept (SPI_keepplan) */
 	uint64		used;			/* the last use, for eviction */
+	int			running;		/* executions under way (never evicted then) */
 } ElStepPlan;
 
 static ElStepPlan el_step_plans[EL_STEP_PLANS_MAX];
 static int	el_step_nplans = 0;
 static uint64 el_step_clock = 0;
 
-/* The kept plan of sql with these argument types, prepared on first use. */
-static SPIPlanPtr
+/*
+ * The kept plan of sql with these argument types, prepared on first use,
+ * or NULL when every slot holds a plan under way (a statement of a step
+ * that runs a step: the caller plans it for this execution only).
+ */
+static pg_noinline ElStepPlan *
 el_step_plan(const char *sql, int nargs, Oid *argtypes)
 {
 	uint32		hash = hash_bytes((const unsigned char *) sql, strlen(sql));
 	ElStepPlan *slot = NULL;
 	SPIPlanPtr	plan;
+	char	   *sqlcopy;
 	int			i;
 
 	for (i = 0; i < el_step_nplans; i++)
@@ -82,8 +93,21 @@ el_step_plan(const char *sql, int nargs, Oid *argtypes)
 			strcmp(e->sql, sql) == 0)
 		{
 			e->used = ++el_step_clock;
-			return e->plan;
+			return e;
 		}
+	}
+
+	if (el_step_nplans < EL_STEP_PLANS_MAX)
+		slot = &el_step_plans[el_step_nplans];
+	else
+	{
+		/* the least recently used that is not running */
+		for (i = 0; i < el_step_nplans; i++)
+			if (el_step_plans[i].running == 0 &&
+				(slot == NULL || el_step_plans[i].used < slot->used))
+				slot = &el_step_plans[i];
+		if (slot == NULL)
+			return NULL;
 	}
 
 	/*
@@ -94,28 +118,25 @@ el_step_plan(const char *sql, int nargs, Oid *argtypes)
 	plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	sqlcopy = MemoryContextStrdup(TopMemoryContext, sql);
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 
-	if (el_step_nplans < EL_STEP_PLANS_MAX)
-		slot = &el_step_plans[el_step_nplans++];
+	if (slot == &el_step_plans[el_step_nplans])
+		el_step_nplans++;
 	else
 	{
-		/* evict the least recently used */
-		slot = &el_step_plans[0];
-		for (i = 1; i < el_step_nplans; i++)
-			if (el_step_plans[i].used < slot->used)
-				slot = &el_step_plans[i];
 		SPI_freeplan(slot->plan);
 		pfree(slot->sql);
 	}
 	slot->hash = hash;
-	slot->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	slot->sql = sqlcopy;
 	slot->nargs = nargs;
 	memcpy(slot->argtypes, argtypes, nargs * sizeof(Oid));
 	slot->plan = plan;
 	slot->used = ++el_step_clock;
-	return plan;
+	slot->running = 0;
+	return slot;
 }
 
 /*
@@ -134,7 +155,7 @@ el_processor_exec(PG_FUNCTION_ARGS)
 	Oid			argtypes[EL_STEP_MAX_ARGS];
 	Datum		values[EL_STEP_MAX_ARGS];
 	char		nulls[EL_STEP_MAX_ARGS];
-	SPIPlanPtr	plan;
+	ElStepPlan *entry;
 	int			rc;
 	Datum		result = (Datum) 0;
 	bool		isnull = true;
@@ -159,8 +180,22 @@ el_processor_exec(PG_FUNCTION_ARGS)
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	plan = el_step_plan(sql, nargs, argtypes);
-	rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	entry = el_step_plan(sql, nargs, argtypes);
+	if (entry == NULL)
+		rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	else
+	{
+		entry->running++;
+		PG_TRY();
+		{
+			rc = SPI_execute_plan(entry->plan, values, nulls, false, 0);
+		}
+		PG_FINALLY();
+		{
+			entry->running--;
+		}
+		PG_END_TRY();
+	}
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	if (SPI_tuptable != NULL && SPI_processed > 0)
