@@ -192,3 +192,37 @@ DROP SCHEMA aggs CASCADE;
 REVOKE USAGE ON SCHEMA public FROM windows_other;
 DROP ROLE windows_other;
 SELECT eventlog.drop_topic(t) FROM unnest(ARRAY['taps', 'slide_out', 'late_taps']) t;
+
+-- A step's plans are kept for the session (eventlog._processor_exec, by
+-- the statement's text): a processor made again under the same name, into
+-- another sink, and a sink that changed since its plan, are written right.
+SELECT eventlog.create_topic('kept', 2);
+SELECT count(eventlog.produce('kept', 'k' || (i % 3), jsonb_build_object('i', i), partition => i % 2,
+                              event_time => timestamptz '2026-01-01 00:00:00+00' + i * interval '1 s'))
+  FROM generate_series(1, 40) i;
+CREATE TABLE kept_a (window_start timestamptz, window_end timestamptz, k text, n bigint);
+CREATE TABLE kept_b (window_start timestamptz, window_end timestamptz, k text, n bigint);
+SELECT eventlog.create_window_processor('kept', 'kept', 'kept_a', size => '10 s', idle_timeout => '0');
+SELECT eventlog.run_processor('kept', 15), eventlog.run_processor('kept', 15), eventlog.run_processor('kept', 15);
+SELECT eventlog.drop_processor('kept');
+SELECT eventlog.create_window_processor('kept', 'kept', 'kept_b', size => '10 s', idle_timeout => '0');
+SELECT eventlog.run_processor('kept', 15), eventlog.run_processor('kept', 15), eventlog.run_processor('kept', 15);
+SELECT (SELECT count(*) FROM ((TABLE kept_a EXCEPT TABLE kept_b) UNION ALL (TABLE kept_b EXCEPT TABLE kept_a)) d) AS differ,
+       (SELECT sum(n) FROM kept_b) AS counted, (SELECT count(*) FROM kept_b) AS windows;
+TRUNCATE kept_b;
+ALTER TABLE kept_b ADD COLUMN note text DEFAULT 'new';
+SELECT eventlog.reset_processor('kept');
+SELECT eventlog.run_processor('kept', 15), eventlog.run_processor('kept', 15), eventlog.run_processor('kept', 15);
+SELECT (SELECT count(*) FROM ((TABLE kept_a EXCEPT SELECT window_start, window_end, k, n FROM kept_b)
+                              UNION ALL (SELECT window_start, window_end, k, n FROM kept_b EXCEPT TABLE kept_a)) d) AS differ,
+       (SELECT array_agg(DISTINCT note) FROM kept_b) AS notes;
+SELECT eventlog.drop_processor('kept');
+DROP TABLE kept_a, kept_b;
+SELECT eventlog.drop_topic('kept');
+-- _processor_running_max: per partition, the largest event time of the
+-- records before; offsets that go back are an internal error, never a
+-- wrong watermark.
+SELECT p, o, eventlog._processor_running_max(p, o, ts)
+  FROM (VALUES (0, 1, timestamptz '2026-01-01 00:00:03+00'), (1, 7, '2026-01-01 00:00:09+00'), (0, 2, NULL),
+               (0, 5, '2026-01-01 00:00:01+00'), (1, 8, NULL), (0, 6, '2026-01-01 00:00:04+00'), (0, 7, NULL)) v(p, o, ts);
+SELECT eventlog._processor_running_max(0, o, NULL) FROM (VALUES (2), (1)) v(o);

@@ -210,25 +210,35 @@ BEGIN
      * each record.  A session window's record is late when the session of
      * that record alone would be closed (its time + gap + lateness before
      * the watermark), so that lateness does not depend on how the records
-     * of other partitions were cut into steps.
+     * of other partitions were cut into steps.  A record's watermark
+     * ("wm_") is the largest event time before it in its partition (the
+     * progress row's, or an earlier record's of the batch: "rm_", which
+     * _processor_running_max computes as the poll returns the records,
+     * each partition's in offset order), less max_out_of_orderness.  "b"
+     * is kept a subquery of its own (OFFSET 0), so that rm_ is computed
+     * once per record as the poll returns it, whatever the join with
+     * "prev" does.
      */
     head := format($f$
 WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
 ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
-b AS (
-    SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
-           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s
-      FROM %2$s AS record
-           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
-                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_),
 e AS MATERIALIZED (
     SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
            (%7$s) AS late_
-      FROM (SELECT b.*, coalesce(greatest(prev.m_, max(b.ts_) OVER (PARTITION BY b.p_ ORDER BY b.o_
-                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
-                                 '-infinity') - $7 AS wm_
-              FROM b LEFT JOIN prev ON prev.p_ = b.p_) AS w_
-           CROSS JOIN ct),$f$,
+      FROM (SELECT b.*, coalesce(greatest(prev.m_, b.rm_), '-infinity') - $7 AS wm_
+              FROM (SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
+                           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s,
+                           @extschema@._processor_running_max(record.partition, record.offset_id, t_.ts_) AS rm_
+                      FROM %2$s AS record
+                           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
+                                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_
+                     OFFSET 0) AS b
+                   LEFT JOIN prev ON prev.p_ = b.p_) AS w_
+           CROSS JOIN ct),
+pe AS MATERIALIZED (
+    SELECT e.p_, max(e.ts_) AS m_, count(*) AS n_, count(*) FILTER (WHERE e.in_ AND e.late_) AS l_,
+           count(*) FILTER (WHERE e.ts_ IS NULL) AS z_
+      FROM e GROUP BY e.p_),$f$,
         ts, batch, progress, gk, xs, filter,
         CASE WHEN p.window_type = 'session'
              THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
@@ -323,7 +333,7 @@ agg (window_start, window_end, group_key %4$s, closed) AS (
              * changes.
              */
             body := body || format($f$
-bm AS (SELECT e.p_, max(e.ts_) AS m_ FROM e GROUP BY e.p_),
+bm AS (SELECT pe.p_, pe.m_ FROM pe),
 wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
          FROM (SELECT min(coalesce(greatest(prev.m_, bm.m_), '-infinity')) - $7 AS w_
                  FROM pg_catalog.generate_series(0, $4 - 1) AS g(p_)
@@ -361,16 +371,14 @@ u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
     RETURN head || body || format($f$
 %2$s,
 pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
-       SELECT e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.in_ AND e.late_),
-              count(*) FILTER (WHERE e.ts_ IS NULL)
-         FROM e GROUP BY e.p_
+       SELECT pe.p_, pe.m_, pg_catalog.now(), pe.n_, pe.l_, pe.z_ FROM pe
        ON CONFLICT (partition) DO UPDATE
           SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
               last_record_at = excluded.last_record_at,
               records = t.records + excluded.records,
               late_records = t.late_records + excluded.late_records,
               null_time_records = t.null_time_records + excluded.null_time_records)
-SELECT (SELECT count(*) FROM e) FROM so, lt$f$, progress, late_out);
+SELECT (SELECT coalesce(sum(pe.n_), 0)::bigint FROM pe) FROM so, lt$f$, progress, late_out);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
@@ -954,12 +962,15 @@ BEGIN
         RETURN @extschema@._join_step(p, max_records, waited);
     END IF;
 
-    EXECUTE @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)')
-       INTO consumed
-      USING p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
-            p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
-            p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
-            p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic;
+    -- The step's statements run through plans the session keeps
+    -- (_processor_exec), as EXECUTE ... USING would run them.
+    consumed := @extschema@._processor_exec(
+        @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)'),
+        NULL::bigint,
+        p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+        p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+        p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+        p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic);
     IF p.kind = 'map' THEN
         RETURN consumed;
     END IF;
@@ -970,7 +981,7 @@ BEGIN
     IF p.time_mode = 'processing' THEN
         wm := now();
     ELSE
-        EXECUTE format($q$
+        wm := @extschema@._processor_exec(format($q$
             SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
                         ELSE max(m) END - $3
               FROM (SELECT t.max_event_time AS m,
@@ -979,18 +990,20 @@ BEGIN
                       FROM generate_series(0, $5 - 1) AS g(p)
                       LEFT JOIN %s t ON t.partition = g.p
                       LEFT JOIN @extschema@.group_offsets o
-                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p) s$q$, progress)
-           INTO wm
-          USING p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid;
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p) s$q$, progress),
+            NULL::timestamptz,
+            p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid);
     END IF;
-    EXECUTE format('SELECT closed_through FROM %s WHERE partition = -1', progress) INTO ct;
+    ct := @extschema@._processor_exec(format('SELECT closed_through FROM %s WHERE partition = -1', progress),
+                                      NULL::timestamptz, 0);
     IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
-        EXECUTE @extschema@._processor_close_sql(p)
-          USING wm, p.allowed_lateness, p.emit = 'final',
-                coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap;
-        EXECUTE format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
-                       'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress)
-          USING wm;
+        PERFORM @extschema@._processor_exec(@extschema@._processor_close_sql(p), NULL::bigint,
+            wm, p.allowed_lateness, p.emit = 'final',
+            coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap);
+        PERFORM @extschema@._processor_exec(
+            format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                   'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress),
+            NULL::bigint, wm);
     END IF;
     RETURN consumed;
 END
@@ -1182,6 +1195,20 @@ AS 'MODULE_PATHNAME', 'el_processor_worker_step'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@._processor_worker_step(integer) IS
 'internal: true once, to run_processor, in the processor worker''s step of that processor (which runs as its owner in a security-restricted operation); false anywhere else';
+
+CREATE FUNCTION @extschema@._processor_exec(sql text, result anyelement, VARIADIC args "any")
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'el_processor_exec'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._processor_exec(text, anyelement, "any") IS
+'internal: runs a statement of a processor''s step with args as $1, $2, ... through a plan the session keeps, as the current user; the first column of its first row, of result''s type';
+
+CREATE FUNCTION @extschema@._processor_running_max(partition integer, offset_id bigint, ts timestamptz)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'el_processor_running_max'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._processor_running_max(integer, bigint, timestamptz) IS
+'internal: in a step''s statement, over a poll''s records in their order, the largest event time of the records of the same partition before this one';
 
 /*
  * The common body of _pause_processor and _resume_processor, which run it
