@@ -12408,3 +12408,206 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
 'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+
+/* -- issue 19: a processor's aggregates: no user type's input function as the owner; outputs by the aggregate's final function -- */
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)),
+            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
+    END IF;
+    -- The processor's aggregates are made by the extension's owner, and
+    -- CREATE AGGREGATE reads INITCOND with the state type's input function:
+    -- for a type of the user's (a domain's CHECK, a composite's columns),
+    -- user code would run as that owner.  Built-in types only, then.
+    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
+                            format_type(ag.aggtranstype, NULL), ag.agginitval),
+            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+    END IF;
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := @extschema@._processor_agg_type(p, i, 'argument');
+        st := format_type(ag.aggtranstype, NULL);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_partial_' || i, argt,
+                       ag.aggtransfn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        -- Combining starts from the aggregate's initial value, as
+        -- PostgreSQL's own combine phase does.
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_combine_' || i, st,
+                       ag.aggcombinefn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                           'processor_' || p.processor_id || '_final_' || i, st,
+                           ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN ('processor_' || p.processor_id || '_partial_' || i,
+                                         'processor_' || p.processor_id || '_combine_' || i,
+                                         'processor_' || p.processor_id || '_final_' || i)
+                      AND (g.aggtransfn <> CASE WHEN pr.proname LIKE '%\_partial\_%' THEN ag.aggtransfn ELSE ag.aggcombinefn END
+                           OR g.aggfinalfn <> CASE WHEN pr.proname LIKE '%\_final\_%' THEN ag.aggfinalfn ELSE 0 END)) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                           'processor_' || p.processor_id || '_final_' || i, st, caller);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', x_%s %s', j, @extschema@._processor_agg_type(p, j, 'argument')), '' ORDER BY j)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') > 0 THEN
+        -- Whether there is a final function: the aggregate's, not whether
+        -- the final aggregate is there (a state must never be written as
+        -- if it were the value: a missing final aggregate is an error).
+        IF (SELECT g.aggfinalfn FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure) = 0 THEN
+            RETURN format('%s.v_%s', rel, i);
+        END IF;
+        RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
+    END IF;
+    RETURN CASE p.agg_funcs[i] WHEN 'count' THEN format('%s.n_%s', rel, i)
+                               WHEN 'avg' THEN format('%1$s.v_%2$s / NULLIF(%1$s.n_%2$s, 0)', rel, i)
+                               ELSE format('%s.v_%s', rel, i) END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
+'internal: the value of a window processor''s aggregate in a window row';

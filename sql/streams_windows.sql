@@ -150,6 +150,20 @@ SELECT eventlog.create_window_processor('catw', 'taps', 'w4', size => '1 day', g
 SELECT eventlog.run_processor('catw');
 SELECT window_start, cat ~ '^\[[ab]+\]$' AS finished, length(cat) - 2 = (SELECT count(*) FROM eventlog.read('taps', 0, 0, 1000)) AS every_key FROM w4;
 SELECT eventlog.drop_processor('catw');
+-- A state type of the user's with an initial value: CREATE AGGREGATE
+-- would read INITCOND with the type's input function (here a domain's
+-- CHECK) as the extension's owner.  Refused before anything runs: no
+-- notice from the check.
+SET client_min_messages = warning;
+CREATE FUNCTION aggs.noisy(float8[]) RETURNS boolean LANGUAGE plpgsql
+    AS $$BEGIN RAISE NOTICE 'the check ran as %', current_user; RETURN true; END$$;
+CREATE DOMAIN aggs.fstate AS float8[] CHECK (aggs.noisy(VALUE));
+CREATE FUNCTION aggs.fstep(aggs.fstate, float8) RETURNS aggs.fstate LANGUAGE sql AS $$SELECT ($1 || $2)::aggs.fstate$$;
+CREATE FUNCTION aggs.fcomb(aggs.fstate, aggs.fstate) RETURNS aggs.fstate LANGUAGE sql AS $$SELECT ($1 || $2)::aggs.fstate$$;
+CREATE AGGREGATE aggs.fagg(float8) (SFUNC = aggs.fstep, STYPE = aggs.fstate, COMBINEFUNC = aggs.fcomb, INITCOND = '{}');
+RESET client_min_messages;
+SELECT eventlog.create_window_processor('w', 'taps', 'w4', size => '10 s', group_by => '{}',
+    aggregates => ARRAY[$$aggs.fagg((value->>'amount')::float8) AS cat$$]);
 -- An aggregate its owner may not call.
 REVOKE EXECUTE ON FUNCTION any_bits(integer) FROM PUBLIC;
 GRANT USAGE ON SCHEMA public TO windows_other;
@@ -226,3 +240,7 @@ SELECT p, o, eventlog._processor_running_max(p, o, ts)
   FROM (VALUES (0, 1, timestamptz '2026-01-01 00:00:03+00'), (1, 7, '2026-01-01 00:00:09+00'), (0, 2, NULL),
                (0, 5, '2026-01-01 00:00:01+00'), (1, 8, NULL), (0, 6, '2026-01-01 00:00:04+00'), (0, 7, NULL)) v(p, o, ts);
 SELECT eventlog._processor_running_max(0, o, NULL) FROM (VALUES (2), (1)) v(o);
+-- Anyone may call it: a partition number past eventlog.max_partitions is
+-- an error, not an allocation (2147483647 once overflowed and crashed).
+SELECT eventlog._processor_running_max(2147483647, 1, now());
+SELECT eventlog._processor_running_max(-1, 1, now());

@@ -86,6 +86,9 @@
 /* How often a publication put off is tried again (standby.c). */
 #define EL_PUBLISH_RETRY_MS 1000
 
+/* The last publication failed: the next failures are logged at DEBUG1. */
+static bool publish_failing = false;
+
 PGDLLEXPORT void el_notifier_main(Datum main_arg);
 
 /* ------------------------------------------------------------------------
@@ -388,6 +391,7 @@ static void
 el_publish_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 {
 	MemoryContext old = MemoryContextSwitchTo(round_cxt);
+	volatile bool failed = false;
 
 	PG_TRY();
 	{
@@ -402,15 +406,21 @@ el_publish_round(ElNotifyItem *items, int n, MemoryContext round_cxt)
 	{
 		ErrorData  *edata = el_worker_recover(round_cxt);
 
-		/* What this round would have published: all of it, later. */
+		/*
+		 * What this round would have published: all of it, later.  Logged
+		 * once while it keeps failing (retried every second: a restore in
+		 * progress fails each catch-up until it is done).
+		 */
 		el_publish_set_pending();
-		ereport(LOG,
+		ereport(publish_failing ? DEBUG1 : LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_eventlog notifier could not publish stable offsets: %s",
 						edata->message)));
 		FreeErrorData(edata);
+		failed = true;
 	}
 	PG_END_TRY();
+	publish_failing = failed;
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(round_cxt);
 }

@@ -43,6 +43,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "shmem.h"
+
 PG_FUNCTION_INFO_V1(el_processor_exec);
 PG_FUNCTION_INFO_V1(el_processor_running_max);
 
@@ -58,6 +60,7 @@ PG_FUNCTION_INFO_V1(el_processor_running_max);
 typedef struct ElStepPlan
 {
 	uint32		hash;			/* of the text */
+	Oid			userid;			/* the role it was planned as */
 	char	   *sql;			/* in TopMemoryContext */
 	int			nargs;
 	Oid			argtypes[EL_STEP_MAX_ARGS];
@@ -79,6 +82,7 @@ static pg_noinline ElStepPlan *
 el_step_plan(const char *sql, int nargs, Oid *argtypes)
 {
 	uint32		hash = hash_bytes((const unsigned char *) sql, strlen(sql));
+	Oid			userid = GetUserId();
 	ElStepPlan *slot = NULL;
 	SPIPlanPtr	plan;
 	char	   *sqlcopy;
@@ -88,7 +92,12 @@ el_step_plan(const char *sql, int nargs, Oid *argtypes)
 	{
 		ElStepPlan *e = &el_step_plans[i];
 
-		if (e->hash == hash && e->nargs == nargs &&
+		/*
+		 * Per role too: a plan is made with the privileges of the role that
+		 * planned it (an inlined SQL function's EXECUTE is checked then,
+		 * not at each execution), so one role's plan is never another's.
+		 */
+		if (e->hash == hash && e->userid == userid && e->nargs == nargs &&
 			memcmp(e->argtypes, argtypes, nargs * sizeof(Oid)) == 0 &&
 			strcmp(e->sql, sql) == 0)
 		{
@@ -130,6 +139,7 @@ el_step_plan(const char *sql, int nargs, Oid *argtypes)
 		pfree(slot->sql);
 	}
 	slot->hash = hash;
+	slot->userid = userid;
 	slot->sql = sqlcopy;
 	slot->nargs = nargs;
 	memcpy(slot->argtypes, argtypes, nargs * sizeof(Oid));
@@ -242,19 +252,30 @@ el_processor_running_max(PG_FUNCTION_ARGS)
 		elog(ERROR, "_processor_running_max: partition and offset must not be null");
 	part = PG_GETARG_INT32(0);
 	off = PG_GETARG_INT64(1);
-	if (part < 0)
-		elog(ERROR, "_processor_running_max: partition %d out of range", part);
+	/*
+	 * A partition number is below eventlog.max_partitions (every partition
+	 * of every topic counts against it), which bounds the arrays below; the
+	 * function is callable by anyone, so a number past it is an error, not
+	 * an allocation.
+	 */
+	if (part < 0 || part >= el_max_partitions)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("partition %d is out of range", part),
+				 errdetail("A partition number is at least 0 and below eventlog.max_partitions (%d).",
+						   el_max_partitions)));
 
 	if (st == NULL || part >= st->npartitions)
 	{
 		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		int			n = Max(part + 1, 8);
+		int64		n = Max((int64) part + 1, 8);
 		ElRunningMax *nst;
 
 		if (st != NULL)
-			n = Max(n, st->npartitions * 2);
+			n = Max(n, (int64) st->npartitions * 2);
+		n = Min(n, (int64) el_max_partitions);
 		nst = palloc0(sizeof(ElRunningMax));
-		nst->npartitions = n;
+		nst->npartitions = (int) n;
 		nst->seen = palloc0(n * sizeof(bool));
 		nst->last_offset = palloc0(n * sizeof(int64));
 		nst->has_max = palloc0(n * sizeof(bool));

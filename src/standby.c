@@ -126,15 +126,16 @@ el_publish_flush(bool changed, const int32 *topics, int n)
  * A partition dropped meanwhile is skipped, and so is one whose catalog
  * row another transaction holds (SKIP LOCKED: a drop_topic in progress):
  * the notifier never waits for a drop_topic.  A partition skipped so puts
- * the publication off (the catch-up publishes it if it is still there).  A
+ * the publication off (a catch-up publishes it if it is still there).  A
  * published offset never goes back (the WHERE of the update).
  */
 /*
  * Set when a publication was put off (el_publication_lock), skipped a
- * partition or failed: the next round publishes every partition first
- * (el_publish_catch_up), and the notifier retries every second meanwhile
- * (notifier.c), so that records committed before it reach standbys on a
- * primary where nothing else commits.  A catch-up while pg_restore fills a
+ * partition or failed: the notifier publishes every partition
+ * (el_publish_catch_up) every second until one commits with nothing
+ * skipped (notifier.c), so that records committed before it reach standbys
+ * even on a primary where nothing else commits; rounds go on publishing
+ * their own partitions meanwhile.  A catch-up while pg_restore fills a
  * database fails (partition.c refuses to recover the counter of a
  * partition still being restored) and is retried.  Cleared once a
  * catch-up commits.
@@ -235,9 +236,12 @@ el_publish_stable_offsets(ElNotifyItem *items, int n)
 	args[2] = PointerGetDatum(construct_array(stables, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	args[3] = PointerGetDatum(construct_array(segnos, n, INT4OID, 4, true, TYPALIGN_INT));
 
-	/* A publication put off: every partition first. */
-	if (el_publish_put_off)
-		el_publish_catch_up();
+	/*
+	 * A publication put off is the notifier's to retry (every second,
+	 * el_publish_catch_up), apart from this round's: a catch-up that cannot
+	 * finish (a drop_topic holding a partition) must not hold up every other
+	 * partition's publication.
+	 */
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	if (!el_publication_installed() || !el_publication_lock())
@@ -301,6 +305,7 @@ el_publish_catch_up(void)
 {
 	int			ret;
 	uint64		published;
+	int64		skipped;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -318,35 +323,55 @@ el_publish_catch_up(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/*
+	 * A partition whose catalog row another transaction holds (a drop_topic
+	 * in progress) is skipped, as by a round, and the catch-up stays
+	 * pending for it: waiting for it would fail the whole catch-up at the
+	 * lock timeout, every partition with it.
+	 */
 	ret = SPI_execute(
-		"INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o"
-		"       (topic_id, partition, stable_offset, active_segment, published_at)"
-		" SELECT x.topic_id, x.partition, x.stable,"
-		"        (" EL_SCHEMA_NAME "._partition_routing(x.name, x.partition)).active_segment,"
-		"        pg_catalog.clock_timestamp()"
-		"   FROM (SELECT t.topic_id, p.partition, t.name,"
-		"                " EL_SCHEMA_NAME ".last_stable_offset(t.name, p.partition) AS stable"
-		"           FROM " EL_SCHEMA_NAME ".topic_catalog t"
-		"           JOIN " EL_SCHEMA_NAME ".partition_catalog p USING (topic_id)"
-		"         OFFSET 0) x"
-		"  WHERE NOT EXISTS (SELECT FROM " EL_SCHEMA_NAME ".published_offsets c"
-		"                     WHERE c.topic_id OPERATOR(pg_catalog.=) x.topic_id"
-		"                       AND c.partition OPERATOR(pg_catalog.=) x.partition"
-		"                       AND c.stable_offset OPERATOR(pg_catalog.>=) x.stable)"
-		" ON CONFLICT (topic_id, partition) DO UPDATE"
-		"   SET stable_offset = excluded.stable_offset,"
-		"       active_segment = excluded.active_segment,"
-		"       published_at = excluded.published_at"
-		" WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset",
-		false, 0);
-	if (ret != SPI_OK_INSERT)
+		"WITH x AS (SELECT t.topic_id, p.partition, t.name"
+		"             FROM " EL_SCHEMA_NAME ".topic_catalog t"
+		"             JOIN " EL_SCHEMA_NAME ".partition_catalog p USING (topic_id)"
+		"              FOR KEY SHARE OF p SKIP LOCKED),"
+		" s AS (SELECT x.topic_id, x.partition, x.name,"
+		"              " EL_SCHEMA_NAME ".last_stable_offset(x.name, x.partition) AS stable"
+		"         FROM x OFFSET 0),"
+		" w AS (INSERT INTO " EL_SCHEMA_NAME ".published_offsets AS o"
+		"              (topic_id, partition, stable_offset, active_segment, published_at)"
+		"       SELECT s.topic_id, s.partition, s.stable,"
+		"              (" EL_SCHEMA_NAME "._partition_routing(s.name, s.partition)).active_segment,"
+		"              pg_catalog.clock_timestamp()"
+		"         FROM s"
+		"        WHERE NOT EXISTS (SELECT FROM " EL_SCHEMA_NAME ".published_offsets c"
+		"                           WHERE c.topic_id OPERATOR(pg_catalog.=) s.topic_id"
+		"                             AND c.partition OPERATOR(pg_catalog.=) s.partition"
+		"                             AND c.stable_offset OPERATOR(pg_catalog.>=) s.stable)"
+		"       ON CONFLICT (topic_id, partition) DO UPDATE"
+		"          SET stable_offset = excluded.stable_offset,"
+		"              active_segment = excluded.active_segment,"
+		"              published_at = excluded.published_at"
+		"        WHERE o.stable_offset OPERATOR(pg_catalog.<) excluded.stable_offset"
+		"       RETURNING 1)"
+		" SELECT (SELECT pg_catalog.count(*) FROM w),"
+		"        (SELECT pg_catalog.count(*) FROM " EL_SCHEMA_NAME ".partition_catalog)"
+		"        OPERATOR(pg_catalog.-) (SELECT pg_catalog.count(*) FROM x)",
+		false, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not publish stable offsets: %s", SPI_result_code_string(ret));
-	published = SPI_processed;
+	{
+		bool		isnull;
+
+		published = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+		skipped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 2, &isnull));
+	}
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	/* Only now: a catch-up that failed leaves the retry pending. */
-	el_publish_put_off = false;
+	/* Only now: a catch-up that failed or skipped leaves the retry pending. */
+	el_publish_put_off = skipped > 0;
 	el_publish_flush(published > 0, NULL, 0);
 }
 

@@ -108,6 +108,16 @@ BEGIN
                             format_type(ag.aggtranstype, NULL)),
             HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
     END IF;
+    -- The processor's aggregates are made by the extension's owner, and
+    -- CREATE AGGREGATE reads INITCOND with the state type's input function:
+    -- for a type of the user's (a domain's CHECK, a composite's columns),
+    -- user code would run as that owner.  Built-in types only, then.
+    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
+                            format_type(ag.aggtranstype, NULL), ag.agginitval),
+            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
+    END IF;
     IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
             AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
             AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
@@ -184,7 +194,10 @@ DECLARE
     fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
 BEGIN
     IF strpos(p.agg_funcs[i], '(') > 0 THEN
-        IF to_regproc(fin) IS NULL THEN
+        -- Whether there is a final function: the aggregate's, not whether
+        -- the final aggregate is there (a state must never be written as
+        -- if it were the value: a missing final aggregate is an error).
+        IF (SELECT g.aggfinalfn FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure) = 0 THEN
             RETURN format('%s.v_%s', rel, i);
         END IF;
         RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
@@ -223,6 +236,12 @@ BEGIN
         IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
            OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
             RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
         END IF;
         argt := @extschema@._processor_agg_type(p, i, 'argument');
         st := format_type(ag.aggtranstype, NULL);

@@ -46,10 +46,25 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ROUND_RECORDS 10000
 #define MAX_BATCHES 4
+
+/*
+ * A batch is kept whole until Kafka acknowledged it (librdkafka sends the
+ * values from the poll's result), and MAX_BATCHES + 1 of them can be held
+ * at once: the records a poll asks for are bounded by their bytes too, so
+ * that records of megabytes do not make a poll of gigabytes.  Per topic,
+ * the first poll asks for FIRST_ROUND_RECORDS; each next one for as many as
+ * fit in ROUND_BYTES at the average size of the topic's last poll, at most
+ * twice as many as that poll (and at most ROUND_RECORDS).  The bound
+ * follows the sizes seen: records that grow from bytes to megabytes from
+ * one poll to the next still make one large poll.
+ */
+#define ROUND_BYTES (16 * 1024 * 1024)
+#define FIRST_ROUND_RECORDS 16
 /* 2000-01-01 (PostgreSQL's timestamp epoch) in Unix milliseconds. */
 #define PG_EPOCH_MS INT64_C(946684800000)
 #define DEFAULT_WAIT_S 10
@@ -60,8 +75,27 @@ typedef struct RelayTopic
 	const char *name;
 	int			partitions;
 	bool		binary;
+	char	   *created;		/* created_at in Unix microseconds, as text */
+	int			round_records;	/* what the next poll asks for */
 	char		sql[1024];
 } RelayTopic;
+
+/* After a poll of t's of n records of "bytes" in all: the next poll's size. */
+static void
+relay_round_size(RelayTopic *t, int n, int64_t bytes)
+{
+	int64_t		avg = n > 0 ? bytes / n : 0;
+	int64_t		fit = ROUND_BYTES / (avg > 0 ? avg : 1);
+	int64_t		next = (int64_t) t->round_records * 2;
+
+	if (n == 0)
+		return;
+	if (next > fit)
+		next = fit;
+	if (next > ROUND_RECORDS)
+		next = ROUND_RECORDS;
+	t->round_records = next < 1 ? 1 : (int) next;
+}
 
 static void
 relay_help(void)
@@ -70,8 +104,9 @@ relay_help(void)
 		   "Produces every record of the topics to Apache Kafka: the same topic name,\n"
 		   "the same partition number, in order, with the idempotent producer.  Reads\n"
 		   "as a member of GROUP and commits its positions once Kafka acknowledged the\n"
-		   "records (at least once: headers pg_eventlog.topic, pg_eventlog.partition\n"
-		   "and pg_eventlog.offset name each record's source).  Missing Kafka topics are\n"
+		   "records (at least once: headers pg_eventlog.topic, pg_eventlog.partition,\n"
+		   "pg_eventlog.offset and pg_eventlog.topic_created name each record's source).\n"
+		   "Missing Kafka topics are\n"
 		   "created with the same partition count.  Without -e it follows the topics\n"
 		   "until Ctrl-C or SIGTERM.\n\n"
 		   "Options:\n"
@@ -119,7 +154,9 @@ topic_query(RelayTopic *t)
 	 */
 	snprintf(t->sql, sizeof(t->sql),
 			 "SELECT r.partition, r.offset_id, r.key, r.value,"
-			 " CASE WHEN r.headers IS NOT NULL THEN %s END, r.event_time"
+			 " CASE WHEN r.headers IS NOT NULL THEN %s END, r.event_time,"
+			 " (SELECT (pg_catalog.extract('epoch', t.created_at) OPERATOR(pg_catalog.*) 1000000)::bigint::text"
+			 "    FROM eventlog.topic_catalog t WHERE t.name OPERATOR(pg_catalog.=) $1)"
 			 " FROM eventlog.%s($1, $2, $3::integer, $4::integer, member => $5,"
 			 " session_timeout => $7::interval, wait => $6::interval) AS r",
 			 headers, t->binary ? "poll_binary" : "poll");
@@ -133,7 +170,7 @@ relay_poll_start(PGconn *conn, RelayTopic *t, const char *group,
 	char		nparts[16];
 	const char *values[7] = {t->name, group, max, nparts, member, wait, session_timeout};
 
-	snprintf(max, sizeof(max), "%d", ROUND_RECORDS);
+	snprintf(max, sizeof(max), "%d", t->round_records);
 	snprintf(nparts, sizeof(nparts), "%d", t->partitions);
 	if (!PQsendQueryParams(conn, t->sql, 7, NULL, values, NULL, NULL, 1))
 		cli_fail_result(conn, NULL);
@@ -141,7 +178,7 @@ relay_poll_start(PGconn *conn, RelayTopic *t, const char *group,
 
 /* The poll's records; NULL when SIGTERM's cancel ended it. */
 static PGresult *
-relay_poll_result(PGconn *conn)
+relay_poll_result(PGconn *conn, RelayTopic *t)
 {
 	PGresult   *res = PQgetResult(conn);
 	PGresult   *extra;
@@ -157,8 +194,17 @@ relay_poll_result(PGconn *conn)
 		}
 		cli_fail_result(conn, res);
 	}
-	if (PQnfields(res) != 6)
+	if (PQnfields(res) != 7)
 		cli_error("unexpected result from the server's poll");
+	{
+		int64_t		bytes = 0;
+		int			n = PQntuples(res);
+
+		for (int row = 0; row < n; row++)
+			for (int col = 2; col <= 4; col++)
+				bytes += PQgetlength(res, row, col);
+		relay_round_size(t, n, bytes);
+	}
 	return res;
 }
 
@@ -217,6 +263,17 @@ relay_produce(RelayPipe *pipe, RelayKafka *k, RelayTxn *txn, RelayTopic *topics,
 		rec.topic = t->name;
 		rec.partition = (int32_t) get_int(res, r, 0);
 		rec.offset = get_int(res, r, 1);
+		rec.topic_created = PQgetisnull(res, r, 6) ? "" : PQgetvalue(res, r, 6);
+
+		/*
+		 * The topic dropped and created again since the relay started: its
+		 * offsets start at 0 again, the partition count may differ, and
+		 * with --exactly-once Kafka's positions are the old topic's.
+		 * Starting again sorts it out (new positions, a new count check).
+		 */
+		if (strcmp(rec.topic_created, t->created) != 0)
+			cli_error("topic \"%s\" was dropped and created again while the relay ran: start the relay again",
+					  t->name);
 
 		/*
 		 * --exactly-once: a record below Kafka's position is in Kafka
@@ -432,6 +489,26 @@ take_over(PGconn *conn, RelayTxn *txn, RelayTopic *topics, int ntopics,
 				continue;
 			snprintf(ps, sizeof(ps), "%d", p);
 			snprintf(os, sizeof(os), "%lld", (long long) pos);
+
+			/*
+			 * Kafka's position past this partition's end: the topic here is
+			 * not the one Kafka's records came from (dropped and created
+			 * again, or a failover that lost its last records).  Skipping
+			 * "what Kafka has" would then skip records it never got.
+			 */
+			{
+				PGresult   *hw = cli_query(conn,
+										   "SELECT eventlog.high_watermark($1, $2::integer) OPERATOR(pg_catalog.<) $3::bigint",
+										   3, (const char *[]) {topics[i].name, ps, os});
+				bool		past = PQgetvalue(hw, 0, 0)[0] == 't';
+
+				PQclear(hw);
+				if (past)
+					cli_error("Kafka's position %lld for partition %d of topic \"%s\" is past the end of the topic here: "
+							  "was the topic dropped and created again? Relay it with another --positions-topic "
+							  "or --transactional-id, or delete its positions",
+							  (long long) pos, p, topics[i].name);
+			}
 			PQclear(cli_query(conn,
 							  "SELECT pg_catalog.count(*) FROM eventlog.seek($1, $2, $3, $4::integer, force => true)",
 							  4, (const char *[]) {topics[i].name, group, os, ps}));
@@ -570,7 +647,8 @@ cmd_relay(int argc, char **argv)
 	{
 		const char *name = argv[optind + i];
 		PGresult   *res = cli_query(conn,
-									"SELECT t.partitions, t.format OPERATOR(pg_catalog.=) 'binary'"
+									"SELECT t.partitions, t.format OPERATOR(pg_catalog.=) 'binary',"
+									" (pg_catalog.extract('epoch', t.created_at) OPERATOR(pg_catalog.*) 1000000)::bigint::text"
 									" FROM eventlog.topic_catalog t WHERE t.name OPERATOR(pg_catalog.=) $1",
 									1, &name);
 
@@ -581,6 +659,8 @@ cmd_relay(int argc, char **argv)
 		topics[i].name = name;
 		topics[i].partitions = atoi(PQgetvalue(res, 0, 0));
 		topics[i].binary = PQgetvalue(res, 0, 1)[0] == 't';
+		topics[i].created = cli_strdup(PQgetvalue(res, 0, 2));
+		topics[i].round_records = FIRST_ROUND_RECORDS;
 		PQclear(res);
 		topic_query(&topics[i]);
 		tnames[i] = topics[i].name;
@@ -594,15 +674,33 @@ cmd_relay(int argc, char **argv)
 		relay_kafka_topic(k, topics[i].name, topics[i].partitions, false);
 	if (exactly_once)
 	{
-		txn = relay_txn_start(k, bootstrap, nprops, props, transactional_id,
-							  positions_topic, group, ntopics, tnames, tparts);
+		{
+			const char **tcreated = cli_malloc(sizeof(char *) * ntopics);
+
+			for (int i = 0; i < ntopics; i++)
+				tcreated[i] = topics[i].created;
+			txn = relay_txn_start(k, bootstrap, nprops, props, transactional_id,
+								  positions_topic, group, ntopics, tnames, tparts, tcreated);
+		}
 		take_over(conn, txn, topics, ntopics, names, group);
 	}
 
 	if (gethostname(host, sizeof(host)) != 0)
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = '\0';
-	snprintf(member, sizeof(member), "pg_eventlog-relay-%s-%d", host, (int) getpid());
+	/*
+	 * The host and pid name the member for people; the clock's nanoseconds
+	 * keep two relays apart where both are the same (containers, where
+	 * every relay may be pid 1 on a host of the same name), which would
+	 * otherwise share one member and its partitions.
+	 */
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		snprintf(member, sizeof(member), "pg_eventlog-relay-%s-%d-%08lx", host, (int) getpid(),
+				 (unsigned long) (now.tv_nsec ^ (now.tv_sec << 20)) & 0xffffffffUL);
+	}
 	cli_install_interrupt(conn);
 
 	/*
@@ -672,7 +770,7 @@ cmd_relay(int argc, char **argv)
 #endif
 			}
 		}
-		res = relay_poll_result(conn);
+		res = relay_poll_result(conn, &topics[next]);
 		if (res == NULL)
 			break;
 		if (PQntuples(res) > 0)
@@ -711,7 +809,7 @@ cmd_relay(int argc, char **argv)
 		if (ntopics == 1)
 		{
 			relay_poll_start(conn, &topics[0], group, member, wait, session_timeout);
-			res = relay_poll_result(conn);
+			res = relay_poll_result(conn, &topics[0]);
 			if (res == NULL)
 				break;
 			if (PQntuples(res) > 0)

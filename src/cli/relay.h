@@ -56,6 +56,7 @@ typedef struct RelayRecord
 	size_t		value_len;
 	const char *headers;		/* relay.c's encoding (relay_kafka.c) */
 	size_t		headers_len;
+	const char *topic_created;	/* the topic's created_at, Unix microseconds */
 } RelayRecord;
 
 extern RelayKafka *relay_kafka_open(const char *bootstrap, int nprops,
@@ -91,7 +92,7 @@ extern RelayTxn *relay_txn_start(RelayKafka *k, const char *bootstrap,
 								 const char *transactional_id,
 								 const char *positions_topic, const char *group,
 								 int ntopics, const char *const *names,
-								 const int *partitions);
+								 const int *partitions, const char *const *created);
 extern int64_t relay_txn_position(RelayTxn *t, int topic, int partition);
 extern void relay_txn_begin(RelayTxn *t);
 extern void relay_txn_commit(RelayTxn *t, RelayBatch *b);

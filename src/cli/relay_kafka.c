@@ -26,6 +26,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -122,8 +123,13 @@ relay_kafka_open(const char *bootstrap, int nprops, char **props,
 		*eq = '\0';
 		if (strcmp(props[i], "transactional.id") == 0)
 			cli_usage("relay", "-X transactional.id cannot be set: use --transactional-id");
+		/*
+		 * As librdkafka reads a boolean ("true", "t", "1", "false", "f",
+		 * "0", in any case; anything else it refuses below).
+		 */
 		if (strcmp(props[i], "enable.idempotence") == 0)
-			idempotent = strcmp(eq + 1, "true") == 0;
+			idempotent = !(strcasecmp(eq + 1, "false") == 0 || strcasecmp(eq + 1, "f") == 0 ||
+						   strcmp(eq + 1, "0") == 0);
 		else if (strcmp(props[i], "enable.gapless.guarantee") == 0)
 			gapless_set = true;
 		else if (strcmp(props[i], "max.in.flight.requests.per.connection") == 0 ||
@@ -201,8 +207,12 @@ relay_kafka_failure(RelayKafka *k)
 	return k->failed ? k->failure : NULL;
 }
 
-/* Creates TOPIC with PARTITIONS partitions (the broker's replication factor). */
-static void
+/*
+ * Creates TOPIC with PARTITIONS partitions (the broker's replication
+ * factor).  False if it exists already (made meanwhile by another relay,
+ * or by someone else): the caller checks its partition count then.
+ */
+static bool
 create_topic(RelayKafka *k, const char *topic, int partitions, bool compact)
 {
 	char		errstr[512];
@@ -213,6 +223,7 @@ create_topic(RelayKafka *k, const char *topic, int partitions, bool compact)
 	const rd_kafka_CreateTopics_result_t *res;
 	const rd_kafka_topic_result_t **tr;
 	size_t		n;
+	bool		created = true;
 
 	nt = rd_kafka_NewTopic_new(topic, partitions, -1, errstr, sizeof(errstr));
 	if (nt == NULL)
@@ -230,16 +241,39 @@ create_topic(RelayKafka *k, const char *topic, int partitions, bool compact)
 	res = rd_kafka_event_CreateTopics_result(ev);
 	tr = rd_kafka_CreateTopics_result_topics(res, &n);
 	for (size_t i = 0; i < n; i++)
-		if (rd_kafka_topic_result_error(tr[i]) &&
-			rd_kafka_topic_result_error(tr[i]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+	{
+		if (rd_kafka_topic_result_error(tr[i]) == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+			created = false;
+		else if (rd_kafka_topic_result_error(tr[i]))
 			cli_error("cannot create Kafka topic \"%s\": %s", topic,
 					  rd_kafka_topic_result_error_string(tr[i]) ?
 					  rd_kafka_topic_result_error_string(tr[i]) :
 					  rd_kafka_err2str(rd_kafka_topic_result_error(tr[i])));
+	}
 	rd_kafka_event_destroy(ev);
 	rd_kafka_NewTopic_destroy(nt);
 	rd_kafka_AdminOptions_destroy(opts);
 	rd_kafka_queue_destroy(q);
+	return created;
+}
+
+/* TOPIC's partition count as Kafka has it now, or -1 if not known. */
+static int
+topic_partitions(RelayKafka *k, const char *topic)
+{
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(k->rk, topic, NULL);
+	const rd_kafka_metadata_t *md = NULL;
+	int			count = -1;
+
+	if (rkt == NULL)
+		return -1;
+	if (rd_kafka_metadata(k->rk, 0, rkt, &md, METADATA_TIMEOUT_MS) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+		md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		count = md->topics[0].partition_cnt;
+	if (md)
+		rd_kafka_metadata_destroy(md);
+	rd_kafka_topic_destroy(rkt);
+	return count;
 }
 
 /*
@@ -263,7 +297,17 @@ relay_kafka_topic(RelayKafka *k, const char *topic, int partitions, bool compact
 					  topic, t->partition_cnt, partitions);
 		return;
 	}
-	create_topic(k, topic, partitions, compact);
+	if (!create_topic(k, topic, partitions, compact))
+	{
+		/* Made meanwhile (two relays starting at once): its count, now. */
+		int			count = topic_partitions(k, topic);
+
+		if (count < 0)
+			cli_error("Kafka topic \"%s\" exists, but its partition count cannot be read", topic);
+		if (count != partitions)
+			cli_error("Kafka topic \"%s\" has %d partitions, the topic here has %d: partition numbers must match",
+					  topic, count, partitions);
+	}
 }
 
 static void
@@ -319,6 +363,11 @@ make_headers(const RelayRecord *r)
 	add_header(h, "pg_eventlog.partition", num, -1);
 	snprintf(num, sizeof(num), "%lld", (long long) r->offset);
 	add_header(h, "pg_eventlog.offset", num, -1);
+	/*
+	 * Offsets start again at 0 in a topic dropped and created again: the
+	 * topic's creation time tells the two apart.
+	 */
+	add_header(h, "pg_eventlog.topic_created", r->topic_created, -1);
 	return h;
 }
 

@@ -4,9 +4,11 @@
  *	  relay --to-kafka --exactly-once: each poll's records and the source
  *	  positions they reach go to Kafka in one Kafka transaction, the
  *	  positions as records of a compacted positions topic (one partition,
- *	  key ["GROUP","TOPIC",PARTITION], value the next source offset as
- *	  decimal text), and at start the relay reads its positions back from
- *	  there.
+ *	  key ["GROUP","TOPIC",PARTITION,"CREATED"], CREATED the topic's
+ *	  created_at in Unix microseconds, so that a topic dropped and created
+ *	  again, whose offsets start at 0 again, has positions of its own; value
+ *	  the next source offset as decimal text), and at start the relay reads
+ *	  its positions back from there.
  *
  * Why the positions live in Kafka: a commit in PostgreSQL and a commit in
  * Kafka are two transactions, and a crash between them either re-sends
@@ -96,11 +98,12 @@ json_string(char **buf, size_t *len, size_t *size, const char *s)
 }
 
 /*
- * ["A","B",N] or, with n < 0, ["A","B"]: text that is valid JSON, since the
- * positions topic may be a JSON topic of pg_eventlog's gateway.
+ * ["A","B",N,"C"], or ["A","B"] with n < 0 and c NULL: text that is valid
+ * JSON, since the positions topic may be a JSON topic of pg_eventlog's
+ * gateway.
  */
 static char *
-make_key(const char *a, const char *b, int n)
+make_key(const char *a, const char *b, int n, const char *c)
 {
 	size_t		size = 64;
 	size_t		len = 1;
@@ -120,6 +123,19 @@ make_key(const char *a, const char *b, int n)
 	}
 	if (n >= 0)
 		len += sprintf(buf + len, ",%d", n);
+	if (c != NULL)
+	{
+		buf[len++] = ',';
+		json_string(&buf, &len, &size, c);
+	}
+	if (len + 2 > size)
+	{
+		char	   *nb = cli_malloc(len + 2);
+
+		memcpy(nb, buf, len);
+		free(buf);
+		buf = nb;
+	}
 	buf[len++] = ']';
 	buf[len] = '\0';
 	return buf;
@@ -342,7 +358,7 @@ RelayTxn *
 relay_txn_start(RelayKafka *k, const char *bootstrap, int nprops, char **props,
 				const char *transactional_id, const char *positions_topic,
 				const char *group, int ntopics, const char *const *names,
-				const int *partitions)
+				const int *partitions, const char *const *created)
 {
 	RelayTxn   *t = cli_malloc(sizeof(RelayTxn));
 	char	   *marker_key;
@@ -364,7 +380,7 @@ relay_txn_start(RelayKafka *k, const char *bootstrap, int nprops, char **props,
 		t->positions[ti] = cli_malloc(sizeof(int64_t) * partitions[ti]);
 		for (int p = 0; p < partitions[ti]; p++)
 		{
-			t->keys[ti][p] = make_key(group, names[ti], p);
+			t->keys[ti][p] = make_key(group, names[ti], p, created[ti]);
 			t->positions[ti][p] = -1;
 		}
 	}
@@ -374,7 +390,7 @@ relay_txn_start(RelayKafka *k, const char *bootstrap, int nprops, char **props,
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(marker, sizeof(marker), "\"%d-%lld.%09ld\"", (int) getpid(),
 			 (long long) now.tv_sec, now.tv_nsec);
-	marker_key = make_key("start", transactional_id, -1);
+	marker_key = make_key("start", transactional_id, -1, NULL);
 	relay_txn_begin(t);
 	produce_position(t, marker_key, marker);
 	commit(t);

