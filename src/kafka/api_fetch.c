@@ -101,6 +101,9 @@ typedef struct FetchPart
 	int			first_row;		/* the records' rows in the result */
 	int			nrows;
 	int			nfit;			/* of which the response takes (plan_rows) */
+	KSlice		topic;
+	int64_t		query_rows;		/* the query's max_records and max_bytes */
+	int64_t		query_bytes;
 } FetchPart;
 
 typedef struct FetchTopic
@@ -354,6 +357,110 @@ ahead_usable(PGresult *res)
 }
 
 /*
+ * The order of a read-ahead's items: by topic and partition, as clients
+ * change the order of the partitions from one Fetch to the next
+ * (librdkafka starts each one at the next partition, so that none
+ * starves).  order[] gets the parts' indexes; false if one partition is
+ * named twice (no read-ahead then) or memory ran out.
+ */
+typedef struct AheadItem
+{
+	KSlice		topic;
+	int32_t		partition;
+	int			part;
+} AheadItem;
+
+static int
+ahead_item_cmp(const void *a, const void *b)
+{
+	const AheadItem *x = a;
+	const AheadItem *y = b;
+	int			c = memcmp(x->topic.ptr, y->topic.ptr,
+						   (size_t) (x->topic.len < y->topic.len ? x->topic.len : y->topic.len));
+
+	if (c != 0)
+		return c;
+	if (x->topic.len != y->topic.len)
+		return x->topic.len < y->topic.len ? -1 : 1;
+	return x->partition < y->partition ? -1 : x->partition > y->partition;
+}
+
+static bool
+ahead_order(const FetchPart *parts, const int *items, int nitems, int *order)
+{
+	AheadItem  *a = malloc(sizeof(AheadItem) * (size_t) (nitems > 0 ? nitems : 1));
+
+	if (a == NULL)
+		return false;
+	for (int i = 0; i < nitems; i++)
+	{
+		a[i].topic = parts[items[i]].topic;
+		a[i].partition = parts[items[i]].partition;
+		a[i].part = items[i];
+	}
+	qsort(a, (size_t) nitems, sizeof(AheadItem), ahead_item_cmp);
+	for (int i = 0; i < nitems; i++)
+	{
+		if (i > 0 && ahead_item_cmp(&a[i - 1], &a[i]) == 0)
+		{
+			free(a);
+			return false;
+		}
+		order[i] = a[i].part;
+	}
+	free(a);
+	return true;
+}
+
+/* The offset after the last record a partition's batch takes. */
+static int64_t
+next_offset(PGresult *res, const FetchPart *p)
+{
+	return p->nfit > 0 ?
+		kpg_get_int64(PQgetvalue(res, p->first_row + p->nfit - 1, 4)) + 1 : p->offset;
+}
+
+/*
+ * The query's arrays for the parts in order[] (names, partitions, offsets,
+ * max_records, max_bytes; the offsets after the records taken from res if
+ * res is given), and the key of a read-ahead of them; false if memory ran
+ * out (all freed).
+ */
+static bool
+ahead_arrays(const FetchPart *parts, const int *order, int n, PGresult *res,
+			 const char *budget_text, char *out[5], char **key)
+{
+	KSqlArray	a[5];
+	bool		ok = true;
+
+	for (int i = 0; i < 5; i++)
+		ksa_init(&a[i]);
+	for (int i = 0; i < n; i++)
+	{
+		const FetchPart *p = &parts[order[i]];
+
+		ksa_add_name(&a[0], p->topic);
+		ksa_add_int(&a[1], p->partition);
+		ksa_add_int(&a[2], res != NULL ? next_offset(res, p) : p->offset);
+		ksa_add_int(&a[3], p->query_rows);
+		ksa_add_int(&a[4], p->query_bytes);
+	}
+	for (int i = 0; i < 5; i++)
+		ok &= (out[i] = ksa_finish(&a[i])) != NULL;
+	*key = ok ? fetch_key(out[0], out[1], out[2], out[4], budget_text) : NULL;
+	if (*key == NULL)
+	{
+		for (int i = 0; i < 5; i++)
+		{
+			free(out[i]);
+			out[i] = NULL;
+		}
+		return false;
+	}
+	return true;
+}
+
+/*
  * After a Fetch's rows were read: if its partitions have more records
  * readable than the response takes (a consumer reading a backlog), the
  * query of the Fetch the client sends next, from the offset after the
@@ -361,11 +468,11 @@ ahead_usable(PGresult *res)
  */
 static void
 start_ahead(KConn *conn, PGresult *res, const FetchPart *parts, const int *items,
-			int nitems, char *const *params, const char *budget_text)
+			int nitems, const char *budget_text)
 {
-	KSqlArray	a_next;
 	bool		more = false;
-	char	   *next;
+	int		   *order;
+	char	   *a[5];
 	char	   *key;
 
 	for (int i = 0; i < nitems; i++)
@@ -374,8 +481,7 @@ start_ahead(KConn *conn, PGresult *res, const FetchPart *parts, const int *items
 
 		if (p->error != KERR_NONE)
 			return;
-		if (p->nfit > 0 && p->stable >= 0 &&
-			kpg_get_int64(PQgetvalue(res, p->first_row + p->nfit - 1, 4)) + 1 < p->stable)
+		if (p->nfit > 0 && p->stable >= 0 && next_offset(res, p) < p->stable)
 			more = true;
 	}
 	if (!more)
@@ -385,28 +491,20 @@ start_ahead(KConn *conn, PGresult *res, const FetchPart *parts, const int *items
 		ahead_skip--;
 		return;
 	}
-	ksa_init(&a_next);
-	for (int i = 0; i < nitems; i++)
-	{
-		const FetchPart *p = &parts[items[i]];
-
-		ksa_add_int(&a_next, p->nfit > 0 ?
-					kpg_get_int64(PQgetvalue(res, p->first_row + p->nfit - 1, 4)) + 1 :
-					p->offset);
-	}
-	next = ksa_finish(&a_next);
-	if (next == NULL)
+	order = malloc(sizeof(int) * (size_t) nitems);
+	if (order == NULL)
 		return;
-	key = fetch_key(params[0], params[1], next, params[5], budget_text);
-	if (key != NULL)
+	if (ahead_order(parts, items, nitems, order) &&
+		ahead_arrays(parts, order, nitems, res, budget_text, a, &key))
 	{
-		const char *const p7[7] = {params[0], params[1], next, params[3], "0",
-		params[5], budget_text};
+		const char *const p7[7] = {a[0], a[1], a[2], a[3], "0", a[4], budget_text};
 
 		kpg_fetch_ahead(conn, key, 7, p7);
+		free(key);
+		for (int i = 0; i < 5; i++)
+			free(a[i]);
 	}
-	free(key);
-	free(next);
+	free(order);
 }
 
 /* The Kafka error for a query that failed as a whole. */
@@ -477,7 +575,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	char	   *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
 	char		budget_text[24];
 	char	   *await_key = NULL;
-	char	   *ahead_key = NULL;
+	int		   *row_parts = NULL;	/* a read-ahead's item (0-based) -> part */
 
 	kw_init(&scratch, (size_t) K_FETCH_MAX_BYTES * 2);
 
@@ -530,6 +628,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 
 			memset(p, 0, sizeof(*p));
 			p->partition = kr_int32(r);
+			p->topic = topics[t].name;
 			if (v >= 9)
 				(void) kr_int32(r); /* current_leader_epoch: leadership never moves */
 			p->offset = kr_int64(r);
@@ -619,12 +718,14 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				if (n > rows_left)
 					n = rows_left > 1 ? rows_left : 1;
 				rows_left -= n;
+				p->query_rows = n;
+				/* The bytes to read: what the partition may return (its first record whatever its size). */
+				p->query_bytes = p->max_bytes < 1 ? 1 : (p->max_bytes < budget ? p->max_bytes : budget);
 				ksa_add_name(&a_names, topics[t].name);
 				ksa_add_int(&a_parts, p->partition);
 				ksa_add_int(&a_offsets, p->offset);
 				ksa_add_int(&a_max, n);
-				/* The bytes to read: what the partition may return (its first record whatever its size). */
-				ksa_add_int(&a_bytes, p->max_bytes < 1 ? 1 : (p->max_bytes < budget ? p->max_bytes : budget));
+				ksa_add_int(&a_bytes, p->query_bytes);
 				items[nitems++] = topics[t].first + i;
 			}
 		}
@@ -682,12 +783,20 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 
 			snprintf(budget_text, sizeof(budget_text), "%lld", (long long) budget);
 			/* The read-ahead of this Fetch, if the one before started it. */
-			ahead_key = fetch_key(params[0], params[1], params[2], params[5], budget_text);
-			if (ahead_key == NULL)
-				goto oom;
 			if (conn->ahead_pending)
 			{
-				res = kpg_fetch_ahead_take(conn, ahead_key);
+				char	   *a[5];
+				char	   *key = NULL;
+
+				row_parts = malloc(sizeof(int) * (size_t) nitems);
+				if (row_parts != NULL && ahead_order(parts, items, nitems, row_parts) &&
+					ahead_arrays(parts, row_parts, nitems, NULL, budget_text, a, &key))
+				{
+					res = kpg_fetch_ahead_take(conn, key);
+					free(key);
+					for (int i = 0; i < 5; i++)
+						free(a[i]);
+				}
 				if (res != NULL && !ahead_usable(res))
 				{
 					PQclear(res);
@@ -695,6 +804,12 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				}
 				if (res == NULL)
 					ahead_skip = K_AHEAD_BACKOFF;
+			}
+			/* Its items are in the read-ahead's order, the query's in items'. */
+			if (res == NULL)
+			{
+				free(row_parts);
+				row_parts = NULL;
 			}
 			if (res == NULL)
 				res = kpg_exec_fetch(conn, fetch_sql, 7, p7, sqlstate);
@@ -729,7 +844,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 					item = kpg_get_int32(PQgetvalue(res, row, 0));
 					if (item < 1 || item > nitems)
 						continue;
-					p = &parts[items[item - 1]];
+					p = &parts[row_parts != NULL ? row_parts[item - 1] : items[item - 1]];
 					if (PQgetisnull(res, row, 4))
 					{
 						p->error = kpg_get_int16(PQgetvalue(res, row, 1));
@@ -756,7 +871,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				}
 				if (await_key != NULL)
 					start_await(conn, await_key, parts, items, nitems, params);
-				start_ahead(conn, res, parts, items, nitems, params, budget_text);
+				start_ahead(conn, res, parts, items, nitems, budget_text);
 			}
 		}
 	}
@@ -825,7 +940,7 @@ done:
 	for (int i = 0; i < 6; i++)
 		free(params[i]);
 	free(await_key);
-	free(ahead_key);
+	free(row_parts);
 	PQclear(res);
 	free(items);
 	free(hbuf);
