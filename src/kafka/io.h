@@ -29,7 +29,10 @@ extern bool kio_setup(void);
  */
 extern bool kio_start(struct KConn *conn);
 
-/* Up to n bytes: >0 bytes read, 0 at the end of the stream, -1 on error. */
+/*
+ * Up to n bytes: >0 bytes read, 0 at the end of the stream, -1 on error;
+ * through a receive buffer, so that a small frame comes in one system call.
+ */
 extern ssize_t kio_recv(struct KConn *conn, void *buf, size_t n);
 
 /* All n bytes, or false. */

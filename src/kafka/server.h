@@ -138,6 +138,9 @@ typedef struct KConn
 	struct KConn *prev;			/* the registry's list, under its lock */
 	struct KConn *next;
 	struct ssl_st *ssl;			/* TLS (io.c); NULL on plain TCP */
+	uint8_t    *rbuf;			/* bytes received, not read yet (io.c) */
+	size_t		rbuf_pos;		/* rbuf[rbuf_pos..rbuf_len) are unread */
+	size_t		rbuf_len;
 	/* SASL (sasl.c): authenticated is true from the start without --sasl */
 	bool		authenticated;
 	bool		close_after_response;	/* a handler's answer is the last */
