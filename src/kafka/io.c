@@ -233,6 +233,13 @@ kio_recv(KConn *conn, void *buf, size_t n)
 	return recv_raw(conn, buf, n);
 }
 
+bool
+kio_buffered(KConn *conn)
+{
+	return conn->rbuf_pos < conn->rbuf_len ||
+		(conn->ssl != NULL && SSL_pending(conn->ssl) > 0);
+}
+
 static ssize_t
 recv_raw(KConn *conn, void *buf, size_t n)
 {

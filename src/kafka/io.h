@@ -35,6 +35,12 @@ extern bool kio_start(struct KConn *conn);
  */
 extern ssize_t kio_recv(struct KConn *conn, void *buf, size_t n);
 
+/*
+ * Whether bytes of the client are already received and not read yet
+ * (kio_recv's buffer, or TLS's decrypted ones): reading them cannot wait.
+ */
+extern bool kio_buffered(struct KConn *conn);
+
 /* All n bytes, or false. */
 extern bool kio_send(struct KConn *conn, const void *buf, size_t n);
 

@@ -23,6 +23,7 @@
 #endif
 
 #include "config.h"
+#include "io.h"
 #include "log.h"
 #include "server.h"
 
@@ -893,6 +894,55 @@ kpg_fetch_ahead_take(KConn *conn, const char *key)
 		return NULL;
 	}
 	return res;
+}
+
+/*
+ * Between requests (conn.c), while a read-ahead runs and the client has
+ * sent nothing more: its rows are read as they come, until its result is
+ * whole or the client sends (or hangs up).  The backend then sends them
+ * while the client decodes the response, rather than stopping once the
+ * socket's buffer is full, and it never waits that way with its snapshot
+ * (which holds back VACUUM's horizon) for a client that does not come back
+ * soon: a consumer whose application is slow, whose librdkafka stops
+ * fetching while its queue is full.  The result waits in libpq for the
+ * next Fetch or the next use of the session.
+ */
+void
+kpg_fetch_ahead_collect(KConn *conn)
+{
+	bool		swapped = false;
+
+	if (!conn->ahead_pending)
+	{
+		/* --read-dsn: the Fetch's session is the other one now. */
+		if (!conn->other_ahead_pending || conn->reading)
+			return;
+		swap_sessions(conn);
+		swapped = true;
+	}
+	while (conn->pg != NULL && PQisBusy(conn->pg) && !kio_buffered(conn))
+	{
+		struct pollfd pfds[2];
+		int			rc;
+
+		pfds[0].fd = PQsocket(conn->pg);
+		pfds[0].events = POLLIN;
+		pfds[0].revents = 0;
+		pfds[1].fd = conn->fd;
+		pfds[1].events = POLLIN;
+		pfds[1].revents = 0;
+		if (pfds[0].fd < 0)
+			break;
+		rc = poll(pfds, 2, -1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0 || pfds[1].revents != 0)
+			break;
+		if (pfds[0].revents != 0 && !PQconsumeInput(conn->pg))
+			break;
+	}
+	if (swapped)
+		swap_sessions(conn);
 }
 
 static PGresult *

@@ -329,6 +329,11 @@ extern void kpg_fetch_ahead(KConn *conn, const char *key, int nparams,
 							const char *const *params);
 extern PGresult *kpg_fetch_ahead_take(KConn *conn, const char *key);
 /*
+ * Between requests: reads a pending read-ahead's rows until its result is
+ * whole or the client sends something (conn.c).
+ */
+extern void kpg_fetch_ahead_collect(KConn *conn);
+/*
  * kpg_exec_msg with per-parameter lengths and formats (1: PostgreSQL's binary
  * format), for Produce's records.
  */

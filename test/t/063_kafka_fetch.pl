@@ -338,6 +338,37 @@ is($out, $sql_big, 'kafka-python reads the same 10,000 records');
     like($log, qr/Fetch: read ahead$/m, 'the second Fetch took the read-ahead');
     like($log, qr/Fetch: not the one read ahead: dropping its rows$/m,
         'the one at another offset dropped it');
+
+    # A client silent after a Fetch: the gateway reads the read-ahead's
+    # rows anyway (3 MB of records, 1 MB a Fetch: more than a socket
+    # holds), so its backend does not wait to send them, its snapshot
+    # holding back VACUUM; the next Fetch takes them.
+    $node->safe_psql('postgres', q{
+        SELECT eventlog.create_topic('ahead', 1, format => 'binary');
+        SELECT count(*) FROM eventlog.produce_binary_batch('ahead',
+          (SELECT array_agg(ROW(NULL, convert_to(repeat('v', 1000), 'UTF8'), NULL, NULL)::eventlog.message)
+             FROM generate_series(1, 3000)), 0);
+    });
+    my ($sin, $sout, $serr) = ('', '', '');
+    my $sh = IPC::Run::start([ $python, $probe, '127.0.0.1', $port_a, 'session' ],
+        '<', \$sin, '>', \$sout, '2>', \$serr,
+        IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+    $sin .= "fetch 0 ahead:0:0\n";
+    $sh->pump until $sout =~ /^\.$/m;
+    my ($alast) = $sout =~ /^ahead\/0 error=0 .* offsets=\S*?(\d+)$/m;
+    ok(defined $alast && $alast < 2999, 'the first Fetch of 1 MB takes part of the 3 MB') or diag($sout . $serr);
+    ok($node->poll_query_until('postgres', q{
+        SELECT count(*) = 0 FROM pg_catalog.pg_stat_activity
+         WHERE application_name = 'pg_eventlog_kafka' AND wait_event = 'ClientWrite'}),
+        'a silent client: no backend of the gateway waits to send its read-ahead');
+    $before = -s $gwlog_a;
+    my $anext = $alast + 1;
+    $sin .= "fetch 0 ahead:0:$anext\n";
+    $sh->pump until $sout =~ /^\.\n.*^\.$/ms;
+    $sin = '';
+    $sh->finish;
+    like($sout, qr/^ahead\/0 error=0 .* offsets=$anext,/m, 'the next Fetch reads on from there');
+    like(substr(slurp_file($gwlog_a), $before), qr/Fetch: read ahead$/m, 'from the read-ahead');
     $gwh_a->kill_kill;
 }
 
