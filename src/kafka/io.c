@@ -198,6 +198,16 @@ kio_start(KConn *conn)
 static ssize_t recv_raw(KConn *conn, void *buf, size_t n);
 
 /*
+ * The buffer, the connection's thread's own (each connection has one, and
+ * only it reads the client's bytes).  Not from malloc: with 8 KiB from
+ * malloc in each connection's thread, 24 connections sending frames of
+ * 6 MiB under a 16 MiB --max-request-memory raised the gateway's peak
+ * memory by 84 to 96 MiB instead of 17 to 23 (TAP 070; malloc's
+ * per-thread arenas keep freed frames), and by 23 MiB with this one.
+ */
+static _Thread_local uint8_t thread_rbuf[K_RBUF_BYTES];
+
+/*
  * Bytes received before first, then, for less than K_RBUF_BYTES, as much as
  * the socket has into the buffer, for this read and the next ones.  Only
  * conn.c reads the client's bytes, and only here, so none is read twice or
@@ -212,8 +222,7 @@ kio_recv(KConn *conn, void *buf, size_t n)
 		return 0;
 	if (conn->rbuf_pos == conn->rbuf_len && n < K_RBUF_BYTES)
 	{
-		if (conn->rbuf == NULL && (conn->rbuf = malloc(K_RBUF_BYTES)) == NULL)
-			return recv_raw(conn, buf, n);
+		conn->rbuf = thread_rbuf;
 		r = recv_raw(conn, conn->rbuf, K_RBUF_BYTES);
 		if (r <= 0)
 			return r;
@@ -404,7 +413,6 @@ linger_close(KConn *conn)
 void
 kio_end(KConn *conn)
 {
-	free(conn->rbuf);
 	conn->rbuf = NULL;
 	conn->rbuf_pos = conn->rbuf_len = 0;
 	if (conn->ssl != NULL)

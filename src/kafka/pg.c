@@ -933,10 +933,12 @@ kpg_fetch_ahead_collect(KConn *conn)
 		pfds[1].revents = 0;
 		if (pfds[0].fd < 0)
 			break;
-		rc = poll(pfds, 2, -1);
+		/* No longer than --idle-timeout: a server that stopped answering. */
+		rc = poll(pfds, 2, kconf.idle_timeout_ms > 0 && kconf.idle_timeout_ms < INT32_MAX ?
+				  (int) kconf.idle_timeout_ms : -1);
 		if (rc < 0 && errno == EINTR)
 			continue;
-		if (rc < 0 || pfds[1].revents != 0)
+		if (rc <= 0 || pfds[1].revents != 0)
 			break;
 		if (pfds[0].revents != 0 && !PQconsumeInput(conn->pg))
 			break;
