@@ -49,6 +49,16 @@
  * record comes later than without it.  Any other use of the session ends it
  * first (kpg_connect), and so does the connection's end (kpg_close).
  *
+ * Consumers reading a backlog: a Fetch whose partitions have more records
+ * readable than its response takes sends, before its response is built,
+ * the query of the Fetch the client will send next (the same partitions
+ * and limits, from the offset after each one's last record, no wait), and
+ * that Fetch takes its rows instead of querying (pg.c: kpg_fetch_ahead):
+ * the backend reads while the gateway builds and sends the response and
+ * the client decodes it, instead of all three taking turns.  A read-ahead
+ * is used only if it has records and no error; one that the next Fetch
+ * does not match is dropped, and the next K_AHEAD_BACKOFF chances pass.
+ *
  * Fetch sessions (KIP-227): none are created.  A request with session id
  * 0 is answered in full with session id 0, which tells the client that no
  * session exists, so it keeps sending full requests; forgotten topics only
@@ -90,6 +100,10 @@ typedef struct FetchPart
 	int64_t		stable;			/* -1 if unknown */
 	int			first_row;		/* the records' rows in the result */
 	int			nrows;
+	int			nfit;			/* of which the response takes (plan_rows) */
+	KSlice		topic;
+	int64_t		query_rows;		/* the query's max_records and max_bytes */
+	int64_t		query_bytes;
 } FetchPart;
 
 typedef struct FetchTopic
@@ -104,6 +118,16 @@ typedef struct FetchTopic
  * has its own thread), to size the next fetch's row counts.
  */
 static _Thread_local double avg_record_bytes = 0;
+
+/*
+ * Read-ahead chances this connection lets pass (start_ahead): after a
+ * read-ahead the next Fetch did not take (a client that left a partition
+ * out of it, or seeked), the next K_AHEAD_BACKOFF, so that a client whose
+ * Fetches cannot be guessed costs the server at most a read in that many
+ * more.
+ */
+#define K_AHEAD_BACKOFF		16
+static _Thread_local int ahead_skip = 0;
 
 static const char *const fetch_sql =
 "SELECT k_item, k_error, k_log_start, k_stable, k_offset, k_time, k_key, k_value, k_headers"
@@ -206,7 +230,7 @@ build_records(KConn *conn, PGresult *res, FetchPart *p, KWriter *out,
 	k_batch_begin(&b, out, kpg_get_int64(PQgetvalue(res, row, 4)),
 				  PQgetisnull(res, row, 5) ? -1 : kpg_timestamp_ms(PQgetvalue(res, row, 5)),
 				  K_CODEC_NONE, 0);
-	for (; row < p->first_row + p->nrows; row++)
+	for (; row < p->first_row + p->nfit; row++)
 	{
 		int64_t		size = record_size(res, row);
 		KSlice		key;
@@ -248,6 +272,239 @@ build_records(KConn *conn, PGresult *res, FetchPart *p, KWriter *out,
 	}
 	*used += (int64_t) out->len;
 	return true;
+}
+
+/*
+ * How many of a partition's rows the response takes: build_records' limits
+ * on the same estimates, the response's bytes so far (*used) counted as
+ * estimated too, so known before any batch is built (the read-ahead needs
+ * the next offsets early).  The estimates are never below the batches'
+ * real sizes, so build_records takes them all (barring an error).
+ */
+static int
+plan_rows(PGresult *res, const FetchPart *p, int64_t budget, int64_t *used)
+{
+	int64_t		pbytes = K_BATCH_HEADER_LEN;
+	int			n = 0;
+
+	for (; n < p->nrows; n++)
+	{
+		int64_t		size = record_size(res, p->first_row + n);
+
+		if (n > 0 && pbytes + size > p->max_bytes)
+			break;
+		if (*used + pbytes + size > budget && !(*used == 0 && n == 0))
+			break;
+		pbytes += size;
+	}
+	if (n > 0)
+		*used += pbytes;
+	return n;
+}
+
+/*
+ * What tells one Fetch's reads from another's: the query's names,
+ * partitions, offsets, byte limits and the response's (its row estimates
+ * and its wait do not change what a read-ahead returns), joined by '|'.
+ */
+static char *
+fetch_key(const char *names, const char *partitions, const char *offsets,
+		  const char *bytes, const char *budget)
+{
+	const char *const f[5] = {names, partitions, offsets, bytes, budget};
+	size_t		len = 0;
+	char	   *key;
+	char	   *p;
+
+	for (int i = 0; i < 5; i++)
+		len += strlen(f[i]) + 1;
+	key = malloc(len);
+	if (key == NULL)
+		return NULL;
+	p = key;
+	for (int i = 0; i < 5; i++)
+	{
+		size_t		l = strlen(f[i]);
+
+		memcpy(p, f[i], l);
+		p += l;
+		*p++ = i < 4 ? '|' : '\0';
+	}
+	return key;
+}
+
+/*
+ * A read-ahead's result is used only if it has records and no error: one
+ * without records would answer at once a Fetch that is to wait for them,
+ * and the Fetch's own query reports errors as they are now.
+ */
+static bool
+ahead_usable(PGresult *res)
+{
+	bool		records = false;
+
+	if (PQnfields(res) != 9)
+		return false;
+	for (int row = 0; row < PQntuples(res); row++)
+	{
+		if (!PQgetisnull(res, row, 4))
+			records = true;
+		else if (PQgetisnull(res, row, 1) || PQgetlength(res, row, 1) != 2 ||
+				 kpg_get_int16(PQgetvalue(res, row, 1)) != KERR_NONE)
+			return false;
+	}
+	return records;
+}
+
+/*
+ * The order of a read-ahead's items: by topic and partition, as clients
+ * change the order of the partitions from one Fetch to the next
+ * (librdkafka starts each one at the next partition, so that none
+ * starves).  order[] gets the parts' indexes; false if one partition is
+ * named twice (no read-ahead then) or memory ran out.
+ */
+typedef struct AheadItem
+{
+	KSlice		topic;
+	int32_t		partition;
+	int			part;
+} AheadItem;
+
+static int
+ahead_item_cmp(const void *a, const void *b)
+{
+	const AheadItem *x = a;
+	const AheadItem *y = b;
+	int			c = memcmp(x->topic.ptr, y->topic.ptr,
+						   (size_t) (x->topic.len < y->topic.len ? x->topic.len : y->topic.len));
+
+	if (c != 0)
+		return c;
+	if (x->topic.len != y->topic.len)
+		return x->topic.len < y->topic.len ? -1 : 1;
+	return x->partition < y->partition ? -1 : x->partition > y->partition;
+}
+
+static bool
+ahead_order(const FetchPart *parts, const int *items, int nitems, int *order)
+{
+	AheadItem  *a = malloc(sizeof(AheadItem) * (size_t) (nitems > 0 ? nitems : 1));
+
+	if (a == NULL)
+		return false;
+	for (int i = 0; i < nitems; i++)
+	{
+		a[i].topic = parts[items[i]].topic;
+		a[i].partition = parts[items[i]].partition;
+		a[i].part = items[i];
+	}
+	qsort(a, (size_t) nitems, sizeof(AheadItem), ahead_item_cmp);
+	for (int i = 0; i < nitems; i++)
+	{
+		if (i > 0 && ahead_item_cmp(&a[i - 1], &a[i]) == 0)
+		{
+			free(a);
+			return false;
+		}
+		order[i] = a[i].part;
+	}
+	free(a);
+	return true;
+}
+
+/* The offset after the last record a partition's batch takes. */
+static int64_t
+next_offset(PGresult *res, const FetchPart *p)
+{
+	return p->nfit > 0 ?
+		kpg_get_int64(PQgetvalue(res, p->first_row + p->nfit - 1, 4)) + 1 : p->offset;
+}
+
+/*
+ * The query's arrays for the parts in order[] (names, partitions, offsets,
+ * max_records, max_bytes; the offsets after the records taken from res if
+ * res is given), and the key of a read-ahead of them; false if memory ran
+ * out (all freed).
+ */
+static bool
+ahead_arrays(const FetchPart *parts, const int *order, int n, PGresult *res,
+			 const char *budget_text, char *out[5], char **key)
+{
+	KSqlArray	a[5];
+	bool		ok = true;
+
+	for (int i = 0; i < 5; i++)
+		ksa_init(&a[i]);
+	for (int i = 0; i < n; i++)
+	{
+		const FetchPart *p = &parts[order[i]];
+
+		ksa_add_name(&a[0], p->topic);
+		ksa_add_int(&a[1], p->partition);
+		ksa_add_int(&a[2], res != NULL ? next_offset(res, p) : p->offset);
+		ksa_add_int(&a[3], p->query_rows);
+		ksa_add_int(&a[4], p->query_bytes);
+	}
+	for (int i = 0; i < 5; i++)
+		ok &= (out[i] = ksa_finish(&a[i])) != NULL;
+	*key = ok ? fetch_key(out[0], out[1], out[2], out[4], budget_text) : NULL;
+	if (*key == NULL)
+	{
+		for (int i = 0; i < 5; i++)
+		{
+			free(out[i]);
+			out[i] = NULL;
+		}
+		return false;
+	}
+	return true;
+}
+
+/*
+ * After a Fetch's rows were read: if its partitions have more records
+ * readable than the response takes (a consumer reading a backlog), the
+ * query of the Fetch the client sends next, from the offset after the
+ * last record of each, without a wait, sent now (pg.c: kpg_fetch_ahead).
+ */
+static void
+start_ahead(KConn *conn, PGresult *res, const FetchPart *parts, const int *items,
+			int nitems, const char *budget_text)
+{
+	bool		more = false;
+	int		   *order;
+	char	   *a[5];
+	char	   *key;
+
+	for (int i = 0; i < nitems; i++)
+	{
+		const FetchPart *p = &parts[items[i]];
+
+		if (p->error != KERR_NONE)
+			return;
+		if (p->nfit > 0 && p->stable >= 0 && next_offset(res, p) < p->stable)
+			more = true;
+	}
+	if (!more)
+		return;
+	if (ahead_skip > 0)
+	{
+		ahead_skip--;
+		return;
+	}
+	order = malloc(sizeof(int) * (size_t) nitems);
+	if (order == NULL)
+		return;
+	if (ahead_order(parts, items, nitems, order) &&
+		ahead_arrays(parts, order, nitems, res, budget_text, a, &key))
+	{
+		const char *const p7[7] = {a[0], a[1], a[2], a[3], "0", a[4], budget_text};
+
+		kpg_fetch_ahead(conn, key, 7, p7);
+		free(key);
+		for (int i = 0; i < 5; i++)
+			free(a[i]);
+	}
+	free(order);
 }
 
 /* The Kafka error for a query that failed as a whole. */
@@ -318,6 +575,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	char	   *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
 	char		budget_text[24];
 	char	   *await_key = NULL;
+	int		   *row_parts = NULL;	/* a read-ahead's item (0-based) -> part */
 
 	kw_init(&scratch, (size_t) K_FETCH_MAX_BYTES * 2);
 
@@ -370,6 +628,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 
 			memset(p, 0, sizeof(*p));
 			p->partition = kr_int32(r);
+			p->topic = topics[t].name;
 			if (v >= 9)
 				(void) kr_int32(r); /* current_leader_epoch: leadership never moves */
 			p->offset = kr_int64(r);
@@ -459,12 +718,14 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				if (n > rows_left)
 					n = rows_left > 1 ? rows_left : 1;
 				rows_left -= n;
+				p->query_rows = n;
+				/* The bytes to read: what the partition may return (its first record whatever its size). */
+				p->query_bytes = p->max_bytes < 1 ? 1 : (p->max_bytes < budget ? p->max_bytes : budget);
 				ksa_add_name(&a_names, topics[t].name);
 				ksa_add_int(&a_parts, p->partition);
 				ksa_add_int(&a_offsets, p->offset);
 				ksa_add_int(&a_max, n);
-				/* The bytes to read: what the partition may return (its first record whatever its size). */
-				ksa_add_int(&a_bytes, p->max_bytes < 1 ? 1 : (p->max_bytes < budget ? p->max_bytes : budget));
+				ksa_add_int(&a_bytes, p->query_bytes);
 				items[nitems++] = topics[t].first + i;
 			}
 		}
@@ -521,7 +782,37 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 			params[5], budget_text};
 
 			snprintf(budget_text, sizeof(budget_text), "%lld", (long long) budget);
-			res = kpg_exec_fetch(conn, fetch_sql, 7, p7, sqlstate);
+			/* The read-ahead of this Fetch, if the one before started it. */
+			if (conn->ahead_pending)
+			{
+				char	   *a[5];
+				char	   *key = NULL;
+
+				row_parts = malloc(sizeof(int) * (size_t) nitems);
+				if (row_parts != NULL && ahead_order(parts, items, nitems, row_parts) &&
+					ahead_arrays(parts, row_parts, nitems, NULL, budget_text, a, &key))
+				{
+					res = kpg_fetch_ahead_take(conn, key);
+					free(key);
+					for (int i = 0; i < 5; i++)
+						free(a[i]);
+				}
+				if (res != NULL && !ahead_usable(res))
+				{
+					PQclear(res);
+					res = NULL;
+				}
+				if (res == NULL)
+					ahead_skip = K_AHEAD_BACKOFF;
+			}
+			/* Its items are in the read-ahead's order, the query's in items'. */
+			if (res == NULL)
+			{
+				free(row_parts);
+				row_parts = NULL;
+			}
+			if (res == NULL)
+				res = kpg_exec_fetch(conn, fetch_sql, 7, p7, sqlstate);
 			if (res == NULL)
 			{
 				int16_t		e = query_error(sqlstate);
@@ -553,7 +844,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 					item = kpg_get_int32(PQgetvalue(res, row, 0));
 					if (item < 1 || item > nitems)
 						continue;
-					p = &parts[items[item - 1]];
+					p = &parts[row_parts != NULL ? row_parts[item - 1] : items[item - 1]];
 					if (PQgetisnull(res, row, 4))
 					{
 						p->error = kpg_get_int16(PQgetvalue(res, row, 1));
@@ -570,8 +861,17 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 					else if (row == p->first_row + p->nrows)
 						p->nrows++;
 				}
+				/* The rows each partition's batch takes, in the response's order. */
+				{
+					int64_t		used = 0;
+
+					for (int32_t i = 0; i < nparts; i++)
+						if (parts[i].error == KERR_NONE && parts[i].nrows > 0)
+							parts[i].nfit = plan_rows(res, &parts[i], budget, &used);
+				}
 				if (await_key != NULL)
 					start_await(conn, await_key, parts, items, nitems, params);
+				start_ahead(conn, res, parts, items, nitems, budget_text);
 			}
 		}
 	}
@@ -599,7 +899,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				FetchPart  *p = &parts[topics[t].first + i];
 
 				kw_reset(&scratch);
-				if (p->error == KERR_NONE && p->nrows > 0 && res != NULL &&
+				if (p->error == KERR_NONE && p->nfit > 0 && res != NULL &&
 					!build_records(conn, res, p, &scratch, budget, &used, &nrecords, &hbuf, &hcap))
 				{
 					kw_reset(&scratch);
@@ -640,6 +940,7 @@ done:
 	for (int i = 0; i < 6; i++)
 		free(params[i]);
 	free(await_key);
+	free(row_parts);
 	PQclear(res);
 	free(items);
 	free(hbuf);

@@ -313,6 +313,8 @@ kconn_main(void *arg)
 				kio_set_timeout_ms(conn, kconf.idle_timeout_ms);
 			idle_armed = true;
 		}
+		/* A Fetch's read-ahead comes in while the client has nothing to say. */
+		kpg_fetch_ahead_collect(conn);
 		rc = read_full(conn, sizebuf, 4);
 		if (rc == 0)
 		{

@@ -29,8 +29,17 @@ extern bool kio_setup(void);
  */
 extern bool kio_start(struct KConn *conn);
 
-/* Up to n bytes: >0 bytes read, 0 at the end of the stream, -1 on error. */
+/*
+ * Up to n bytes: >0 bytes read, 0 at the end of the stream, -1 on error;
+ * through a receive buffer, so that a small frame comes in one system call.
+ */
 extern ssize_t kio_recv(struct KConn *conn, void *buf, size_t n);
+
+/*
+ * Whether bytes of the client are already received and not read yet
+ * (kio_recv's buffer, or TLS's decrypted ones): reading them cannot wait.
+ */
+extern bool kio_buffered(struct KConn *conn);
 
 /* All n bytes, or false. */
 extern bool kio_send(struct KConn *conn, const void *buf, size_t n);

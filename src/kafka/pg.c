@@ -23,6 +23,7 @@
 #endif
 
 #include "config.h"
+#include "io.h"
 #include "log.h"
 #include "server.h"
 
@@ -39,6 +40,7 @@
 
 static void await_end(KConn *conn);
 static void await_cancel(KConn *conn);
+static void ahead_end(KConn *conn);
 
 static pthread_mutex_t cluster_id_mutex = PTHREAD_MUTEX_INITIALIZER;
 static char cluster_id[23];
@@ -103,6 +105,12 @@ swap_sessions(KConn *conn)
 	n = conn->await_renewals;
 	conn->await_renewals = conn->other_await_renewals;
 	conn->other_await_renewals = n;
+	b = conn->ahead_pending;
+	conn->ahead_pending = conn->other_ahead_pending;
+	conn->other_ahead_pending = b;
+	key = conn->ahead_key;
+	conn->ahead_key = conn->other_ahead_key;
+	conn->other_ahead_key = key;
 	conn->reading = !conn->reading;
 }
 
@@ -125,7 +133,8 @@ void
 kpg_close(KConn *conn)
 {
 	close_session(conn);
-	if (conn->other_pg != NULL || conn->other_await_key != NULL)
+	if (conn->other_pg != NULL || conn->other_await_key != NULL ||
+		conn->other_ahead_key != NULL)
 	{
 		swap_sessions(conn);
 		close_session(conn);
@@ -148,6 +157,10 @@ close_session(KConn *conn)
 	conn->await_pending = false;
 	free(conn->await_key);
 	conn->await_key = NULL;
+	/* A read-ahead reads without waiting: it ends on its own. */
+	conn->ahead_pending = false;
+	free(conn->ahead_key);
+	conn->ahead_key = NULL;
 	kregistry_lock();
 	pg = conn->pg;
 	cancel = conn->pg_cancel;
@@ -305,6 +318,7 @@ kpg_await_start(KConn *conn, const char *key, const void *extra, size_t extra_le
 	size_t		klen = strlen(key) + 1;
 
 	await_end(conn);
+	ahead_end(conn);
 	if (conn->pg == NULL || PQstatus(conn->pg) != CONNECTION_OK || kshutting_down())
 		return;
 	snprintf(await_ms, sizeof(await_ms), "%d", kconf.idle_await_ms);
@@ -552,8 +566,12 @@ kpg_connect(KConn *conn)
 	PGresult   *res;
 	PGcancel   *cancel;
 
-	/* Every use of the session but the idle Fetch's own ends its await. */
+	/*
+	 * Every use of the session but the idle Fetch's own ends its await, and
+	 * every use but the next Fetch's its read-ahead.
+	 */
 	await_end(conn);
+	ahead_end(conn);
 	/*
 	 * A transaction's session (txn.c) is never replaced while BEGIN is
 	 * open: a statement in a new session would run outside the transaction.
@@ -642,21 +660,30 @@ kpg_connect(KConn *conn)
  * waiting in the socket is not one.  The result is the query's first (it
  * has one statement); later ones are drained, as PQexecParams does.
  */
+static PGresult *wait_watching_client(KConn *conn);
+
 static PGresult *
 exec_watching_client(KConn *conn, const char *stmt, const char *sql, int nparams,
 					 const char *const *params, const int *lengths, const int *formats,
 					 int result_format)
 {
-	PGresult   *res = NULL;
-	PGresult   *next;
-	bool		cancelled = false;
-
 	if (stmt != NULL ?
 		!PQsendQueryPrepared(conn->pg, stmt, nparams, params, lengths, formats,
 							 result_format) :
 		!PQsendQueryParams(conn->pg, sql, nparams, NULL, params, lengths, formats,
 						   result_format))
 		return NULL;
+	return wait_watching_client(conn);
+}
+
+/* The result of the query sent, cancelled if the client hangs up meanwhile. */
+static PGresult *
+wait_watching_client(KConn *conn)
+{
+	PGresult   *res = NULL;
+	PGresult   *next;
+	bool		cancelled = false;
+
 	while (PQisBusy(conn->pg))
 	{
 		struct pollfd pfds[2];
@@ -761,6 +788,163 @@ kpg_exec_fetch(KConn *conn, const char *sql, int nparams, const char *const *par
 	if (res == NULL && strcmp(sqlstate, "26000") == 0)
 		conn->fetch_prepared = false;
 	return res;
+}
+
+/*
+ * Read-ahead of a consumer's next Fetch.  A consumer reading a backlog
+ * sends a Fetch, waits for its response, decodes it, then sends the next:
+ * the backend (its read and the sending of its rows), the gateway (the
+ * batches) and the client (decoding) each worked while the other two
+ * waited, and reading 1,000,000 records took the sum of the three, the
+ * backend half of it.  So after a Fetch whose partitions have more records
+ * readable than it returns, api_fetch.c sends the query of the Fetch that
+ * the client will send next (the same partitions, from the offset after
+ * the last record returned, no wait) before the response is even built;
+ * the backend reads while the gateway builds and sends the response and
+ * the client decodes it, and the next Fetch, if it is that one, takes the
+ * rows read (kpg_fetch_ahead_take).  What it reads was readable when it
+ * ran: a response never shows a record that was not committed, only the
+ * marks (log start, stable offset) of a few milliseconds earlier.  A
+ * read-ahead never waits, so ending one that is not wanted (another
+ * Fetch, any other request, kpg_connect) reads its result to the end and
+ * drops it rather than cancelling it.
+ */
+static void
+ahead_end(KConn *conn)
+{
+	PGresult   *res;
+
+	if (!conn->ahead_pending)
+		return;
+	conn->ahead_pending = false;
+	free(conn->ahead_key);
+	conn->ahead_key = NULL;
+	if (conn->pg == NULL)
+		return;
+	while ((res = PQgetResult(conn->pg)) != NULL)
+		PQclear(res);
+}
+
+void
+kpg_fetch_ahead(KConn *conn, const char *key, int nparams, const char *const *params)
+{
+	await_end(conn);
+	ahead_end(conn);
+	/*
+	 * Only after a Fetch query in this session (its statement is prepared),
+	 * and never in a transaction (txn.c, produce_batch.c): an error of a
+	 * read-ahead must not abort it.
+	 */
+	if (conn->pg == NULL || !conn->fetch_prepared || PQstatus(conn->pg) != CONNECTION_OK ||
+		PQtransactionStatus(conn->pg) != PQTRANS_IDLE || conn->pinned || conn->batch_open ||
+		kshutting_down())
+		return;
+	conn->ahead_key = strdup(key);
+	if (conn->ahead_key == NULL)
+		return;
+	if (!PQsendQueryPrepared(conn->pg, "el_fetch", nparams, params, NULL, NULL, 1))
+	{
+		klog(KLOG_DEBUG, "conn %llu (%s): cannot send a Fetch's read-ahead: %s",
+			 (unsigned long long) conn->id, conn->peer, kpg_trimmed(PQerrorMessage(conn->pg)));
+		free(conn->ahead_key);
+		conn->ahead_key = NULL;
+		return;
+	}
+	conn->ahead_pending = true;
+}
+
+PGresult *
+kpg_fetch_ahead_take(KConn *conn, const char *key)
+{
+	PGresult   *res;
+
+	if (!conn->ahead_pending)
+		return NULL;
+	if (conn->pg == NULL || strcmp(conn->ahead_key, key) != 0)
+	{
+		klog(KLOG_DEBUG, "conn %llu (%s): Fetch: not the one read ahead: dropping its rows",
+			 (unsigned long long) conn->id, conn->peer);
+		ahead_end(conn);
+		return NULL;
+	}
+	klog(KLOG_DEBUG, "conn %llu (%s): Fetch: read ahead", (unsigned long long) conn->id,
+		 conn->peer);
+	conn->ahead_pending = false;
+	free(conn->ahead_key);
+	conn->ahead_key = NULL;
+	/* As exec_stmt: shutdown cancels what it sees in flight. */
+	kregistry_lock();
+	if (kshutting_down())
+	{
+		kregistry_unlock();
+		while ((res = PQgetResult(conn->pg)) != NULL)
+			PQclear(res);
+		return NULL;
+	}
+	conn->in_query = true;
+	kregistry_unlock();
+	res = wait_watching_client(conn);
+	kregistry_lock();
+	conn->in_query = false;
+	kregistry_unlock();
+	/* A failed one is dropped: the Fetch's own query reports the error. */
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+/*
+ * Between requests (conn.c), while a read-ahead runs and the client has
+ * sent nothing more: its rows are read as they come, until its result is
+ * whole or the client sends (or hangs up).  The backend then sends them
+ * while the client decodes the response, rather than stopping once the
+ * socket's buffer is full, and it never waits that way with its snapshot
+ * (which holds back VACUUM's horizon) for a client that does not come back
+ * soon: a consumer whose application is slow, whose librdkafka stops
+ * fetching while its queue is full.  The result waits in libpq for the
+ * next Fetch or the next use of the session.
+ */
+void
+kpg_fetch_ahead_collect(KConn *conn)
+{
+	bool		swapped = false;
+
+	if (!conn->ahead_pending)
+	{
+		/* --read-dsn: the Fetch's session is the other one now. */
+		if (!conn->other_ahead_pending || conn->reading)
+			return;
+		swap_sessions(conn);
+		swapped = true;
+	}
+	while (conn->pg != NULL && PQisBusy(conn->pg) && !kio_buffered(conn))
+	{
+		struct pollfd pfds[2];
+		int			rc;
+
+		pfds[0].fd = PQsocket(conn->pg);
+		pfds[0].events = POLLIN;
+		pfds[0].revents = 0;
+		pfds[1].fd = conn->fd;
+		pfds[1].events = POLLIN;
+		pfds[1].revents = 0;
+		if (pfds[0].fd < 0)
+			break;
+		/* No longer than --idle-timeout: a server that stopped answering. */
+		rc = poll(pfds, 2, kconf.idle_timeout_ms > 0 && kconf.idle_timeout_ms < INT32_MAX ?
+				  (int) kconf.idle_timeout_ms : -1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0 || pfds[1].revents != 0)
+			break;
+		if (pfds[0].revents != 0 && !PQconsumeInput(conn->pg))
+			break;
+	}
+	if (swapped)
+		swap_sessions(conn);
 }
 
 static PGresult *

@@ -118,6 +118,8 @@ typedef struct KConn
 	char	   *await_key;		/* what it waits for (kpg_await_start), then
 								 * its extra bytes */
 	int			await_renewals; /* times it was sent again (pg.c) */
+	bool		ahead_pending;	/* pg runs a Fetch's read-ahead (pg.c) */
+	char	   *ahead_key;		/* the Fetch it reads for (kpg_fetch_ahead) */
 	/*
 	 * --read-dsn: the other session, swapped with the fields above
 	 * while Fetch or ListOffsets runs (kpg_read_session), so that pg.c
@@ -130,10 +132,15 @@ typedef struct KConn
 	bool		other_pinned;
 	char	   *other_await_key;
 	int			other_await_renewals;
+	bool		other_ahead_pending;
+	char	   *other_ahead_key;
 	bool		reading;
 	struct KConn *prev;			/* the registry's list, under its lock */
 	struct KConn *next;
 	struct ssl_st *ssl;			/* TLS (io.c); NULL on plain TCP */
+	uint8_t    *rbuf;			/* bytes received, not read yet (io.c) */
+	size_t		rbuf_pos;		/* rbuf[rbuf_pos..rbuf_len) are unread */
+	size_t		rbuf_len;
 	/* SASL (sasl.c): authenticated is true from the start without --sasl */
 	bool		authenticated;
 	bool		close_after_response;	/* a handler's answer is the last */
@@ -309,6 +316,23 @@ extern void kpg_await_start(KConn *conn, const char *key, const void *extra,
 							size_t extra_len, const char *const *params);
 extern bool kpg_await_wait(KConn *conn, const char *key, int32_t *wait_ms,
 						   const void **extra);
+/*
+ * A consumer's next Fetch read ahead (api_fetch.c): kpg_fetch_ahead sends
+ * Fetch's prepared statement with params (as kpg_exec_fetch would) without
+ * waiting for its result, and keeps key with it; the next Fetch takes that
+ * result with kpg_fetch_ahead_take if its own key is the same (NULL
+ * otherwise: there was none, another key, or it failed: query as usual).
+ * Every other use of the session ends it first (its result is read and
+ * dropped).
+ */
+extern void kpg_fetch_ahead(KConn *conn, const char *key, int nparams,
+							const char *const *params);
+extern PGresult *kpg_fetch_ahead_take(KConn *conn, const char *key);
+/*
+ * Between requests: reads a pending read-ahead's rows until its result is
+ * whole or the client sends something (conn.c).
+ */
+extern void kpg_fetch_ahead_collect(KConn *conn);
 /*
  * kpg_exec_msg with per-parameter lengths and formats (1: PostgreSQL's binary
  * format), for Produce's records.

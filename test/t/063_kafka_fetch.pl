@@ -240,8 +240,11 @@ open my $fh, '>', "$tmp/ck.py" or die;
 print $fh $common_py . <<'EOF';
 from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
 bs, topic, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
-c = Consumer({'bootstrap.servers': bs, 'group.id': 'unused-063', 'enable.auto.commit': False,
-              'enable.auto.offset.store': False, 'fetch.wait.max.ms': 100})
+conf = {'bootstrap.servers': bs, 'group.id': 'unused-063', 'enable.auto.commit': False,
+        'enable.auto.offset.store': False, 'fetch.wait.max.ms': 100}
+if len(sys.argv) > 4:
+    conf['max.partition.fetch.bytes'] = int(sys.argv[4])
+c = Consumer(conf)
 c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(3)])
 out = []
 while len(out) < total:
@@ -290,6 +293,84 @@ close $fh;
 is($rc, 0, 'kafka-python consumer: exit 0') or diag($err);
 chomp $out;
 is($out, $sql_big, 'kafka-python reads the same 10,000 records');
+
+# 3b. The read-ahead of a consumer's next Fetch (api_fetch.c, pg.c:
+# kpg_fetch_ahead), on a gateway that logs each one: confluent_kafka with
+# 4,000 bytes a partition makes about 100 Fetches of the three partitions,
+# each with more records readable, and reads the same records.  By the raw
+# probe on one connection: the Fetch at the offset after a response's last
+# record is answered from the read-ahead, exactly as a Fetch of another
+# connection; a request of another API after a read-ahead is answered (it
+# drops the read-ahead), and so is the same Fetch again; one at another
+# offset drops the read-ahead and reads from that offset.
+{
+    my ($gwh_a, $port_a, $gwlog_a) = start_gateway('ahead', $node->connstr('postgres'),
+        '--log-level', 'debug');
+    SKIP:
+    {
+        skip $no_rdkafka, 3 unless $rdkafka;
+        ($rc, $out, $err) = run_cmd($python, "$tmp/ck.py", "127.0.0.1:$port_a", 'big', 10000, 4000);
+        is($rc, 0, 'confluent_kafka consumer, 4,000 bytes a partition: exit 0') or diag($err);
+        chomp $out;
+        is($out, $sql_big, 'confluent_kafka, 4,000 bytes a partition: the 10,000 records of SQL');
+        like(slurp_file($gwlog_a), qr/Fetch: read ahead$/m, 'its Fetches were read ahead');
+    }
+    ($rc, $out, $err) = run_cmd($python, $probe, '127.0.0.1', $port_a, 'fetch', 11, 'big', 0, 0,
+        'part_bytes=2000');
+    my ($last) = $out =~ /^big\/0 error=0 .* records=\d+ offsets=\S*?(\d+)$/m;
+    ok($last > 0 && $last < 3000, "a Fetch of 2,000 bytes ends at offset $last") or diag($out);
+    my $next = $last + 1;
+    my ($rc2, $fresh) = run_cmd($python, $probe, '127.0.0.1', $port_a, 'fetch', 11, 'big', 0, $next,
+        'part_bytes=2000');
+    my ($rc3, $from5) = run_cmd($python, $probe, '127.0.0.1', $port_a, 'fetch', 11, 'big', 0, 5,
+        'part_bytes=2000');
+    my $before = -s $gwlog_a;
+    my $in = "fetchn 2000 0 big:0:0\nfetchn 2000 0 big:0:$next\nmetadata big\n"
+      . "fetchn 2000 0 big:0:$next\nfetchn 2000 0 big:0:5\n";
+    ($rc, $out, $err) = run_cmd(\$in, $python, $probe, '127.0.0.1', $port_a, 'session');
+    my @answers = split /^\.\n/m, $out;
+    is(scalar(@answers), 5, 'five answers on one connection') or diag($out . $err);
+    is($answers[1], $fresh, 'the Fetch after the last record: the records another connection gets');
+    is($answers[2], "metadata answered\n", 'a Metadata request after a read-ahead is answered');
+    is($answers[3], $fresh, 'the same Fetch after it reads as usual');
+    is($answers[4], $from5, 'a Fetch at another offset: the records from that offset');
+    my $log = substr(slurp_file($gwlog_a), $before);
+    like($log, qr/Fetch: read ahead$/m, 'the second Fetch took the read-ahead');
+    like($log, qr/Fetch: not the one read ahead: dropping its rows$/m,
+        'the one at another offset dropped it');
+
+    # A client silent after a Fetch: the gateway reads the read-ahead's
+    # rows anyway (3 MB of records, 1 MB a Fetch: more than a socket
+    # holds), so its backend does not wait to send them, its snapshot
+    # holding back VACUUM; the next Fetch takes them.
+    $node->safe_psql('postgres', q{
+        SELECT eventlog.create_topic('ahead', 1, format => 'binary');
+        SELECT count(*) FROM eventlog.produce_binary_batch('ahead',
+          (SELECT array_agg(ROW(NULL, convert_to(repeat('v', 1000), 'UTF8'), NULL, NULL)::eventlog.message)
+             FROM generate_series(1, 3000)), 0);
+    });
+    my ($sin, $sout, $serr) = ('', '', '');
+    my $sh = IPC::Run::start([ $python, $probe, '127.0.0.1', $port_a, 'session' ],
+        '<', \$sin, '>', \$sout, '2>', \$serr,
+        IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+    $sin .= "fetch 0 ahead:0:0\n";
+    $sh->pump until $sout =~ /^\.$/m;
+    my ($alast) = $sout =~ /^ahead\/0 error=0 .* offsets=\S*?(\d+)$/m;
+    ok(defined $alast && $alast < 2999, 'the first Fetch of 1 MB takes part of the 3 MB') or diag($sout . $serr);
+    ok($node->poll_query_until('postgres', q{
+        SELECT count(*) = 0 FROM pg_catalog.pg_stat_activity
+         WHERE application_name = 'pg_eventlog_kafka' AND wait_event = 'ClientWrite'}),
+        'a silent client: no backend of the gateway waits to send its read-ahead');
+    $before = -s $gwlog_a;
+    my $anext = $alast + 1;
+    $sin .= "fetch 0 ahead:0:$anext\n";
+    $sh->pump until $sout =~ /^\.\n.*^\.$/ms;
+    $sin = '';
+    $sh->finish;
+    like($sout, qr/^ahead\/0 error=0 .* offsets=$anext,/m, 'the next Fetch reads on from there');
+    like(substr(slurp_file($gwlog_a), $before), qr/Fetch: read ahead$/m, 'from the read-ahead');
+    $gwh_a->kill_kill;
+}
 
 # 4. The long poll, over two topics: a Fetch at the ends of bin/2 and js/0
 # waits in the server; a rollback does not make it return; a commit in js does.

@@ -1035,6 +1035,8 @@ def cmd_listoffsets(host, port, version, topic, partition, ts):
 def cmd_session(host, port):
     """Requests on one connection, one per line of stdin:
          fetch WAIT TOPIC:PARTITION:OFFSET ...   (Fetch v11)
+         fetchn BYTES WAIT TOPIC:PARTITION:OFFSET ...  (the same, at most BYTES
+                                                 per partition)
          metadata TOPIC                          (Metadata v1: answered or not)
          pipeline WAIT TOPIC:PARTITION:OFFSET ...  (a Fetch and a Metadata of its
                                                  first topic, sent at once)
@@ -1047,13 +1049,16 @@ def cmd_session(host, port):
         if not words:
             continue
         corr += 1
-        if words[0] == 'fetch':
+        if words[0] in ('fetch', 'fetchn'):
+            pmax = 1048576
+            if words[0] == 'fetchn':
+                pmax = int(words.pop(1))
             topics = []
             for spec in words[2:]:
                 t, p, o = spec.rsplit(':', 2)
                 if not topics or topics[-1][0] != t:
                     topics.append((t, []))
-                topics[-1][1].append((int(p), int(o), 1048576))
+                topics[-1][1].append((int(p), int(o), pmax))
             s.sendall(fetch_request(11, topics, wait=int(words[1]), corr=corr))
             data = read_frame(s)
             out = ['closed'] if data is None else parse_fetch(11, data)
