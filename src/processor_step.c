@@ -55,6 +55,8 @@ PG_FUNCTION_INFO_V1(el_processor_running_max);
  * processors (the processor worker) keeps at most some 20 MB.
  */
 #define EL_STEP_PLANS_MAX 128
+/* A kept plan unused for this long may make room for another. */
+#define EL_STEP_PLAN_IDLE_MS (60 * 1000)
 #define EL_STEP_MAX_ARGS 32
 
 typedef struct ElStepPlan
@@ -66,6 +68,7 @@ typedef struct ElStepPlan
 	Oid			argtypes[EL_STEP_MAX_ARGS];
 	SPIPlanPtr	plan;			/* kept (SPI_keepplan) */
 	uint64		used;			/* the last use, for eviction */
+	TimestampTz used_at;		/* and when */
 	int			running;		/* executions under way (never evicted then) */
 } ElStepPlan;
 
@@ -76,7 +79,8 @@ static uint64 el_step_clock = 0;
 /*
  * The kept plan of sql with these argument types, prepared on first use,
  * or NULL when every slot holds a plan under way (a statement of a step
- * that runs a step: the caller plans it for this execution only).
+ * that runs a step) or used in the last EL_STEP_PLAN_IDLE_MS: the caller
+ * plans it for this execution only.
  */
 static pg_noinline ElStepPlan *
 el_step_plan(const char *sql, int nargs, Oid *argtypes)
@@ -102,6 +106,7 @@ el_step_plan(const char *sql, int nargs, Oid *argtypes)
 			strcmp(e->sql, sql) == 0)
 		{
 			e->used = ++el_step_clock;
+			e->used_at = GetCurrentTimestamp();
 			return e;
 		}
 	}
@@ -110,12 +115,22 @@ el_step_plan(const char *sql, int nargs, Oid *argtypes)
 		slot = &el_step_plans[el_step_nplans];
 	else
 	{
-		/* the least recently used that is not running */
+		/*
+		 * The least recently used that is not running, if it has not been
+		 * used for EL_STEP_PLAN_IDLE_MS: a session cycling through more
+		 * statements than it keeps (a worker with many processors) would
+		 * otherwise evict each plan before its next use and prepare every
+		 * statement every time, which costs more than not keeping it.
+		 * Those past the cache run unkept instead, as before the cache.
+		 */
+		TimestampTz now = GetCurrentTimestamp();
+
 		for (i = 0; i < el_step_nplans; i++)
 			if (el_step_plans[i].running == 0 &&
 				(slot == NULL || el_step_plans[i].used < slot->used))
 				slot = &el_step_plans[i];
-		if (slot == NULL)
+		if (slot == NULL ||
+			!TimestampDifferenceExceeds(slot->used_at, now, EL_STEP_PLAN_IDLE_MS))
 			return NULL;
 	}
 
@@ -145,6 +160,7 @@ el_step_plan(const char *sql, int nargs, Oid *argtypes)
 	memcpy(slot->argtypes, argtypes, nargs * sizeof(Oid));
 	slot->plan = plan;
 	slot->used = ++el_step_clock;
+	slot->used_at = GetCurrentTimestamp();
 	slot->running = 0;
 	return slot;
 }
