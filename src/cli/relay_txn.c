@@ -65,21 +65,26 @@ struct RelayTxn
 	bool		open;			/* a transaction begun and not ended */
 };
 
+/* Room for extra more bytes after *len in buf (cli_malloc'd, *size grown). */
+static void
+reserve(char **buf, size_t len, size_t *size, size_t extra)
+{
+	if (len + extra > *size)
+	{
+		char	   *n = cli_malloc((len + extra) * 2);
+
+		memcpy(n, *buf, len);
+		free(*buf);
+		*buf = n;
+		*size = (len + extra) * 2;
+	}
+}
+
 /* Appends s as a JSON string to buf (cli_malloc'd, *size grown). */
 static void
 json_string(char **buf, size_t *len, size_t *size, const char *s)
 {
-	size_t		need = *len + strlen(s) * 6 + 3;
-
-	if (need > *size)
-	{
-		char	   *n = cli_malloc(need * 2);
-
-		memcpy(n, *buf, *len);
-		free(*buf);
-		*buf = n;
-		*size = need * 2;
-	}
+	reserve(buf, *len, size, strlen(s) * 6 + 3);
 	(*buf)[(*len)++] = '"';
 	for (const unsigned char *c = (const unsigned char *) s; *c; c++)
 	{
@@ -113,14 +118,7 @@ make_key(const char *a, const char *b, int n, const char *c)
 	json_string(&buf, &len, &size, a);
 	buf[len++] = ',';
 	json_string(&buf, &len, &size, b);
-	if (len + 16 > size)
-	{
-		char	   *nb = cli_malloc(len + 16);
-
-		memcpy(nb, buf, len);
-		free(buf);
-		buf = nb;
-	}
+	reserve(&buf, len, &size, 16);
 	if (n >= 0)
 		len += sprintf(buf + len, ",%d", n);
 	if (c != NULL)
@@ -128,14 +126,7 @@ make_key(const char *a, const char *b, int n, const char *c)
 		buf[len++] = ',';
 		json_string(&buf, &len, &size, c);
 	}
-	if (len + 2 > size)
-	{
-		char	   *nb = cli_malloc(len + 2);
-
-		memcpy(nb, buf, len);
-		free(buf);
-		buf = nb;
-	}
+	reserve(&buf, len, &size, 2);
 	buf[len++] = ']';
 	buf[len] = '\0';
 	return buf;
