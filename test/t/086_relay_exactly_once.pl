@@ -105,7 +105,7 @@ SELECT DISTINCT ON (k) k, v FROM (SELECT convert_from(key, 'UTF8') k, convert_fr
  WHERE k LIKE '["eog"%' ORDER BY k, offset_id DESC}))
     {
         my ($k, $v) = split /\|/;
-        my ($t, $p) = $k =~ /^\["eog","(\w+)",(\d+)\]$/ or die "key $k";
+        my ($t, $p) = $k =~ /^\["eog","(\w+)",(\d+),"\d+"\]$/ or die "key $k";
         $pos{"$t/$p"} = $v;
     }
     return \%pos;
