@@ -41,6 +41,9 @@ sub wait_for_log
 # database" once it listens and has checked the database).  Its sessions'
 # application_name is then its own (libpq's fallback).  Returns (the
 # IPC::Run harness, the log's path).
+# Every gateway spawn_gateway started (the END block below stops them).
+our @spawned;
+
 sub spawn_gateway
 {
     my ($gw, $dir, $name, $ready, @args) = @_;
@@ -48,8 +51,20 @@ sub spawn_gateway
     local $ENV{PGAPPNAME};
     delete $ENV{PGAPPNAME};
     my $h = IPC::Run::start([ $gw, @args ], '>', "$dir/$name.out", '2>', $log);
+    push @spawned, $h;
     wait_for_log($log, $ready) or die "gateway $name did not start: " . slurp_file($log);
     return ($h, $log);
+}
+
+# Gateways still running when the test ends, by a die midway mostly: a
+# gateway outlives its test otherwise (its server is gone, but it keeps
+# its port and retries its sessions).
+END
+{
+    for my $h (@spawned)
+    {
+        eval { $h->kill_kill(grace => 5) if $h->pumpable; };
+    }
 }
 
 1;
