@@ -3,7 +3,7 @@
 
     kafka_fetch.py throughput --gateway PATH [--records 1000000] [--rounds 3]
     kafka_fetch.py latency    --gateway PATH [--rate 1000] [--seconds 10] [--producer kafka|sql]
-    kafka_fetch.py idle       --gateway PATH [--consumers 100] [--seconds 20] [--wait-ms 500]
+    kafka_fetch.py idle       --gateway PATH [--consumers 100] [--seconds 20] [--wait-ms 500] [--mock PATH]
 
 The server is libpq's environment (PGHOST, PGPORT, PGDATABASE...), with
 pg_eventlog preloaded and the extension created; test/bench/kafka_fetch.sh
@@ -32,7 +32,10 @@ idle        CONSUMERS confluent_kafka consumers (one process, each its own
             librdkafka instance) assigned to an empty topic, long-polling
             with fetch.wait.max.ms WAIT_MS; the CPU time of the gateway and of
             every PostgreSQL process over SECONDS, as a percentage of one
-            core.
+            core.  With --mock KAFKA_MOCK (test/t/kafka_mock.c, built),
+            the same consumers then long-poll librdkafka's mock broker, a
+            single-threaded C event loop, and its CPU is printed too: the
+            cost of answering that many long polls with no database behind.
 """
 import argparse
 import os
@@ -226,39 +229,70 @@ def postgres_pids(conn):
     return pids
 
 
-def cmd_idle(a):
+def idle_consumers(addr, n, wait_ms):
+    """n confluent_kafka consumers of partition 0 of kidle, started and polled once"""
     from confluent_kafka import Consumer, TopicPartition
+    consumers = []
+    for i in range(n):
+        c = Consumer({'bootstrap.servers': addr, 'group.id': 'kidle', 'enable.auto.commit': False,
+                      'fetch.wait.max.ms': wait_ms})
+        c.assign([TopicPartition('kidle', 0, 0)])
+        consumers.append(c)
+    for c in consumers:
+        c.poll(0)
+    return consumers
+
+
+def idle_cpu(consumers, seconds, pids_of):
+    """CPU seconds of pids_of() over `seconds` of the consumers polling, and the wall time"""
+    c0, t0 = cpu_seconds(pids_of()), time.monotonic()
+    end = t0 + seconds
+    while time.monotonic() < end:
+        for c in consumers:
+            c.poll(0)
+        time.sleep(0.5)
+    c1, t1 = cpu_seconds(pids_of()), time.monotonic()
+    return c1 - c0, t1 - t0
+
+
+def cmd_idle(a):
     conn = psycopg.connect(autocommit=True)
     fill(conn, 'kidle', 0)
     gw, addr = start_gateway(a.gateway)
-    consumers = []
     try:
-        for i in range(a.consumers):
-            c = Consumer({'bootstrap.servers': addr, 'group.id': 'kidle', 'enable.auto.commit': False,
-                          'fetch.wait.max.ms': a.wait_ms})
-            c.assign([TopicPartition('kidle', 0, 0)])
-            consumers.append(c)
-        for c in consumers:
-            c.poll(0)
+        consumers = idle_consumers(addr, a.consumers, a.wait_ms)
         time.sleep(5)           # every consumer connected and waiting
         waiting = conn.execute("""SELECT count(*) FROM pg_stat_activity
                                    WHERE application_name = 'pg_eventlog_kafka'""").fetchone()[0]
         pids = postgres_pids(conn)
-        g0, p0, t0 = cpu_seconds([gw.pid]), cpu_seconds(pids), time.monotonic()
-        end = t0 + a.seconds
-        while time.monotonic() < end:
-            for c in consumers:
-                c.poll(0)
-            time.sleep(0.5)
-        g1, p1, t1 = cpu_seconds([gw.pid]), cpu_seconds(postgres_pids(conn)), time.monotonic()
+        p0 = cpu_seconds(pids)
+        gcpu, wall = idle_cpu(consumers, a.seconds, lambda: [gw.pid])
+        p1 = cpu_seconds(postgres_pids(conn))
         for c in consumers:
             c.close()
     finally:
         gw.terminate()
         gw.wait()
-    wall = t1 - t0
-    print('consumers=%d sessions=%d wait_ms=%d seconds=%.0f gateway_cpu_pct=%.2f server_cpu_pct=%.2f' % (
-        a.consumers, waiting, a.wait_ms, wall, 100 * (g1 - g0) / wall, 100 * max(p1 - p0, 0) / wall))
+    line = 'consumers=%d sessions=%d wait_ms=%d seconds=%.0f gateway_cpu_pct=%.2f server_cpu_pct=%.2f' % (
+        a.consumers, waiting, a.wait_ms, wall, 100 * gcpu / wall, 100 * max(p1 - p0, 0) / wall)
+    # The same consumers against librdkafka's mock broker (test/t/kafka_mock.c:
+    # a single-threaded C event loop that answers an empty Fetch after its
+    # max_wait_ms, as Kafka does): what serving that many long polls costs a
+    # broker that keeps no state on disk and no session in a database.
+    if a.mock:
+        mock = subprocess.Popen([a.mock, 'kidle:1'], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            boot = mock.stdout.readline().decode().strip()
+            consumers = idle_consumers(boot, a.consumers, a.wait_ms)
+            time.sleep(5)
+            mcpu, mwall = idle_cpu(consumers, a.seconds, lambda: [mock.pid])
+            for c in consumers:
+                c.close()
+        finally:
+            mock.stdin.close()
+            mock.wait()
+        line += ' mock_broker_cpu_pct=%.2f' % (100 * mcpu / mwall)
+    print(line)
 
 
 def main():
@@ -272,6 +306,7 @@ def main():
     ap.add_argument('--consumers', type=int, default=100)
     ap.add_argument('--wait-ms', type=int, default=500)
     ap.add_argument('--producer', choices=['kafka', 'sql'], default='kafka')
+    ap.add_argument('--mock', help='idle: also measure librdkafka\'s mock broker (a kafka_mock binary)')
     a = ap.parse_args()
     {'throughput': cmd_throughput, 'latency': cmd_latency, 'idle': cmd_idle}[a.command](a)
 

@@ -27,6 +27,8 @@
 #   idle        100 consumers long-polling an empty topic: CPU of the
 #               gateway and of every PostgreSQL process, % of one core
 #               (kafka_fetch.py idle).  Goal: ~0% (here: < 1% each).
+#               For reference, the same consumers against librdkafka's
+#               mock broker (test/t/kafka_mock.c, built here): its CPU.
 #
 # Prints a table, writes OUT/kafka.csv and appends to OUT/results.md.
 set -euo pipefail
@@ -94,14 +96,19 @@ lat_sql=$("$PY" test/bench/kafka_fetch.py latency --gateway "$GW" --rate 1000 --
 echo "  $lat_kafka"
 echo "  $lat_sql"
 
-idle_out=$("$PY" test/bench/kafka_fetch.py idle --gateway "$GW" --consumers "$IDLE_CONSUMERS" --seconds "$IDLE_SECONDS")
+# The same idle consumers against librdkafka's mock broker, for reference.
+mock_dir=$(mktemp -d /tmp/pg_eventlog-bench-mock.XXXXXX)
+cc -O2 -o "$mock_dir/kafka_mock" test/t/kafka_mock.c -lrdkafka
+idle_out=$("$PY" test/bench/kafka_fetch.py idle --gateway "$GW" --consumers "$IDLE_CONSUMERS" \
+    --seconds "$IDLE_SECONDS" --mock "$mock_dir/kafka_mock")
+rm -rf "$mock_dir"
 echo "  $idle_out"
 
 # workload, measured, unit, goal, verdict: the goals table
 rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v pi="$idem" -v pk="$idem_kjs" -v pc="$idem_cpu" -v c="$consume" \
            -v k50="$(value_of p50_ms "$lat_kafka")" -v k99="$(value_of p99_ms "$lat_kafka")" \
            -v s50="$(value_of p50_ms "$lat_sql")" -v s99="$(value_of p99_ms "$lat_sql")" \
-           -v ig="$(value_of gateway_cpu_pct "$idle_out")" -v is="$(value_of server_cpu_pct "$idle_out")" \
+           -v ig="$(value_of gateway_cpu_pct "$idle_out")" -v is="$(value_of server_cpu_pct "$idle_out")" -v im="$(value_of mock_broker_cpu_pct "$idle_out")" \
            -v n="$IDLE_CONSUMERS" '
     function row(w, m, u, goal, ok) {
         printf "%s|%s%s|%s|%s\n", w, m == "" ? "?" : m, u, goal,
@@ -120,6 +127,7 @@ rows=$(awk -v pj="$produce_json" -v pb="$produce_binary" -v pi="$idem" -v pk="$i
         row("latency, SQL producer -> gateway consumer, p99", s99, " ms", "-", 1)
         row(n " idle consumers: gateway CPU", ig, " %", "~0% (< 1%)", ig < 1)
         row(n " idle consumers: PostgreSQL CPU", is, " %", "~0% (< 1%)", is < 1)
+        row(n " idle consumers: librdkafka mock broker CPU (reference)", im, " %", "-", 1)
     }')
 echo
 echo "Kafka gateway (issue 15), --$MODE: ratios are medians of alternated rounds in this run;"
