@@ -29,6 +29,7 @@
 #                                the values it gets, one line
 import os
 import sys
+import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -87,6 +88,15 @@ def dump(bootstrap, topics):
 
 
 def committed(bootstrap, topics):
+    # COMMITTED_ENDS="topic/partition=offset,..." (086 against the gateway,
+    # whose database tells each partition's last committed offset): a
+    # partition is read up to that record (-1: empty), however slow the
+    # machine; without it, up to 3 s without a record.
+    ends = {}
+    for kv in filter(None, os.environ.get('COMMITTED_ENDS', '').split(',')):
+        tp, off = kv.rsplit('=', 1)
+        t, p = tp.rsplit('/', 1)
+        ends[(t, int(p))] = int(off)
     c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'committed',
                   'enable.auto.commit': False, 'enable.partition.eof': True,
                   'auto.offset.reset': 'error', 'isolation.level': 'read_committed'})
@@ -94,10 +104,15 @@ def committed(bootstrap, topics):
     tps = [TopicPartition(t, p, 0) for t in topics for p in sorted(md.topics[t].partitions)]
     c.assign(tps)
     left = set((tp.topic, tp.partition) for tp in tps)
+    if ends:
+        left = set(k for k in left if ends.get(k, -1) >= 0)
+    deadline = time.monotonic() + 120
     recs = []
     while left:
-        m = c.poll(3)
+        m = c.poll(1 if ends else 3)
         if m is None:
+            if ends and time.monotonic() < deadline:
+                continue
             break
         if m.error():
             if m.error().code() == -191:    # _PARTITION_EOF
@@ -106,6 +121,8 @@ def committed(bootstrap, topics):
             sys.exit('committed: %s' % m.error())
         hs = ','.join('%s=%s' % (n, hexa(v)) for n, v in (m.headers() or []))
         recs.append((m.topic(), m.partition(), m.offset(), hexa(m.key()), hexa(m.value()), hs or '-'))
+        if ends and m.offset() >= ends.get((m.topic(), m.partition()), -1):
+            left.discard((m.topic(), m.partition()))
     c.close()
     for r in sorted(recs, key=lambda r: (r[0], r[1], r[2])):
         print(' '.join(str(x) for x in r))
