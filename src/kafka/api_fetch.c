@@ -41,8 +41,10 @@
  * the server.  So a Fetch that waited its whole max_wait_ms and found
  * nothing in any partition (no records, no error) leaves
  * eventlog._kafka_await running on the session for the same partitions and
- * offsets (pg.c: kpg_await_start), and the next Fetch with the same ones
- * waits on that instead of querying (kpg_await_wait): if it ends within
+ * offsets (pg.c: kpg_await_start), and the next Fetch with the same ones,
+ * in any order (librdkafka rotates a consumer's partitions from one Fetch
+ * to the next), waits on that instead of querying (kpg_await_wait): if it
+ * ends within
  * max_wait_ms (a record readable, a topic dropped, an error), the Fetch
  * reads as usual with the rest of its wait; one that ends empty after its
  * --idle-await-ms is sent again and the Fetch goes on waiting; else the
@@ -604,26 +606,77 @@ query_error(const char *sqlstate)
 }
 
 /*
+ * The key of an idle Fetch's await: the names, partitions and offsets of
+ * its parts in order[] (by topic and partition: ahead_order), joined by
+ * '|', and those arrays in params[0..2] for the await's query; NULL if
+ * memory ran out (all freed).  In that order, not the request's, because
+ * librdkafka starts each Fetch of a consumer at the next partition: a key
+ * in the request's order never matched the next Fetch of a consumer of
+ * several partitions, which then ended the await and queried every time.
+ */
+static char *
+await_key_of(const FetchPart *parts, const int *order, int n, char *params[3])
+{
+	KSqlArray	a[3];
+	char	   *key = NULL;
+	size_t		len[3];
+
+	for (int i = 0; i < 3; i++)
+		ksa_init(&a[i]);
+	for (int i = 0; i < n; i++)
+	{
+		const FetchPart *p = &parts[order[i]];
+
+		ksa_add_name(&a[0], p->topic);
+		ksa_add_int(&a[1], p->partition);
+		ksa_add_int(&a[2], p->offset);
+	}
+	for (int i = 0; i < 3; i++)
+		params[i] = ksa_finish(&a[i]);
+	if (params[0] != NULL && params[1] != NULL && params[2] != NULL)
+	{
+		for (int i = 0; i < 3; i++)
+			len[i] = strlen(params[i]);
+		key = malloc(len[0] + len[1] + len[2] + 3);
+	}
+	if (key == NULL)
+	{
+		for (int i = 0; i < 3; i++)
+		{
+			free(params[i]);
+			params[i] = NULL;
+		}
+		return NULL;
+	}
+	memcpy(key, params[0], len[0]);
+	key[len[0]] = '|';
+	memcpy(key + len[0] + 1, params[1], len[1]);
+	key[len[0] + 1 + len[1]] = '|';
+	memcpy(key + len[0] + len[1] + 2, params[2], len[2] + 1);
+	return key;
+}
+
+/*
  * After a Fetch that found nothing readable anywhere after its whole wait,
  * the await for the next ones (pg.c), with the log start and stable offsets
- * they answer with while it is pending.
+ * they answer with while it is pending, in the key's order (order[]).
  */
 static void
-start_await(KConn *conn, const char *key, const FetchPart *parts, const int *items,
+start_await(KConn *conn, const char *key, const FetchPart *parts, const int *order,
 			int nitems, char *const *params)
 {
 	char	   *marks;
 
 	for (int i = 0; i < nitems; i++)
-		if (parts[items[i]].error != KERR_NONE || parts[items[i]].nrows > 0)
+		if (parts[order[i]].error != KERR_NONE || parts[order[i]].nrows > 0)
 			return;
 	marks = malloc((size_t) nitems * 16);
 	if (marks == NULL)
 		return;
 	for (int i = 0; i < nitems; i++)
 	{
-		memcpy(marks + 16 * i, &parts[items[i]].log_start, 8);
-		memcpy(marks + 16 * i + 8, &parts[items[i]].stable, 8);
+		memcpy(marks + 16 * i, &parts[order[i]].log_start, 8);
+		memcpy(marks + 16 * i + 8, &parts[order[i]].stable, 8);
 	}
 	kpg_await_start(conn, key, marks, (size_t) nitems * 16,
 					(const char *const *) params);
@@ -658,6 +711,8 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	char	   *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
 	char		budget_text[24];
 	char	   *await_key = NULL;
+	int		   *await_order = NULL; /* the await key's order of the parts */
+	char	   *await_params[3] = {NULL, NULL, NULL};
 	int		   *row_parts = NULL;	/* a read-ahead's item (0-based) -> part */
 	FetchRec   *recs = NULL;	/* the result's records, unpacked */
 	int			nrecs = 0;
@@ -827,18 +882,16 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 		/* An idle consumer's Fetch: every partition queried, and a wait. */
 		if (nitems > 0 && nitems == nparts && wait_ms > 0)
 		{
-			size_t		l0 = strlen(params[0]);
-			size_t		l1 = strlen(params[1]);
-			size_t		l2 = strlen(params[2]);
-
-			await_key = malloc(l0 + l1 + l2 + 3);
-			if (await_key == NULL)
+			await_order = malloc(sizeof(int) * (size_t) nitems);
+			if (await_order == NULL)
 				goto oom;
-			memcpy(await_key, params[0], l0);
-			await_key[l0] = '|';
-			memcpy(await_key + l0 + 1, params[1], l1);
-			await_key[l0 + 1 + l1] = '|';
-			memcpy(await_key + l0 + l1 + 2, params[2], l2 + 1);
+			/* A partition named twice: no await (ahead_order says). */
+			if (ahead_order(parts, items, nitems, await_order))
+			{
+				await_key = await_key_of(parts, await_order, nitems, await_params);
+				if (await_key == NULL)
+					goto oom;
+			}
 		}
 		if (nitems > 0 && await_key != NULL)
 		{
@@ -850,8 +903,8 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				/* Nothing readable yet: empty, with the marks of the last answer. */
 				for (int i = 0; i < nitems && extra != NULL; i++)
 				{
-					memcpy(&parts[items[i]].log_start, (const char *) extra + 16 * i, 8);
-					memcpy(&parts[items[i]].stable, (const char *) extra + 16 * i + 8, 8);
+					memcpy(&parts[await_order[i]].log_start, (const char *) extra + 16 * i, 8);
+					memcpy(&parts[await_order[i]].stable, (const char *) extra + 16 * i + 8, 8);
 				}
 				nitems = 0;
 			}
@@ -968,7 +1021,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 							parts[i].nfit = plan_rows(recs, &parts[i], budget, &used);
 				}
 				if (await_key != NULL)
-					start_await(conn, await_key, parts, items, nitems, params);
+					start_await(conn, await_key, parts, await_order, nitems, await_params);
 				start_ahead(conn, recs, parts, items, nitems, budget_text);
 			}
 		}
@@ -1038,6 +1091,9 @@ done:
 	for (int i = 0; i < 6; i++)
 		free(params[i]);
 	free(await_key);
+	free(await_order);
+	for (int i = 0; i < 3; i++)
+		free(await_params[i]);
 	free(row_parts);
 	free(recs);
 	PQclear(res);
