@@ -12611,3 +12611,50 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
 'internal: the value of a window processor''s aggregate in a window row';
+
+-- _kafka_fetch can pack many records in a row (packed), for the gateway.
+DROP FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[], bigint);
+/*
+ * Kafka Fetch: records of each (topics[i], partitions[i]) from offsets[i]
+ * on, at most max_records[i] of them, and only while the bytes of the
+ * records before a record (key, value and headers) are below max_bytes[i]
+ * (NULL: no limit): the gateway sizes max_records from the records it saw
+ * before, and a partition of records much larger than those must not send
+ * it gigabytes to build a response of partition_max_bytes.  The same for
+ * the response: once a record was read, an item reads only while the bytes
+ * of every record read before are below total_max_bytes (NULL: no limit),
+ * so that a Fetch of a thousand partitions stops reading at the response's
+ * max_bytes; the call's first record is read whatever its size (Kafka
+ * returns it, so that a consumer progresses).  Rows with
+ * k_offset NULL give each
+ * item's outcome: a Kafka error code (0, 1 OFFSET_OUT_OF_RANGE, 3
+ * UNKNOWN_TOPIC_OR_PARTITION, 29 TOPIC_AUTHORIZATION_FAILED, -1 anything
+ * else, logged as a warning), its log start offset and its last stable
+ * offset, taken after its records were read, so every record returned lies
+ * below it.  The others are records: timestamps are event_time, a JSON
+ * topic's key and value their UTF-8 text, its headers object's members
+ * headers (a string's text, null, or other JSON's text).  When no item has
+ * a record or an error and wait_ms > 0, it long-polls (as _kafka_await)
+ * and reads again.  In C (src/kafka_fetch.c): each partition is read as
+ * read_binary (read) reads it, with its checks in its order, and only up to
+ * the record that reaches max_bytes[i] or total_max_bytes; when the stable
+ * offsets show nothing readable, it waits without reading first.  With
+ * packed, an item's records come as a few rows (k_item, k_offset the
+ * first record's, k_value) whose k_value holds the records one after the
+ * other, each its offset, a byte of flags (1 time, 2 key, 4 value, 8
+ * headers: which follow), the time's microseconds, then the key, value
+ * and headers (their binary format) as a length and bytes: what the
+ * gateway asks for, so that a record costs the backend no row of its own.
+ */
+CREATE FUNCTION @extschema@._kafka_fetch(topics text[], partitions integer[], offsets bigint[],
+                                         max_records integer[], wait_ms integer,
+                                         max_bytes bigint[] DEFAULT NULL,
+                                         total_max_bytes bigint DEFAULT NULL,
+                                         packed boolean DEFAULT false)
+RETURNS TABLE (k_item integer, k_error smallint, k_log_start bigint, k_stable bigint,
+               k_offset bigint, k_time timestamptz, k_key bytea, k_value bytea,
+               k_headers @extschema@.header[])
+AS 'MODULE_PATHNAME', 'el_kafka_fetch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[], bigint, boolean) IS
+'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on (up to max_bytes of them, and up to total_max_bytes over all; packed: many in a row), and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';

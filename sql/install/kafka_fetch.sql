@@ -38,19 +38,26 @@ COMMENT ON FUNCTION @extschema@._kafka_await(text[], integer[], bigint[], intege
  * and reads again.  In C (src/kafka_fetch.c): each partition is read as
  * read_binary (read) reads it, with its checks in its order, and only up to
  * the record that reaches max_bytes[i] or total_max_bytes; when the stable
- * offsets show nothing readable, it waits without reading first.
+ * offsets show nothing readable, it waits without reading first.  With
+ * packed, an item's records come as a few rows (k_item, k_offset the
+ * first record's, k_value) whose k_value holds the records one after the
+ * other, each its offset, a byte of flags (1 time, 2 key, 4 value, 8
+ * headers: which follow), the time's microseconds, then the key, value
+ * and headers (their binary format) as a length and bytes: what the
+ * gateway asks for, so that a record costs the backend no row of its own.
  */
 CREATE FUNCTION @extschema@._kafka_fetch(topics text[], partitions integer[], offsets bigint[],
                                          max_records integer[], wait_ms integer,
                                          max_bytes bigint[] DEFAULT NULL,
-                                         total_max_bytes bigint DEFAULT NULL)
+                                         total_max_bytes bigint DEFAULT NULL,
+                                         packed boolean DEFAULT false)
 RETURNS TABLE (k_item integer, k_error smallint, k_log_start bigint, k_stable bigint,
                k_offset bigint, k_time timestamptz, k_key bytea, k_value bytea,
                k_headers @extschema@.header[])
 AS 'MODULE_PATHNAME', 'el_kafka_fetch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[], bigint) IS
-'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on (up to max_bytes of them, and up to total_max_bytes over all), and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';
+COMMENT ON FUNCTION @extschema@._kafka_fetch(text[], integer[], bigint[], integer[], integer, bigint[], bigint, boolean) IS
+'internal: the Kafka gateway''s Fetch: the records of each partition from its offset on (up to max_bytes of them, and up to total_max_bytes over all; packed: many in a row), and each partition''s error code, log start and last stable offset, after a long poll of up to wait_ms when nothing is readable';
 
 /*
  * Kafka ListOffsets: for each (topics[i], partitions[i], timestamps[i]),

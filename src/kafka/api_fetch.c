@@ -21,6 +21,9 @@
  * headers arrive as their bytes (no hex) and go into the batches as they
  * are: one uncompressed batch per partition, its offsets those of the
  * records (offsets rolled back leave gaps, as compaction does in Kafka).
+ * The records come packed, many in a row (_kafka_fetch's packed: a row
+ * per record cost the backend and libpq here more than the rest of a
+ * consumer's read): unpack_records indexes them, in place.
  *
  * Limits: partition_max_bytes per partition and max_bytes per response,
  * except that each partition returns its first record even when larger
@@ -38,8 +41,10 @@
  * the server.  So a Fetch that waited its whole max_wait_ms and found
  * nothing in any partition (no records, no error) leaves
  * eventlog._kafka_await running on the session for the same partitions and
- * offsets (pg.c: kpg_await_start), and the next Fetch with the same ones
- * waits on that instead of querying (kpg_await_wait): if it ends within
+ * offsets (pg.c: kpg_await_start), and the next Fetch with the same ones,
+ * in any order (librdkafka rotates a consumer's partitions from one Fetch
+ * to the next), waits on that instead of querying (kpg_await_wait): if it
+ * ends within
  * max_wait_ms (a record readable, a topic dropped, an error), the Fetch
  * reads as usual with the rest of its wait; one that ends empty after its
  * --idle-await-ms is sent again and the Fetch goes on waiting; else the
@@ -98,8 +103,9 @@ typedef struct FetchPart
 	int16_t		error;
 	int64_t		log_start;		/* -1 if unknown */
 	int64_t		stable;			/* -1 if unknown */
-	int			first_row;		/* the records' rows in the result */
+	int			first_row;		/* its records: recs[first_row..] */
 	int			nrows;
+	int			last_row;		/* the result's row they were last in */
 	int			nfit;			/* of which the response takes (plan_rows) */
 	KSlice		topic;
 	int64_t		query_rows;		/* the query's max_records and max_bytes */
@@ -133,7 +139,91 @@ static const char *const fetch_sql =
 "SELECT k_item, k_error, k_log_start, k_stable, k_offset, k_time, k_key, k_value, k_headers"
 "  FROM eventlog._kafka_fetch($1::pg_catalog.text[], $2::pg_catalog.int4[],"
 "                             $3::pg_catalog.int8[], $4::pg_catalog.int4[], $5::pg_catalog.int4,"
-"                             $6::pg_catalog.int8[], $7::pg_catalog.int8)";
+"                             $6::pg_catalog.int8[], $7::pg_catalog.int8, true)";
+
+/*
+ * A record of the result, unpacked (kafka_fetch.c: fetch_pack_put): its
+ * fields point into the result.
+ */
+typedef struct FetchRec
+{
+	int64_t		offset;
+	const char *time;			/* a timestamptz's 8 bytes, NULL if null */
+	KSlice		key;			/* len -1: null */
+	KSlice		value;			/* len -1: null */
+	const char *headers;		/* an eventlog.header[] in binary format */
+	int32_t		hlen;			/* -1: null */
+} FetchRec;
+
+#define K_PACK_TIME		0x01
+#define K_PACK_KEY		0x02
+#define K_PACK_VALUE	0x04
+#define K_PACK_HEADERS	0x08
+
+/* A length and its bytes of a packed record; false if it does not fit. */
+static bool
+unpack_field(KReader *r, const uint8_t **ptr, int32_t *len)
+{
+	*len = kr_int32(r);
+	if (r->error || *len < 0)
+		return false;
+	*ptr = *len > 0 ? kr_take(r, (size_t) *len) : (const uint8_t *) "";
+	return *ptr != NULL;
+}
+
+/*
+ * The records of a packed row appended to *recs; false if they do not
+ * parse, or memory ran out.
+ */
+static bool
+unpack_records(const char *data, int len, FetchRec **recs, int *nrecs, int *cap)
+{
+	KReader		r;
+
+	kr_init(&r, data, (size_t) len);
+	while (kr_remaining(&r) > 0)
+	{
+		FetchRec   *rec;
+		uint8_t		flags;
+
+		if (*nrecs >= *cap)
+		{
+			int			ncap = *cap ? *cap * 2 : 1024;
+			FetchRec   *n = realloc(*recs, sizeof(FetchRec) * (size_t) ncap);
+
+			if (n == NULL)
+				return false;
+			*recs = n;
+			*cap = ncap;
+		}
+		rec = &(*recs)[*nrecs];
+		rec->offset = kr_int64(&r);
+		flags = (uint8_t) kr_int8(&r);
+		rec->time = NULL;
+		rec->key.ptr = rec->value.ptr = NULL;
+		rec->key.len = rec->value.len = -1;
+		rec->headers = NULL;
+		rec->hlen = -1;
+		if (r.error)
+			return false;
+		if ((flags & K_PACK_TIME) && (rec->time = (const char *) kr_take(&r, 8)) == NULL)
+			return false;
+		if ((flags & K_PACK_KEY) && !unpack_field(&r, &rec->key.ptr, &rec->key.len))
+			return false;
+		if ((flags & K_PACK_VALUE) && !unpack_field(&r, &rec->value.ptr, &rec->value.len))
+			return false;
+		if (flags & K_PACK_HEADERS)
+		{
+			const uint8_t *h;
+
+			if (!unpack_field(&r, &h, &rec->hlen))
+				return false;
+			rec->headers = (const char *) h;
+		}
+		(*nrecs)++;
+	}
+	return !r.error;
+}
 
 /*
  * The headers of a record: an eventlog.header[] in binary format (ndim,
@@ -204,12 +294,13 @@ parse_headers(const char *data, int len, KRecordHeader **buf, int32_t *cap, int3
 
 /* A record's size in a batch, at most (Kafka's framing is smaller). */
 static int64_t
-record_size(PGresult *res, int row)
+record_size(const FetchRec *rec)
 {
-	int64_t		size = K_RECORD_FRAMING + PQgetlength(res, row, 6) + PQgetlength(res, row, 7);
+	int64_t		size = K_RECORD_FRAMING + (rec->key.len > 0 ? rec->key.len : 0) +
+		(rec->value.len > 0 ? rec->value.len : 0);
 
-	if (!PQgetisnull(res, row, 8))
-		size += PQgetlength(res, row, 8);
+	if (rec->hlen > 0)
+		size += rec->hlen;
 	return size;
 }
 
@@ -219,7 +310,7 @@ record_size(PGresult *res, int row)
  * does not parse.
  */
 static bool
-build_records(KConn *conn, PGresult *res, FetchPart *p, KWriter *out,
+build_records(KConn *conn, const FetchRec *recs, FetchPart *p, KWriter *out,
 			  int64_t budget, int64_t *used, int64_t *nrecords,
 			  KRecordHeader **hbuf, int32_t *hcap)
 {
@@ -227,14 +318,13 @@ build_records(KConn *conn, PGresult *res, FetchPart *p, KWriter *out,
 	int64_t		pbytes = K_BATCH_HEADER_LEN;
 	int			row = p->first_row;
 
-	k_batch_begin(&b, out, kpg_get_int64(PQgetvalue(res, row, 4)),
-				  PQgetisnull(res, row, 5) ? -1 : kpg_timestamp_ms(PQgetvalue(res, row, 5)),
+	k_batch_begin(&b, out, recs[row].offset,
+				  recs[row].time == NULL ? -1 : kpg_timestamp_ms(recs[row].time),
 				  K_CODEC_NONE, 0);
 	for (; row < p->first_row + p->nfit; row++)
 	{
-		int64_t		size = record_size(res, row);
-		KSlice		key;
-		KSlice		value;
+		const FetchRec *rec = &recs[row];
+		int64_t		size = record_size(rec);
 		int32_t		nh = 0;
 
 		/*
@@ -245,21 +335,17 @@ build_records(KConn *conn, PGresult *res, FetchPart *p, KWriter *out,
 			break;
 		if (*used + pbytes + size > budget && !(*used == 0 && b.count == 0))
 			break;
-		key.len = PQgetisnull(res, row, 6) ? -1 : PQgetlength(res, row, 6);
-		key.ptr = (const uint8_t *) PQgetvalue(res, row, 6);
-		value.len = PQgetisnull(res, row, 7) ? -1 : PQgetlength(res, row, 7);
-		value.ptr = (const uint8_t *) PQgetvalue(res, row, 7);
-		if (!PQgetisnull(res, row, 8) &&
-			!parse_headers(PQgetvalue(res, row, 8), PQgetlength(res, row, 8), hbuf, hcap, &nh))
+		if (rec->headers != NULL &&
+			!parse_headers(rec->headers, rec->hlen, hbuf, hcap, &nh))
 		{
 			klog(KLOG_WARNING, "conn %llu (%s): Fetch: a record's headers do not parse",
 				 (unsigned long long) conn->id, conn->peer);
 			k_batch_abort(&b);
 			return false;
 		}
-		if (!k_batch_add(&b, kpg_get_int64(PQgetvalue(res, row, 4)),
-						 PQgetisnull(res, row, 5) ? -1 : kpg_timestamp_ms(PQgetvalue(res, row, 5)),
-						 key, value, *hbuf, nh))
+		if (!k_batch_add(&b, rec->offset,
+						 rec->time == NULL ? -1 : kpg_timestamp_ms(rec->time),
+						 rec->key, rec->value, *hbuf, nh))
 			break;
 		pbytes += size;
 		(*nrecords)++;
@@ -282,14 +368,14 @@ build_records(KConn *conn, PGresult *res, FetchPart *p, KWriter *out,
  * real sizes, so build_records takes them all (barring an error).
  */
 static int
-plan_rows(PGresult *res, const FetchPart *p, int64_t budget, int64_t *used)
+plan_rows(const FetchRec *recs, const FetchPart *p, int64_t budget, int64_t *used)
 {
 	int64_t		pbytes = K_BATCH_HEADER_LEN;
 	int			n = 0;
 
 	for (; n < p->nrows; n++)
 	{
-		int64_t		size = record_size(res, p->first_row + n);
+		int64_t		size = record_size(&recs[p->first_row + n]);
 
 		if (n > 0 && pbytes + size > p->max_bytes)
 			break;
@@ -414,10 +500,9 @@ ahead_order(const FetchPart *parts, const int *items, int nitems, int *order)
 
 /* The offset after the last record a partition's batch takes. */
 static int64_t
-next_offset(PGresult *res, const FetchPart *p)
+next_offset(const FetchRec *recs, const FetchPart *p)
 {
-	return p->nfit > 0 ?
-		kpg_get_int64(PQgetvalue(res, p->first_row + p->nfit - 1, 4)) + 1 : p->offset;
+	return p->nfit > 0 ? recs[p->first_row + p->nfit - 1].offset + 1 : p->offset;
 }
 
 /*
@@ -427,7 +512,7 @@ next_offset(PGresult *res, const FetchPart *p)
  * out (all freed).
  */
 static bool
-ahead_arrays(const FetchPart *parts, const int *order, int n, PGresult *res,
+ahead_arrays(const FetchPart *parts, const int *order, int n, const FetchRec *recs,
 			 const char *budget_text, char *out[5], char **key)
 {
 	KSqlArray	a[5];
@@ -441,7 +526,7 @@ ahead_arrays(const FetchPart *parts, const int *order, int n, PGresult *res,
 
 		ksa_add_name(&a[0], p->topic);
 		ksa_add_int(&a[1], p->partition);
-		ksa_add_int(&a[2], res != NULL ? next_offset(res, p) : p->offset);
+		ksa_add_int(&a[2], recs != NULL ? next_offset(recs, p) : p->offset);
 		ksa_add_int(&a[3], p->query_rows);
 		ksa_add_int(&a[4], p->query_bytes);
 	}
@@ -467,7 +552,7 @@ ahead_arrays(const FetchPart *parts, const int *order, int n, PGresult *res,
  * last record of each, without a wait, sent now (pg.c: kpg_fetch_ahead).
  */
 static void
-start_ahead(KConn *conn, PGresult *res, const FetchPart *parts, const int *items,
+start_ahead(KConn *conn, const FetchRec *recs, const FetchPart *parts, const int *items,
 			int nitems, const char *budget_text)
 {
 	bool		more = false;
@@ -481,7 +566,7 @@ start_ahead(KConn *conn, PGresult *res, const FetchPart *parts, const int *items
 
 		if (p->error != KERR_NONE)
 			return;
-		if (p->nfit > 0 && p->stable >= 0 && next_offset(res, p) < p->stable)
+		if (p->nfit > 0 && p->stable >= 0 && next_offset(recs, p) < p->stable)
 			more = true;
 	}
 	if (!more)
@@ -495,7 +580,7 @@ start_ahead(KConn *conn, PGresult *res, const FetchPart *parts, const int *items
 	if (order == NULL)
 		return;
 	if (ahead_order(parts, items, nitems, order) &&
-		ahead_arrays(parts, order, nitems, res, budget_text, a, &key))
+		ahead_arrays(parts, order, nitems, recs, budget_text, a, &key))
 	{
 		const char *const p7[7] = {a[0], a[1], a[2], a[3], "0", a[4], budget_text};
 
@@ -521,26 +606,77 @@ query_error(const char *sqlstate)
 }
 
 /*
+ * The key of an idle Fetch's await: the names, partitions and offsets of
+ * its parts in order[] (by topic and partition: ahead_order), joined by
+ * '|', and those arrays in params[0..2] for the await's query; NULL if
+ * memory ran out (all freed).  In that order, not the request's, because
+ * librdkafka starts each Fetch of a consumer at the next partition: a key
+ * in the request's order never matched the next Fetch of a consumer of
+ * several partitions, which then ended the await and queried every time.
+ */
+static char *
+await_key_of(const FetchPart *parts, const int *order, int n, char *params[3])
+{
+	KSqlArray	a[3];
+	char	   *key = NULL;
+	size_t		len[3];
+
+	for (int i = 0; i < 3; i++)
+		ksa_init(&a[i]);
+	for (int i = 0; i < n; i++)
+	{
+		const FetchPart *p = &parts[order[i]];
+
+		ksa_add_name(&a[0], p->topic);
+		ksa_add_int(&a[1], p->partition);
+		ksa_add_int(&a[2], p->offset);
+	}
+	for (int i = 0; i < 3; i++)
+		params[i] = ksa_finish(&a[i]);
+	if (params[0] != NULL && params[1] != NULL && params[2] != NULL)
+	{
+		for (int i = 0; i < 3; i++)
+			len[i] = strlen(params[i]);
+		key = malloc(len[0] + len[1] + len[2] + 3);
+	}
+	if (key == NULL)
+	{
+		for (int i = 0; i < 3; i++)
+		{
+			free(params[i]);
+			params[i] = NULL;
+		}
+		return NULL;
+	}
+	memcpy(key, params[0], len[0]);
+	key[len[0]] = '|';
+	memcpy(key + len[0] + 1, params[1], len[1]);
+	key[len[0] + 1 + len[1]] = '|';
+	memcpy(key + len[0] + len[1] + 2, params[2], len[2] + 1);
+	return key;
+}
+
+/*
  * After a Fetch that found nothing readable anywhere after its whole wait,
  * the await for the next ones (pg.c), with the log start and stable offsets
- * they answer with while it is pending.
+ * they answer with while it is pending, in the key's order (order[]).
  */
 static void
-start_await(KConn *conn, const char *key, const FetchPart *parts, const int *items,
+start_await(KConn *conn, const char *key, const FetchPart *parts, const int *order,
 			int nitems, char *const *params)
 {
 	char	   *marks;
 
 	for (int i = 0; i < nitems; i++)
-		if (parts[items[i]].error != KERR_NONE || parts[items[i]].nrows > 0)
+		if (parts[order[i]].error != KERR_NONE || parts[order[i]].nrows > 0)
 			return;
 	marks = malloc((size_t) nitems * 16);
 	if (marks == NULL)
 		return;
 	for (int i = 0; i < nitems; i++)
 	{
-		memcpy(marks + 16 * i, &parts[items[i]].log_start, 8);
-		memcpy(marks + 16 * i + 8, &parts[items[i]].stable, 8);
+		memcpy(marks + 16 * i, &parts[order[i]].log_start, 8);
+		memcpy(marks + 16 * i + 8, &parts[order[i]].stable, 8);
 	}
 	kpg_await_start(conn, key, marks, (size_t) nitems * 16,
 					(const char *const *) params);
@@ -575,7 +711,12 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 	char	   *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
 	char		budget_text[24];
 	char	   *await_key = NULL;
+	int		   *await_order = NULL; /* the await key's order of the parts */
+	char	   *await_params[3] = {NULL, NULL, NULL};
 	int		   *row_parts = NULL;	/* a read-ahead's item (0-based) -> part */
+	FetchRec   *recs = NULL;	/* the result's records, unpacked */
+	int			nrecs = 0;
+	int			rcap = 0;
 
 	kw_init(&scratch, (size_t) K_FETCH_MAX_BYTES * 2);
 
@@ -741,18 +882,16 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 		/* An idle consumer's Fetch: every partition queried, and a wait. */
 		if (nitems > 0 && nitems == nparts && wait_ms > 0)
 		{
-			size_t		l0 = strlen(params[0]);
-			size_t		l1 = strlen(params[1]);
-			size_t		l2 = strlen(params[2]);
-
-			await_key = malloc(l0 + l1 + l2 + 3);
-			if (await_key == NULL)
+			await_order = malloc(sizeof(int) * (size_t) nitems);
+			if (await_order == NULL)
 				goto oom;
-			memcpy(await_key, params[0], l0);
-			await_key[l0] = '|';
-			memcpy(await_key + l0 + 1, params[1], l1);
-			await_key[l0 + 1 + l1] = '|';
-			memcpy(await_key + l0 + l1 + 2, params[2], l2 + 1);
+			/* A partition named twice: no await (ahead_order says). */
+			if (ahead_order(parts, items, nitems, await_order))
+			{
+				await_key = await_key_of(parts, await_order, nitems, await_params);
+				if (await_key == NULL)
+					goto oom;
+			}
 		}
 		if (nitems > 0 && await_key != NULL)
 		{
@@ -764,8 +903,8 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 				/* Nothing readable yet: empty, with the marks of the last answer. */
 				for (int i = 0; i < nitems && extra != NULL; i++)
 				{
-					memcpy(&parts[items[i]].log_start, (const char *) extra + 16 * i, 8);
-					memcpy(&parts[items[i]].stable, (const char *) extra + 16 * i + 8, 8);
+					memcpy(&parts[await_order[i]].log_start, (const char *) extra + 16 * i, 8);
+					memcpy(&parts[await_order[i]].stable, (const char *) extra + 16 * i + 8, 8);
 				}
 				nitems = 0;
 			}
@@ -853,13 +992,25 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 						if (!PQgetisnull(res, row, 3))
 							p->stable = kpg_get_int64(PQgetvalue(res, row, 3));
 					}
-					else if (p->nrows == 0)
+					else if (p->nrows == 0 || row == p->last_row + 1)
 					{
-						p->first_row = row;
-						p->nrows = 1;
+						/* A partition's rows follow each other. */
+						int			first = nrecs;
+
+						if (PQgetisnull(res, row, 7) ||
+							!unpack_records(PQgetvalue(res, row, 7), PQgetlength(res, row, 7),
+											&recs, &nrecs, &rcap))
+						{
+							klog(KLOG_WARNING, "conn %llu (%s): Fetch: packed records do not parse: closing",
+								 (unsigned long long) conn->id, conn->peer);
+							result = KH_CLOSE;
+							goto done;
+						}
+						if (p->nrows == 0)
+							p->first_row = first;
+						p->nrows += nrecs - first;
+						p->last_row = row;
 					}
-					else if (row == p->first_row + p->nrows)
-						p->nrows++;
 				}
 				/* The rows each partition's batch takes, in the response's order. */
 				{
@@ -867,11 +1018,11 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 
 					for (int32_t i = 0; i < nparts; i++)
 						if (parts[i].error == KERR_NONE && parts[i].nrows > 0)
-							parts[i].nfit = plan_rows(res, &parts[i], budget, &used);
+							parts[i].nfit = plan_rows(recs, &parts[i], budget, &used);
 				}
 				if (await_key != NULL)
-					start_await(conn, await_key, parts, items, nitems, params);
-				start_ahead(conn, res, parts, items, nitems, budget_text);
+					start_await(conn, await_key, parts, await_order, nitems, await_params);
+				start_ahead(conn, recs, parts, items, nitems, budget_text);
 			}
 		}
 	}
@@ -900,7 +1051,7 @@ khandle_fetch(KConn *conn, KRequest *req, KWriter *w)
 
 				kw_reset(&scratch);
 				if (p->error == KERR_NONE && p->nfit > 0 && res != NULL &&
-					!build_records(conn, res, p, &scratch, budget, &used, &nrecords, &hbuf, &hcap))
+					!build_records(conn, recs, p, &scratch, budget, &used, &nrecords, &hbuf, &hcap))
 				{
 					kw_reset(&scratch);
 					p->error = KERR_UNKNOWN_SERVER_ERROR;
@@ -940,7 +1091,11 @@ done:
 	for (int i = 0; i < 6; i++)
 		free(params[i]);
 	free(await_key);
+	free(await_order);
+	for (int i = 0; i < 3; i++)
+		free(await_params[i]);
 	free(row_parts);
+	free(recs);
 	PQclear(res);
 	free(items);
 	free(hbuf);

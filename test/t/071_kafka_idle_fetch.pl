@@ -2,6 +2,7 @@
 # that found nothing after its whole wait, the gateway leaves
 # eventlog._kafka_await running on the connection's session, and the next
 # Fetches of the same partitions and offsets wait on it instead of querying.
+# The same partitions in another order (librdkafka rotates them) match too.
 # A record produced meanwhile is read at once; a Fetch of other offsets,
 # Metadata and ListOffsets on the same connection end the await first; a
 # topic dropped meanwhile is reported by the next Fetch; a backend
@@ -89,6 +90,38 @@ my $started = await_started();
 like(req('fetch 100 idle:0:0'), qr{^idle/0 error=0 hw=0 lso=0 start=0 records=0 offsets=$}m,
     'the next Fetch of the same offset: empty, with the same marks');
 is(await_started(), $started, 'answered without a query: the same await still runs');
+
+# 1b. A consumer of several partitions: librdkafka starts each Fetch at the
+# next partition, so the next Fetch names the same ones in another order.
+# It waits on the await all the same, and answers each partition with its
+# own marks (partition p holds p records here).
+$node->safe_psql('postgres', q{
+    SELECT eventlog.create_topic('quad', 4, format => 'binary');
+    SELECT eventlog.produce_binary('quad', NULL, '\x01', partition => p)
+      FROM generate_series(1, 3) p, generate_series(1, 3) i WHERE i <= p;
+});
+# The answer's lines for partitions in the order given.
+sub quad_lines
+{
+    my $lines = join("\n", map { "quad/$_ error=0 hw=$_ lso=$_ start=0 records=0 offsets=" } @_);
+    return qr{^\Q$lines\E$}m;
+}
+my $quad = quad_lines(0, 1, 2, 3);
+like(req('fetch 100 quad:0:0 quad:1:1 quad:2:2 quad:3:3'), $quad,
+    'an idle Fetch of four partitions: empty');
+ok($node->poll_query_until('postgres', "SELECT ($awaiting) = 1"), 'an await for them');
+$started = await_started();
+my $rotated = quad_lines(2, 3, 0, 1);
+like(req('fetch 100 quad:2:2 quad:3:3 quad:0:0 quad:1:1'), $rotated,
+    'the same partitions in another order: empty, each with its own marks');
+is(await_started(), $started, 'answered without a query: the await still runs');
+like(req('fetch 100 quad:3:3 quad:0:0 quad:1:1 quad:2:2'), quad_lines(3, 0, 1, 2),
+    'and again in a third order');
+is(await_started(), $started, 'still the same await');
+send_req('fetch 600000 quad:1:1 quad:2:2 quad:3:3 quad:0:0');
+$node->safe_psql('postgres', q{SELECT eventlog.produce_binary('quad', NULL, '\x02', partition => 2)});
+like(answer(), qr{^quad/2 error=0 hw=3 lso=3 start=0 records=1 offsets=2$}m,
+    'a record produced while a rotated Fetch waits on the await: returned at once');
 
 # 2. A record produced from SQL during the wait of a Fetch on the await: read at once
 # (the Fetch waits up to 10 minutes: only the await's result can end it early).
