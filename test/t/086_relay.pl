@@ -285,6 +285,33 @@ is_deeply([ map { s/ pg_eventlog.*//r } @{ kafka_records('ma', 'mb') } ],
 ($rc, $out, $err) = cli(qw(relay ma --group multi --wait 0 --to-kafka), $boot);
 ok($rc == 2 && one_line_error($err, qr/--wait/), '--wait must be at least 1 second') or diag($err);
 
+# A topic dropped and created again while the relay follows it: its offsets
+# start at 0 again, so the relay stops rather than send the new topic's
+# records as if they followed the old one's (the header
+# pg_eventlog.topic_created tells the two apart in Kafka).  A drop during
+# a poll's wait ends the poll with an error; to reach the check between
+# polls, the relay (waiting 1 s a poll) is stopped with SIGSTOP until its
+# poll is over, and the topic made again meanwhile.
+($rin, $rout, $rerr) = ('', '', '');
+$relay = IPC::Run::start([ cli_path(), '-d', $node->connstr('postgres'), qw(relay ma --group recreate --wait 1 --to-kafka), $boot ],
+    '<', \$rin, '>', \$rout, '2>', \$rerr);
+$node->poll_query_until('postgres', q{SELECT count(*) = 1 AND sum(lag) = 0 FROM eventlog.consumer_groups WHERE group_name = 'recreate'})
+  or die 'not caught up';
+$relay->signal('STOP');
+$node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pg_eventlog'
+    AND state = 'active'}) or die 'the poll did not end';
+$kafka = kafka_records('ma');
+$node->safe_psql('postgres', q{SELECT eventlog.drop_topic('ma'); SELECT eventlog.create_topic('ma', 1);
+    SELECT eventlog.produce('ma', 'n', '{"new": 1}')});
+$relay->signal('CONT');
+my $ended = IPC::Run::timer(60);
+while ($relay->pumpable && !$ended->is_expired) { $relay->pump_nb; select(undef, undef, undef, 0.2); }
+$relay->kill_kill if $relay->pumpable;
+$relay->finish;
+ok($? >> 8 == 1 && one_line_error($rerr, qr/topic "ma" was dropped and created again while the relay ran/),
+    'a topic dropped and created again while the relay runs: it stops with one line') or diag("rc $?: $rerr");
+is_deeply(kafka_records('ma'), $kafka, 'and sends none of the new topic\'s records');
+
 # 4. Into pg_eventlog's own Kafka gateway, serving database "dest": the
 #    relay creates the topics (CreateTopics) with the same partition counts.
 $node->safe_psql('postgres', 'CREATE DATABASE dest');
