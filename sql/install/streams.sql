@@ -412,17 +412,21 @@ dc AS (DELETE FROM %1$s AS w USING wl
 u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
        SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
        ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
-                   closed = t.closed OR excluded.closed
-       RETURNING t.*),
-u AS (SELECT * FROM u0
-      UNION ALL
+                   closed = t.closed OR excluded.closed%6$s),
+u (window_start, window_end, group_key %2$s, closed) AS (%7$s
       SELECT coalesce(cl.window_start, dc.window_start), coalesce(cl.window_end, dc.window_end),
              coalesce(cl.group_key, dc.group_key) %4$s, true
         FROM cl FULL JOIN dc ON dc.window_start = cl.window_start AND dc.group_key = cl.group_key
        WHERE cl.window_start IS NOT NULL OR NOT ($11 OR dc.closed)),
 %5$s,$f$,
                 windows, cols, merge, fmerge,
-                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL),
+                -- With emit final, what "u0" upserts is never written: its
+                -- windows are open (a record of a window the watermark
+                -- closed is late, and without a retention no closed window
+                -- stays in the state), so it returns nothing to write.
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'\n       RETURNING t.*' END,
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'SELECT * FROM u0\n      UNION ALL' END);
         ELSE
             body := body || format($f$
 u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
