@@ -244,3 +244,45 @@ SELECT eventlog._processor_running_max(0, o, NULL) FROM (VALUES (2), (1)) v(o);
 -- an error, not an allocation (2147483647 once overflowed and crashed).
 SELECT eventlog._processor_running_max(2147483647, 1, now());
 SELECT eventlog._processor_running_max(-1, 1, now());
+-- _processor_record_watermark: the same, made the greater of it and the
+-- partition's time before the batch (the arrays); -infinity when neither.
+SELECT p, o, eventlog._processor_record_watermark(p, o, ts, ARRAY[0, 1, 2], ARRAY[timestamptz '2026-01-01 00:00:02+00', NULL, '2026-01-01 00:00:08+00'])
+  FROM (VALUES (0, 1, timestamptz '2026-01-01 00:00:03+00'), (1, 7, '2026-01-01 00:00:09+00'), (0, 2, NULL),
+               (0, 5, '2026-01-01 00:00:01+00'), (1, 8, NULL), (2, 1, '2026-01-01 00:00:05+00'), (2, 2, NULL),
+               (3, 1, NULL), (3, 2, '2026-01-01 00:00:00+00')) v(p, o, ts);
+SELECT eventlog._processor_record_watermark(0, o, NULL, NULL, NULL) FROM (VALUES (2), (1)) v(o);
+SELECT eventlog._processor_record_watermark(0, 1, NULL, ARRAY[0, 1], ARRAY[now()]);
+SELECT eventlog._processor_record_watermark(2147483647, 1, now(), NULL, NULL);
+-- Group keys.  A window's group is the jsonb array of its group values:
+-- values whose jsonb differ make different groups.  A step groups a
+-- tumbling window's records by the values themselves where equal values
+-- make equal jsonb (integers, times, text in a deterministic collation),
+-- by their jsonb otherwise: text in a nondeterministic collation (as
+-- citext) has equal values that differ in bytes ('A' and 'a'), which stay
+-- two groups, as in a sliding window (which always groups by jsonb).
+CREATE COLLATION gk_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+SELECT eventlog.create_topic('gk', 1);
+SELECT count(*) FROM eventlog.produce_batch('gk', ARRAY['A', 'a', 'a', 'B', 'A', NULL, 'b', 'z'],
+    ARRAY['{"n": 1}', '{"n": 1}', '{"n": 2}', '{"n": 2}', '{"n": 1}', '{"n": null}', '{"n": 2}', '{}']::jsonb[],
+    event_time => ARRAY['2026-01-01 00:00:01+00', '2026-01-01 00:00:02+00', '2026-01-01 00:00:03+00',
+                        '2026-01-01 00:00:04+00', '2026-01-01 00:00:05+00', '2026-01-01 00:00:06+00',
+                        '2026-01-01 00:00:07+00', '2026-01-01 00:05:00+00']::timestamptz[]);
+CREATE TABLE gk_ci (window_start timestamptz, window_end timestamptz, k text, n bigint);
+CREATE TABLE gk_ci_s (window_start timestamptz, window_end timestamptz, k text, n bigint);
+CREATE TABLE gk_raw (window_start timestamptz, window_end timestamptz, k text, v integer, n bigint);
+SELECT eventlog.create_window_processor('gk_ci', 'gk', 'gk_ci', size => '1 minute', idle_timeout => '0',
+                                        group_by => ARRAY['key COLLATE public.gk_ci']);
+SELECT eventlog.create_window_processor('gk_ci_s', 'gk', 'gk_ci_s', size => '1 minute', window_type => 'sliding',
+                                        idle_timeout => '0', group_by => ARRAY['key COLLATE public.gk_ci']);
+SELECT eventlog.create_window_processor('gk_raw', 'gk', 'gk_raw', size => '1 minute', idle_timeout => '0',
+                                        group_by => ARRAY['lower(key)', '(value ->> ''n'')::integer']);
+SELECT eventlog.run_processor('gk_ci', 3), eventlog.run_processor('gk_ci', 10),
+       eventlog.run_processor('gk_ci_s', 10), eventlog.run_processor('gk_raw', 10);
+SELECT k COLLATE "C", n FROM gk_ci ORDER BY 1;
+SELECT k COLLATE "C", max(n) FROM gk_ci_s WHERE window_end < '2026-01-01 00:01:00+00' GROUP BY 1 ORDER BY 1;
+SELECT k, v, n FROM gk_raw ORDER BY k, v;
+SELECT group_key, aggregates FROM eventlog.processor_windows('gk_raw');
+SELECT eventlog.drop_processor(n) FROM unnest(ARRAY['gk_ci', 'gk_ci_s', 'gk_raw']) n;
+DROP TABLE gk_ci, gk_ci_s, gk_raw;
+DROP COLLATION gk_ci;
+SELECT eventlog.drop_topic('gk');

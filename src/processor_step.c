@@ -27,6 +27,13 @@
  *		greater than the one before it in its partition is an internal error
  *		rather than a wrong answer.
  *
+ *	  - el_processor_record_watermark is the same running max, made the
+ *		greater of it and the partition's largest event time before the
+ *		batch (passed once per statement as arrays, read at the first
+ *		call): the record's watermark before max_out_of_orderness, which a
+ *		window step otherwise computes by joining every record with the
+ *		progress rows.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_eventlog.h"
@@ -37,6 +44,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -47,6 +55,7 @@
 
 PG_FUNCTION_INFO_V1(el_processor_exec);
 PG_FUNCTION_INFO_V1(el_processor_running_max);
+PG_FUNCTION_INFO_V1(el_processor_record_watermark);
 
 /*
  * How many statements a session keeps plans of (the least recently used
@@ -240,7 +249,10 @@ el_processor_exec(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(result);
 }
 
-/* el_processor_running_max's state: per partition, what came before. */
+/*
+ * el_processor_running_max's (and el_processor_record_watermark's) state:
+ * per partition, what came before.
+ */
 typedef struct ElRunningMax
 {
 	int			npartitions;	/* allocated */
@@ -248,32 +260,21 @@ typedef struct ElRunningMax
 	int64	   *last_offset;
 	bool	   *has_max;
 	TimestampTz *max;
+	bool		based;			/* base/has_base were set (watermark only) */
+	bool	   *has_base;		/* the progress table's max for the partition */
+	TimestampTz *base;
 } ElRunningMax;
 
 /*
- * eventlog._processor_running_max(partition integer, offset_id bigint, ts
- * timestamptz) RETURNS timestamptz: the largest non-null ts of the records
- * of partition this call site saw before (NULL if none), then counts ts.
+ * The state of flinfo's call site, with room for partition (a number below
+ * eventlog.max_partitions, else an error: the functions are callable by
+ * anyone, so a number past it is an error, not an allocation).
  */
-Datum
-el_processor_running_max(PG_FUNCTION_ARGS)
+static ElRunningMax *
+el_running_max_state(FmgrInfo *flinfo, int32 part)
 {
-	ElRunningMax *st = (ElRunningMax *) fcinfo->flinfo->fn_extra;
-	int32		part;
-	int64		off;
-	bool		had;
-	TimestampTz prev = 0;
+	ElRunningMax *st = (ElRunningMax *) flinfo->fn_extra;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		elog(ERROR, "_processor_running_max: partition and offset must not be null");
-	part = PG_GETARG_INT32(0);
-	off = PG_GETARG_INT64(1);
-	/*
-	 * A partition number is below eventlog.max_partitions (every partition
-	 * of every topic counts against it), which bounds the arrays below; the
-	 * function is callable by anyone, so a number past it is an error, not
-	 * an allocation.
-	 */
 	if (part < 0 || part >= el_max_partitions)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -283,7 +284,7 @@ el_processor_running_max(PG_FUNCTION_ARGS)
 
 	if (st == NULL || part >= st->npartitions)
 	{
-		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		MemoryContext old = MemoryContextSwitchTo(flinfo->fn_mcxt);
 		int64		n = Max((int64) part + 1, 8);
 		ElRunningMax *nst;
 
@@ -296,16 +297,34 @@ el_processor_running_max(PG_FUNCTION_ARGS)
 		nst->last_offset = palloc0(n * sizeof(int64));
 		nst->has_max = palloc0(n * sizeof(bool));
 		nst->max = palloc0(n * sizeof(TimestampTz));
+		nst->has_base = palloc0(n * sizeof(bool));
+		nst->base = palloc0(n * sizeof(TimestampTz));
 		if (st != NULL)
 		{
 			memcpy(nst->seen, st->seen, st->npartitions * sizeof(bool));
 			memcpy(nst->last_offset, st->last_offset, st->npartitions * sizeof(int64));
 			memcpy(nst->has_max, st->has_max, st->npartitions * sizeof(bool));
 			memcpy(nst->max, st->max, st->npartitions * sizeof(TimestampTz));
+			memcpy(nst->has_base, st->has_base, st->npartitions * sizeof(bool));
+			memcpy(nst->base, st->base, st->npartitions * sizeof(TimestampTz));
+			nst->based = st->based;
 		}
 		MemoryContextSwitchTo(old);
-		fcinfo->flinfo->fn_extra = st = nst;
+		flinfo->fn_extra = st = nst;
 	}
+	return st;
+}
+
+/*
+ * Counts the record (part, off, ts, ts_null) in st; returns whether a
+ * record of part with a non-null time came before it, and in *prev the
+ * largest such time.
+ */
+static bool
+el_running_max_step(ElRunningMax *st, int32 part, int64 off, bool ts_null,
+					TimestampTz ts, TimestampTz *prev)
+{
+	bool		had;
 
 	if (st->seen[part] && off <= st->last_offset[part])
 		elog(ERROR, "_processor_running_max: offset " INT64_FORMAT " of partition %d came after offset " INT64_FORMAT,
@@ -315,18 +334,99 @@ el_processor_running_max(PG_FUNCTION_ARGS)
 
 	had = st->has_max[part];
 	if (had)
-		prev = st->max[part];
-	if (!PG_ARGISNULL(2))
+		*prev = st->max[part];
+	if (!ts_null && (!st->has_max[part] || ts > st->max[part]))
 	{
-		TimestampTz ts = PG_GETARG_TIMESTAMPTZ(2);
+		st->max[part] = ts;
+		st->has_max[part] = true;
+	}
+	return had;
+}
 
-		if (!st->has_max[part] || ts > st->max[part])
+/*
+ * eventlog._processor_running_max(partition integer, offset_id bigint, ts
+ * timestamptz) RETURNS timestamptz: the largest non-null ts of the records
+ * of partition this call site saw before (NULL if none), then counts ts.
+ */
+Datum
+el_processor_running_max(PG_FUNCTION_ARGS)
+{
+	ElRunningMax *st;
+	int32		part;
+	TimestampTz prev = 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		elog(ERROR, "_processor_running_max: partition and offset must not be null");
+	part = PG_GETARG_INT32(0);
+	st = el_running_max_state(fcinfo->flinfo, part);
+	if (!el_running_max_step(st, part, PG_GETARG_INT64(1), PG_ARGISNULL(2),
+							 PG_ARGISNULL(2) ? 0 : PG_GETARG_TIMESTAMPTZ(2), &prev))
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(prev);
+}
+
+/*
+ * eventlog._processor_record_watermark(partition integer, offset_id bigint,
+ * ts timestamptz, partitions integer[], maxes timestamptz[]) RETURNS
+ * timestamptz: the greater of the partition's entry in maxes (its largest
+ * event time before the batch, from the progress table; the arrays are
+ * the same at every call of a statement's execution and are read at the
+ * first) and _processor_running_max's answer, or -infinity when neither
+ * is known.  A window step computed this with a join of the batch with the
+ * progress rows, which cost more than the lookup.
+ */
+Datum
+el_processor_record_watermark(PG_FUNCTION_ARGS)
+{
+	ElRunningMax *st;
+	int32		part;
+	TimestampTz prev = 0;
+	bool		had;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		elog(ERROR, "_processor_record_watermark: partition and offset must not be null");
+	part = PG_GETARG_INT32(0);
+	st = el_running_max_state(fcinfo->flinfo, part);
+	if (!st->based)
+	{
+		Datum	   *parts = NULL;
+		Datum	   *maxes = NULL;
+		bool	   *pnulls = NULL;
+		bool	   *mnulls = NULL;
+		int			np = 0;
+		int			nm = 0;
+		int			i;
+
+		if (!PG_ARGISNULL(3))
+			deconstruct_array(PG_GETARG_ARRAYTYPE_P(3), INT4OID, 4, true, TYPALIGN_INT,
+							  &parts, &pnulls, &np);
+		if (!PG_ARGISNULL(4))
+			deconstruct_array(PG_GETARG_ARRAYTYPE_P(4), TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL,
+							  TYPALIGN_DOUBLE, &maxes, &mnulls, &nm);
+		if (np != nm)
+			elog(ERROR, "_processor_record_watermark: %d partitions but %d times", np, nm);
+		for (i = 0; i < np; i++)
 		{
-			st->max[part] = ts;
-			st->has_max[part] = true;
+			int32		p;
+
+			if (pnulls[i] || mnulls[i])
+				continue;
+			p = DatumGetInt32(parts[i]);
+			st = el_running_max_state(fcinfo->flinfo, p);
+			st->has_base[p] = true;
+			st->base[p] = DatumGetTimestampTz(maxes[i]);
 		}
+		st = el_running_max_state(fcinfo->flinfo, part);
+		st->based = true;
+	}
+	had = el_running_max_step(st, part, PG_GETARG_INT64(1), PG_ARGISNULL(2),
+							  PG_ARGISNULL(2) ? 0 : PG_GETARG_TIMESTAMPTZ(2), &prev);
+	if (st->has_base[part] && (!had || st->base[part] > prev))
+	{
+		prev = st->base[part];
+		had = true;
 	}
 	if (!had)
-		PG_RETURN_NULL();
+		TIMESTAMP_NOBEGIN(prev);
 	PG_RETURN_TIMESTAMPTZ(prev);
 }

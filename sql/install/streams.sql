@@ -130,6 +130,14 @@ DECLARE
     g text[];
     windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
     progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
+    tsx text;
+    inx text;
+    lat text := '';
+    raw boolean;
+    gr text := '';
+    gby text := 'ws_';
+    typ regtype;
+    coll text;
 BEGIN
     IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
         RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
@@ -147,22 +155,82 @@ BEGIN
     -- Windows.
     ts := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
                            ELSE '(' || p.event_time_expr || ')::timestamptz' END;
+    /*
+     * A record's time ("tsx") and whether it counts ("inx"), each evaluated
+     * once per record: in a LATERAL subquery of their own, unless the time
+     * is the record's event_time column (or now(), the same all through
+     * the statement) and there is no filter, when reading them again is
+     * the same as keeping them, and the subquery (three executor nodes
+     * started again for every record) is not needed.
+     */
+    IF p.where_clause IS NULL
+       AND (p.time_mode = 'processing' OR p.event_time_expr ~* '^\s*(record\s*\.\s*)?event_time\s*$') THEN
+        tsx := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()' ELSE 'record.event_time' END;
+        inx := format('(%s IS NOT NULL)', tsx);
+    ELSE
+        tsx := 't_.ts_';
+        inx := 't_.in_';
+        lat := format($f$
+                           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%s) IS TRUE END AS in_
+                                                 FROM (SELECT %s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_$f$, filter, ts);
+    END IF;
     gk := 'pg_catalog.jsonb_build_array(';
     FOR i IN 1 .. ng LOOP
         gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || '(' || p.group_by[i] || ')';
     END LOOP;
     gk := gk || ')';
+    /*
+     * Tumbling and hopping windows group a batch by the group key, a jsonb
+     * array of the group_by values, built for every record.  Where equal
+     * values make equal jsonb and unequal values unequal jsonb (the types
+     * below; text only in a deterministic collation, where equal means the
+     * same bytes, as in jsonb: not citext nor a case-insensitive
+     * collation), grouping by the values themselves makes the same groups,
+     * and the jsonb is built once per group ("raw").  The types are found
+     * without evaluating the expressions (an outer join's NULL).
+     */
+    raw := p.window_type IN ('tumbling', 'hopping');
+    FOR i IN 1 .. ng LOOP
+        EXIT WHEN NOT raw;
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       p.group_by[i]) INTO typ;
+        raw := typ IN ('boolean'::regtype, 'smallint'::regtype, 'integer'::regtype, 'bigint'::regtype,
+                       'text'::regtype, 'character varying'::regtype, 'uuid'::regtype, 'date'::regtype,
+                       'timestamp without time zone'::regtype, 'timestamp with time zone'::regtype);
+        IF raw AND typ IN ('text'::regtype, 'character varying'::regtype) THEN
+            EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                           '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                           p.group_by[i]) INTO coll;
+            raw := coll IS NULL OR (SELECT c.collisdeterministic FROM pg_collation c WHERE c.oid = coll::regcollation);
+        END IF;
+        gr := gr || format(', CASE WHEN %s THEN (%s) END AS gr%s_', inx, p.group_by[i], i);
+        gby := gby || format(', gr%s_', i);
+    END LOOP;
+    IF raw THEN
+        gk := 'pg_catalog.jsonb_build_array(';
+        FOR i IN 1 .. ng LOOP
+            gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || format('gr%s_', i);
+        END LOOP;
+        gk := gk || ')';
+    ELSE
+        gr := format(', CASE WHEN %s THEN %s END AS gk_', inx, gk);
+        gk := 'gk_';
+        gby := 'ws_, gk_';
+    END IF;
     FOR i IN 1 .. na LOOP
         f := p.agg_funcs[i];
         -- any other aggregate with a combine function (streams_windows.sql)
         IF strpos(f, '(') > 0 THEN
             g := @extschema@._processor_agg_sql(p, i);
-            xs := xs || g[1]; partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
+            xs := xs || format(', CASE WHEN %s THEN (%s)::%s END AS x_%s', inx, p.agg_args[i],
+                               @extschema@._processor_agg_type(p, i, 'argument'), i);
+            partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
             merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
             sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
             CONTINUE;
         END IF;
-        xs := xs || format(', CASE WHEN t_.in_ THEN (%s)::numeric END AS x_%s',
+        xs := xs || format(', CASE WHEN %s THEN (%s)::numeric END AS x_%s', inx,
                            CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
                                 WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
                                 ELSE p.agg_args[i] END, i);
@@ -212,42 +280,42 @@ BEGIN
      * the watermark), so that lateness does not depend on how the records
      * of other partitions were cut into steps.  A record's watermark
      * ("wm_") is the largest event time before it in its partition (the
-     * progress row's, or an earlier record's of the batch: "rm_", which
-     * _processor_running_max computes as the poll returns the records,
-     * each partition's in offset order), less max_out_of_orderness.  "b"
-     * is kept a subquery of its own (OFFSET 0), so that rm_ is computed
-     * once per record as the poll returns it, whatever the join with
-     * "prev" does.
+     * progress row's, or an earlier record's of the batch), less
+     * max_out_of_orderness: _processor_record_watermark computes it as the
+     * poll returns the records, each partition's in offset order, from the
+     * progress rows (read once, as arrays) and the records before.  "w_"
+     * is kept a subquery of its own (OFFSET 0), so that it is computed
+     * once per record as the poll returns it; so is closed_through ("c_",
+     * an InitPlan), where a join would cost a node per record.
      */
     head := format($f$
 WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
 ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
 e AS MATERIALIZED (
-    SELECT w_.*, greatest(w_.wm_, ct.c_) AS lim_,
+    SELECT w_.*, greatest(w_.wm_, w_.c_) AS lim_,
            (%7$s) AS late_
-      FROM (SELECT b.*, coalesce(greatest(prev.m_, b.rm_), '-infinity') - $7 AS wm_
-              FROM (SELECT record.partition AS p_, record.offset_id AS o_, t_.ts_, t_.in_,
-                           CASE WHEN t_.in_ THEN %4$s END AS gk_ %5$s %8$s,
-                           @extschema@._processor_running_max(record.partition, record.offset_id, t_.ts_) AS rm_
-                      FROM %2$s AS record
-                           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%6$s) IS TRUE END AS in_
-                                                 FROM (SELECT %1$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_
-                     OFFSET 0) AS b
-                   LEFT JOIN prev ON prev.p_ = b.p_) AS w_
-           CROSS JOIN ct),
+      FROM (SELECT record.partition AS p_, record.offset_id AS o_, %1$s AS ts_, %6$s AS in_
+                   %4$s %5$s %8$s,
+                   @extschema@._processor_record_watermark(record.partition, record.offset_id, %1$s,
+                       (SELECT pg_catalog.array_agg(prev.p_ ORDER BY prev.p_) FROM prev),
+                       (SELECT pg_catalog.array_agg(prev.m_ ORDER BY prev.p_) FROM prev)) - $7 AS wm_,
+                   (SELECT ct.c_ FROM ct) AS c_
+              FROM %2$s AS record%9$s
+             OFFSET 0) AS w_),
 pe AS MATERIALIZED (
     SELECT e.p_, max(e.ts_) AS m_, count(*) AS n_, count(*) FILTER (WHERE e.in_ AND e.late_) AS l_,
            count(*) FILTER (WHERE e.ts_ IS NULL) AS z_
       FROM e GROUP BY e.p_),$f$,
-        ts, batch, progress, gk, xs, filter,
+        tsx, batch, progress, gr, xs, inx,
         CASE WHEN p.window_type = 'session'
-             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
              WHEN p.window_type = 'sliding'
-             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, ct.c_)'
-             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, ct.c_)' END,
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, w_.c_)' END,
         CASE WHEN p.late = 'topic'
              THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
-             ELSE '' END);
+             ELSE '' END,
+        lat);
 
     -- Late records to the late-records topic, in offset order.
     late_out := CASE WHEN p.late = 'topic'
@@ -287,7 +355,7 @@ d AS (DELETE FROM %2$s AS w USING o
          AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
 u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
       SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
-      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
       RETURNING t.*),
 %6$s,$f$,
             rv, windows, cols, comb, sets,
@@ -304,13 +372,13 @@ u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
         body := format($f$
 a AS (%1$s),
 agg (window_start, window_end, group_key %4$s, closed) AS (
-    SELECT ws_, ws_ + $8, gk_ %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY ws_, gk_),$f$,
+    SELECT ws_, ws_ + $8, %5$s %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY %6$s),$f$,
             CASE WHEN p.size = p.advance
                  THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
                  ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
                       'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
                       'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
-            partials, windows, cols);
+            partials, windows, cols, gk, gby);
         IF p.time_mode = 'event' AND coalesce(p.retention, '0') = '0'
            AND NOT (p.late = 'topic' AND p.late_topic IS NOT DISTINCT FROM p.sink_topic) THEN
             /*
@@ -343,23 +411,27 @@ dc AS (DELETE FROM %1$s AS w USING wl
         WHERE w.window_end + $12 <= wl.w_ AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
 u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
        SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
-       ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
-                   closed = t.closed OR excluded.closed
-       RETURNING t.*),
-u AS (SELECT * FROM u0
-      UNION ALL
+       ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                   closed = t.closed OR excluded.closed%6$s),
+u (window_start, window_end, group_key %2$s, closed) AS (%7$s
       SELECT coalesce(cl.window_start, dc.window_start), coalesce(cl.window_end, dc.window_end),
              coalesce(cl.group_key, dc.group_key) %4$s, true
         FROM cl FULL JOIN dc ON dc.window_start = cl.window_start AND dc.group_key = cl.group_key
        WHERE cl.window_start IS NOT NULL OR NOT ($11 OR dc.closed)),
 %5$s,$f$,
                 windows, cols, merge, fmerge,
-                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL),
+                -- With emit final, what "u0" upserts is never written: its
+                -- windows are open (a record of a window the watermark
+                -- closed is late, and without a retention no closed window
+                -- stays in the state), so it returns nothing to write.
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'\n       RETURNING t.*' END,
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'SELECT * FROM u0\n      UNION ALL' END);
         ELSE
             body := body || format($f$
 u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
       SELECT * FROM agg
-      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
                   closed = t.closed OR excluded.closed
       RETURNING t.*),
 %4$s,$f$,
@@ -588,12 +660,19 @@ BEGIN
     EXECUTE format('GRANT SELECT ON %s TO PUBLIC', progress);
     IF p.kind = 'window' THEN
         EXECUTE format('CREATE TABLE @extschema@.%I (window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, '
-                       'group_key jsonb NOT NULL%s, closed boolean NOT NULL DEFAULT false, '
-                       'PRIMARY KEY (window_start, group_key))',
+                       'group_key jsonb NOT NULL%s, closed boolean NOT NULL DEFAULT false)',
                        'processor_' || p.processor_id || '_windows',
                        (SELECT string_agg(format(', v_%s %s, n_%s bigint NOT NULL DEFAULT 0', i,
                                                  @extschema@._processor_agg_type(p, i, 'state'), i), '' ORDER BY i)
                           FROM generate_series(1, cardinality(p.agg_funcs)) i));
+        -- One row per window and group key.  The key's hash comes before
+        -- the key itself, so that finding a row compares jsonb only with
+        -- the row it finds (an index on the key alone compares jsonb at
+        -- every step down the tree: most of a step's upserts).  Equal jsonb
+        -- values hash alike, so the index is unique exactly where a key on
+        -- (window_start, group_key) would be.  Steps name it in ON CONFLICT.
+        EXECUTE format('CREATE UNIQUE INDEX %I ON @extschema@.%I (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key)',
+                       'processor_' || p.processor_id || '_windows_key', 'processor_' || p.processor_id || '_windows');
         EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', 'processor_' || p.processor_id || '_windows',
                        format('pg_eventlog processor %s: one row per open window (or session) and group key, and per closed one kept for the retention', p.name));
         EXECUTE format('ALTER TABLE @extschema@.%I OWNER TO %s', 'processor_' || p.processor_id || '_windows', caller);
@@ -1209,6 +1288,14 @@ AS 'MODULE_PATHNAME', 'el_processor_running_max'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@._processor_running_max(integer, bigint, timestamptz) IS
 'internal: in a step''s statement, over a poll''s records in their order, the largest event time of the records of the same partition before this one';
+
+CREATE FUNCTION @extschema@._processor_record_watermark(partition integer, offset_id bigint, ts timestamptz,
+                                                        partitions integer[], maxes timestamptz[])
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'el_processor_record_watermark'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._processor_record_watermark(integer, bigint, timestamptz, integer[], timestamptz[]) IS
+'internal: in a step''s statement, over a poll''s records in their order, the largest event time of the same partition before this record: the partition''s in maxes (by partitions) or an earlier record''s; -infinity if none';
 
 /*
  * The common body of _pause_processor and _resume_processor, which run it

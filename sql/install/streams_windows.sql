@@ -361,7 +361,7 @@ agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM c
          GROUP BY c.we_, c.gk_ HAVING bool_or(a.ts = c.we_)),
 u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
       SELECT * FROM agg
-      ON CONFLICT (window_start, group_key) DO UPDATE SET window_end = excluded.window_end %6$s,
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %6$s,
                   closed = t.closed OR excluded.closed
       RETURNING t.*),
 %7$s,$f$,

@@ -67,8 +67,8 @@ SELECT is(
 -- and the gate's helpers.  A new internal function must be added here or
 -- revoked from PUBLIC (sql/install/grants.sql).  _processor_exec runs a
 -- statement as the caller, as EXECUTE would (run_processor calls it as
--- the processor's owner, any role), and _processor_running_max keeps
--- state for one statement only.
+-- the processor's owner, any role), and _processor_running_max and
+-- _processor_record_watermark keep state for one statement only.
 SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
@@ -82,7 +82,7 @@ SELECT is(
           '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
           '_processor', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type', '_processor_close_sql',
-          '_processor_emit_sql', '_processor_exec', '_processor_parse_aggregate', '_processor_running_max',
+          '_processor_emit_sql', '_processor_exec', '_processor_parse_aggregate', '_processor_record_watermark', '_processor_running_max',
           '_processor_sliding_sql', '_processor_step_sql', '_processor_worker_step',
           '_register_join_processor', '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
