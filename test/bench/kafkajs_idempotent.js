@@ -70,9 +70,9 @@ function serverTicks() {
   return t;
 }
 
-function ticksBetween(a, b) {
+function ticksBetween(a, b, only) {
   let sum = 0;
-  for (const [pid, after] of b) sum += after - (a.get(pid) || 0);
+  for (const [pid, after] of b) if (only === undefined || only === pid) sum += after - (a.get(pid) || 0);
   return sum;
 }
 
@@ -132,7 +132,9 @@ async function main() {
       });
     }
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    return { rate: RECORDS / seconds, ticks: ticksBetween(before, serverTicks()) };
+    const after = serverTicks();
+    return { rate: RECORDS / seconds, ticks: ticksBetween(before, after),
+             gwTicks: ticksBetween(before, after, GATEWAY_PID) };
   }
 
   await run('idem');
@@ -160,7 +162,8 @@ async function main() {
     console.log(`round ${r}: plain ${Math.round(p.rate)} rec/s, idempotent ${Math.round(i.rate)} rec/s,`
                 + ` ratio ${(i.rate / p.rate).toFixed(2)}`
                 + (GATEWAY_PID ? `; gateway + PostgreSQL CPU per 1,000 records: plain`
-                   + ` ${perThousand(p.ticks).toFixed(2)} ms, idempotent ${perThousand(i.ticks).toFixed(2)} ms` : ''));
+                   + ` ${perThousand(p.ticks).toFixed(2)} ms (gateway ${perThousand(p.gwTicks).toFixed(2)}),`
+                   + ` idempotent ${perThousand(i.ticks).toFixed(2)} ms (gateway ${perThousand(i.gwTicks).toFixed(2)})` : ''));
   }
   for (const p of Object.values(producers)) await p.disconnect();
   if (GATEWAY_PID) {
