@@ -199,15 +199,24 @@ el_processor_exec(PG_FUNCTION_ARGS)
 	int			i;
 
 	if (PG_ARGISNULL(0))
-		elog(ERROR, "_processor_exec: the statement must not be null");
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("statement must not be null")));
 	if (!OidIsValid(restype) || nargs > EL_STEP_MAX_ARGS || get_fn_expr_variadic(fcinfo->flinfo))
-		elog(ERROR, "_processor_exec: unexpected arguments");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid arguments for a step's statement"),
+				 errdetail("The result's type must be known, and at most %d arguments follow it, one by one, not as an array.",
+						   EL_STEP_MAX_ARGS)));
 	sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	for (i = 0; i < nargs; i++)
 	{
 		argtypes[i] = get_fn_expr_argtype(fcinfo->flinfo, i + 2);
 		if (!OidIsValid(argtypes[i]) || argtypes[i] == UNKNOWNOID)
-			elog(ERROR, "_processor_exec: argument %d has no type", i + 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+					 errmsg("could not determine the data type of the statement's argument %d", i + 1),
+					 errhint("Cast the argument to a type.")));
 		values[i] = PG_ARGISNULL(i + 2) ? (Datum) 0 : PG_GETARG_DATUM(i + 2);
 		nulls[i] = PG_ARGISNULL(i + 2) ? 'n' : ' ';
 	}
@@ -237,8 +246,10 @@ el_processor_exec(PG_FUNCTION_ARGS)
 	{
 		if (SPI_tuptable->tupdesc->natts < 1 ||
 			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != restype)
-			elog(ERROR, "_processor_exec: the statement's result is not of type %s",
-				 format_type_be(restype));
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("the statement's result is not of type %s",
+							format_type_be(restype))));
 		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		if (!isnull)
 			result = SPI_datumTransfer(result, typbyval, typlen);
@@ -356,7 +367,9 @@ el_processor_running_max(PG_FUNCTION_ARGS)
 	TimestampTz prev = 0;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		elog(ERROR, "_processor_running_max: partition and offset must not be null");
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("partition and offset must not be null")));
 	part = PG_GETARG_INT32(0);
 	st = el_running_max_state(fcinfo->flinfo, part);
 	if (!el_running_max_step(st, part, PG_GETARG_INT64(1), PG_ARGISNULL(2),
@@ -384,7 +397,9 @@ el_processor_record_watermark(PG_FUNCTION_ARGS)
 	bool		had;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		elog(ERROR, "_processor_record_watermark: partition and offset must not be null");
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("partition and offset must not be null")));
 	part = PG_GETARG_INT32(0);
 	st = el_running_max_state(fcinfo->flinfo, part);
 	if (!st->based)
@@ -404,7 +419,10 @@ el_processor_record_watermark(PG_FUNCTION_ARGS)
 			deconstruct_array(PG_GETARG_ARRAYTYPE_P(4), TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL,
 							  TYPALIGN_DOUBLE, &maxes, &mnulls, &nm);
 		if (np != nm)
-			elog(ERROR, "_processor_record_watermark: %d partitions but %d times", np, nm);
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("the partitions and their watermark times differ in length"),
+					 errdetail("There are %d partitions and %d times.", np, nm)));
 		for (i = 0; i < np; i++)
 		{
 			int32		p;
