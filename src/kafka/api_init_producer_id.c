@@ -126,7 +126,7 @@ khandle_init_producer_id(KConn *conn, KRequest *req, KWriter *w)
 	else if (transactional_id.len == 0 || transactional_id.len > 1000)
 		error = KERR_INVALID_REQUEST;	/* init_producer's limits (22023) */
 	else if ((t = ktxn_acquire(transactional_id, true)) == NULL)
-		error = KERR_INVALID_REQUEST;	/* a NUL in it, or too many ids */
+		error = KERR_INVALID_REQUEST;	/* a NUL in it, or the registry full (txn.c) */
 	else
 	{
 		bool		same = ktxn_same_role(t, conn);
