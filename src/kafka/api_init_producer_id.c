@@ -30,7 +30,9 @@
  * checks; creating topics passes it here too), and with a transactional
  * id TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the one authorization error
  * Kafka gives a transactional InitProducerId (see init_error); the
- * database unreachable: COORDINATOR_NOT_AVAILABLE (retried).
+ * database unreachable: COORDINATOR_NOT_AVAILABLE (retried).  A new
+ * transactional id when the registry is full and no id in it can be
+ * evicted (txn.c): INVALID_REQUEST, which librdkafka retries.
  *
  *-------------------------------------------------------------------------
  */

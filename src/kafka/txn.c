@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 /*
@@ -84,12 +85,17 @@ elapsed_ms(const struct timespec *since)
 		(now.tv_nsec - since->tv_nsec) / 1000000;
 }
 
-/* FNV-1a: ids are chosen by clients, but a chain is only walked, never
- * grown past the registry's bound. */
+/*
+ * FNV-1a from a random start: ids are chosen by clients, and one who knew
+ * the hash could put all of them in one chain (no worse than a list, the
+ * registry being bounded, but no better).
+ */
+static uint32_t hash_seed = 2166136261u;
+
 static uint32_t
 tid_hash(const uint8_t *p, int32_t len)
 {
-	uint32_t	h = 2166136261u;
+	uint32_t	h = hash_seed;
 
 	for (int32_t i = 0; i < len; i++)
 	{
@@ -107,6 +113,13 @@ ensure_buckets(void)
 
 	if (buckets != NULL)
 		return true;
+	if (getrandom(&hash_seed, sizeof(hash_seed), GRND_NONBLOCK) != sizeof(hash_seed))
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		hash_seed ^= (uint32_t) now.tv_nsec ^ (uint32_t) getpid();
+	}
 	while (n < (uint32_t) kconf.max_transactional_ids / 4 && n < (1u << 24))
 		n <<= 1;
 	buckets = calloc(n, sizeof(KTxn *));
