@@ -249,10 +249,11 @@ ktxn_acquire(KSlice tid, bool create)
 
 	if (KSLICE_IS_NULL(tid) || tid.len == 0)
 		return NULL;
-	h = tid_hash(tid.ptr, tid.len);
 	pthread_mutex_lock(&registry_mu);
 	if (ensure_buckets())
 	{
+		/* After ensure_buckets: the seed is set at the first. */
+		h = tid_hash(tid.ptr, tid.len);
 		for (t = buckets[h & (nbuckets - 1)]; t != NULL; t = t->hnext)
 			if (t->hash == h && (size_t) tid.len == strlen(t->tid) &&
 				memcmp(t->tid, tid.ptr, (size_t) tid.len) == 0)
