@@ -1,8 +1,8 @@
 # The gateway's registry of transactional ids (src/kafka/txn.c,
 # docs/kafka.md "Transactions") with --max-transactional-ids 3 and
-# --transaction-idle-timeout 5, with librdkafka's transactional producer
+# --transaction-idle-timeout 8, with librdkafka's transactional producer
 # (confluent_kafka, test/t/kafka_txn_registry_client.py): a new id evicts
-# the least recently used id unused and without a session for 5 s; an id
+# the least recently used id unused and without a session for 8 s; an id
 # with a transaction open is never evicted: a new id that finds no other
 # is refused, and the open transaction still commits; an evicted id
 # initialises again (the next epoch, from eventlog.producers) and commits;
@@ -22,7 +22,7 @@ use KafkaGatewayTest;
 my $python = '/usr/bin/python3';
 my $dir = -d "$ENV{TESTDIR}/test/t" ? "$ENV{TESTDIR}/test/t" : 'test/t';
 my $client = "$dir/kafka_txn_registry_client.py";
-my $idle = 5;
+my $idle = 8;
 
 my $node = PostgreSQL::Test::Cluster->new('ktxnreg');
 $node->init;
@@ -79,7 +79,7 @@ my $out = client('commit', 'tr', 'tx-1', 'tx-2');
 is($out, "committed tx-1\ncommitted tx-2\n", 'two more ids fill the registry (3)');
 sleep($idle + 3);
 # librdkafka retries an InitProducerId refused so, until the init times
-# out: 2 s here, well within the 5 s that tx-3 and tx-4 stay unevictable.
+# out: 2 s here, well within the 8 s that tx-3 and tx-4 stay unevictable.
 $out = client('commit', 'tr', 'tx-3', 'tx-4', 'tx-5:2');
 like($out, qr/^committed tx-3\ncommitted tx-4\n/, 'two new ids, once the others are idle: they evict them');
 like($out, qr/^tx-5: error /m, 'a third new id, the others in use or just used: refused (the client retries until its timeout)')
