@@ -51,8 +51,8 @@
  *     --transaction-idle-timeout seconds with no transaction), and
  *   - unused (acquired by no request) for that long too,
  * or is refused when none is.  Evicting loses nothing durable: the
- * producer id and epoch are eventlog.producer_catalog rows, and the id's next
- * InitProducerId gets them back (the next epoch), as after a restart.
+ * producer id and epoch are eventlog.producer_catalog rows, and the id's
+ * next InitProducerId gets them back (the next epoch), as after a restart.
  * Until then its requests get INVALID_PRODUCER_ID_MAPPING, which makes
  * the client abort and initialise again.
  *
