@@ -30,7 +30,9 @@
  * checks; creating topics passes it here too), and with a transactional
  * id TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the one authorization error
  * Kafka gives a transactional InitProducerId (see init_error); the
- * database unreachable: COORDINATOR_NOT_AVAILABLE (retried).
+ * database unreachable: COORDINATOR_NOT_AVAILABLE (retried).  A new
+ * transactional id when the registry is full and no id in it can be
+ * evicted (txn.c): INVALID_REQUEST, which librdkafka retries.
  *
  *-------------------------------------------------------------------------
  */
@@ -126,7 +128,7 @@ khandle_init_producer_id(KConn *conn, KRequest *req, KWriter *w)
 	else if (transactional_id.len == 0 || transactional_id.len > 1000)
 		error = KERR_INVALID_REQUEST;	/* init_producer's limits (22023) */
 	else if ((t = ktxn_acquire(transactional_id, true)) == NULL)
-		error = KERR_INVALID_REQUEST;	/* a NUL in it, or too many ids */
+		error = KERR_INVALID_REQUEST;	/* a NUL in it, or the registry full (txn.c) */
 	else
 	{
 		bool		same = ktxn_same_role(t, conn);

@@ -577,7 +577,7 @@ khandle_produce(KConn *conn, KRequest *req, KWriter *w)
 		if (txn == NULL)
 		{
 			request_code = KERR_INVALID_PRODUCER_ID_MAPPING;
-			request_error = "this gateway does not coordinate the transactional id (it is another gateway's, or this one restarted since InitProducerId)";
+			request_error = "this gateway does not coordinate the transactional id (it is another gateway's, this one restarted since InitProducerId, or evicted it unused)";
 			klog(KLOG_INFO, "conn %llu (%s): Produce with transactional id \"%.*s\", which this gateway does not coordinate: refused (a transaction is served by one gateway: docs/delivery.md)",
 				 id, conn->peer, transactional_id.len > 100 ? 100 : (int) transactional_id.len,
 				 (const char *) transactional_id.ptr);

@@ -37,6 +37,9 @@ typedef struct KConfig
 	int64_t		idle_timeout_ms;	/* 0: never (conn.c) */
 	int			idle_await_ms;	/* an idle Fetch's await, each (pg.c) */
 	int			authentication_timeout_s;	/* with --sasl (main.c, conn.c) */
+	int			max_transactional_ids;	/* the registry's bound (txn.c) */
+	int			txn_idle_timeout_s; /* a transactional id's idle session
+									 * closes, and it may be evicted (txn.c) */
 	KHostPort  *brokers;		/* --brokers, else just advertise */
 	int			nbrokers;
 	int32_t		node_id;		/* this gateway's index in brokers */
@@ -64,6 +67,10 @@ extern KConfig kconf;
 #define K_DEFAULT_IDLE_AWAIT_MS	30000
 /* PostgreSQL's authentication_timeout default: 1 minute. */
 #define K_DEFAULT_AUTHENTICATION_TIMEOUT_S	60
+/* Transactional ids coordinated at once: ~1.5 KB each when idle. */
+#define K_DEFAULT_MAX_TRANSACTIONAL_IDS	100000
+/* A transactional id's session idle this long is closed (txn.c). */
+#define K_DEFAULT_TXN_IDLE_TIMEOUT_S	60
 
 /*
  * Parse argv into kconf.  Returns -1 to go on, or the exit status: 0 after

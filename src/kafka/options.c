@@ -77,6 +77,13 @@ help(void)
 		   "  --authentication-timeout S  with --sasl, close a client that has not\n"
 		   "                             authenticated this many seconds after it\n"
 		   "                             connected (default %d)\n"
+		   "  --max-transactional-ids N  transactional ids coordinated at once; a new one\n"
+		   "                             evicts the least recently used idle one, or is\n"
+		   "                             refused if none is idle (default %d)\n"
+		   "  --transaction-idle-timeout S  close the PostgreSQL session of a transactional\n"
+		   "                             id with no transaction open after S seconds;\n"
+		   "                             unused that long, the id may be evicted\n"
+		   "                             (default %d)\n"
 		   "  --sasl MECHANISMS          require SASL authentication with these mechanisms\n"
 		   "                             (plain, scram-sha-256, comma-separated); each\n"
 		   "                             client then works as the role it logged in as\n"
@@ -91,7 +98,8 @@ help(void)
 		   "See docs/kafka.md.\n",
 		   K_DEFAULT_MAX_CONNECTIONS, K_DEFAULT_MAX_REQUEST_BYTES,
 		   K_DEFAULT_MAX_REQUEST_MEMORY, K_DEFAULT_IDLE_TIMEOUT_MS,
-		   K_DEFAULT_IDLE_AWAIT_MS, K_DEFAULT_AUTHENTICATION_TIMEOUT_S);
+		   K_DEFAULT_IDLE_AWAIT_MS, K_DEFAULT_AUTHENTICATION_TIMEOUT_S,
+		   K_DEFAULT_MAX_TRANSACTIONAL_IDS, K_DEFAULT_TXN_IDLE_TIMEOUT_S);
 }
 
 bool
@@ -256,7 +264,7 @@ kconfig_parse(int argc, char **argv)
 		OPT_LISTEN = 1000, OPT_DSN, OPT_READ_DSN, OPT_ADVERTISE, OPT_BROKERS, OPT_MAX_CONN,
 		OPT_MAX_REQ, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION, OPT_SASL, OPT_TLS_CERT,
 		OPT_TLS_KEY, OPT_TLS_CA, OPT_MAX_REQ_MEM, OPT_IDLE_TIMEOUT,
-		OPT_AUTH_TIMEOUT, OPT_IDLE_AWAIT
+		OPT_AUTH_TIMEOUT, OPT_IDLE_AWAIT, OPT_MAX_TXN_IDS, OPT_TXN_IDLE_TIMEOUT
 	};
 	static const struct option options[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
@@ -270,6 +278,8 @@ kconfig_parse(int argc, char **argv)
 		{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 		{"authentication-timeout", required_argument, NULL, OPT_AUTH_TIMEOUT},
 		{"idle-await-ms", required_argument, NULL, OPT_IDLE_AWAIT},
+		{"max-transactional-ids", required_argument, NULL, OPT_MAX_TXN_IDS},
+		{"transaction-idle-timeout", required_argument, NULL, OPT_TXN_IDLE_TIMEOUT},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"sasl", required_argument, NULL, OPT_SASL},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -292,6 +302,8 @@ kconfig_parse(int argc, char **argv)
 	kconf.idle_timeout_ms = K_DEFAULT_IDLE_TIMEOUT_MS;
 	kconf.idle_await_ms = K_DEFAULT_IDLE_AWAIT_MS;
 	kconf.authentication_timeout_s = K_DEFAULT_AUTHENTICATION_TIMEOUT_S;
+	kconf.max_transactional_ids = K_DEFAULT_MAX_TRANSACTIONAL_IDS;
+	kconf.txn_idle_timeout_s = K_DEFAULT_TXN_IDLE_TIMEOUT_S;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1)
@@ -363,6 +375,22 @@ kconfig_parse(int argc, char **argv)
 					return 2;
 				}
 				kconf.authentication_timeout_s = (int) v;
+				break;
+			case OPT_MAX_TXN_IDS:
+				if (!parse_int64(optarg, 1, 10000000, &v))
+				{
+					usage_error("invalid --max-transactional-ids \"%s\": give a number from 1 to 10000000", optarg);
+					return 2;
+				}
+				kconf.max_transactional_ids = (int) v;
+				break;
+			case OPT_TXN_IDLE_TIMEOUT:
+				if (!parse_int64(optarg, 1, 86400, &v))
+				{
+					usage_error("invalid --transaction-idle-timeout \"%s\": give a number of seconds from 1 to 86400", optarg);
+					return 2;
+				}
+				kconf.txn_idle_timeout_s = (int) v;
 				break;
 			case OPT_LOG_LEVEL:
 				if (!klog_parse_level(optarg, &klog_level))

@@ -29,21 +29,45 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "log.h"
 #include "txn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
-/* Transactional ids one gateway keeps at most. */
-#define K_MAX_TXNS			100000
-/* A session idle (no transaction) for this long is closed by the reaper. */
-#define K_TXN_IDLE_CLOSE_S	60
+/*
+ * The registry: a hash table of the transactional ids, and a list of them
+ * by last use for eviction, both under registry_mu.  It holds at most
+ * --max-transactional-ids; a new id finding it full evicts the least
+ * recently used entry that is
+ *   - referenced by nobody (refs 0: no request nor the reaper holds it),
+ *   - without an open transaction (not ongoing, not lost pending its
+ *     EndTxn(abort)),
+ *   - without a PostgreSQL session (the reaper closes it after
+ *     --transaction-idle-timeout seconds with no transaction), and
+ *   - unused (acquired by no request) for that long too,
+ * or is refused when none is.  Evicting loses nothing durable: the
+ * producer id and epoch are eventlog.producer_catalog rows, and the id's
+ * next InitProducerId gets them back (the next epoch), as after a restart.
+ * Until then its requests get INVALID_PRODUCER_ID_MAPPING, which makes
+ * the client abort and initialise again.
+ *
+ * With refs 0 nobody holds mu either (ktxn_acquire takes the reference
+ * before locking mu; ktxn_release unlocks mu before dropping it, both
+ * under registry_mu), so eviction reads the fields it checks under
+ * registry_mu alone.
+ */
+static void clear_parts(KTxn *t);
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
-static KTxn *registry = NULL;
+static KTxn **buckets = NULL;
+static uint32_t nbuckets = 0;	/* a power of two */
+static KTxn *newest = NULL;		/* the LRU list's ends */
+static KTxn *oldest = NULL;
 static int	nregistry = 0;
 static pthread_once_t reaper_once = PTHREAD_ONCE_INIT;
 
@@ -61,50 +85,238 @@ elapsed_ms(const struct timespec *since)
 		(now.tv_nsec - since->tv_nsec) / 1000000;
 }
 
+/*
+ * FNV-1a from a random start: ids are chosen by clients, and one who knew
+ * the hash could put all of them in one chain (no worse than a list, the
+ * registry being bounded, but no better).
+ */
+static uint32_t hash_seed = 2166136261u;
+
+static uint32_t
+tid_hash(const uint8_t *p, int32_t len)
+{
+	uint32_t	h = hash_seed;
+
+	for (int32_t i = 0; i < len; i++)
+	{
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* The table, made at first use: about four ids a bucket when full. */
+static bool
+ensure_buckets(void)
+{
+	uint32_t	n = 16;
+
+	if (buckets != NULL)
+		return true;
+	if (getrandom(&hash_seed, sizeof(hash_seed), GRND_NONBLOCK) != sizeof(hash_seed))
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		hash_seed ^= (uint32_t) now.tv_nsec ^ (uint32_t) getpid();
+	}
+	while (n < (uint32_t) kconf.max_transactional_ids / 4 && n < (1u << 24))
+		n <<= 1;
+	buckets = calloc(n, sizeof(KTxn *));
+	if (buckets == NULL)
+		return false;
+	nbuckets = n;
+	return true;
+}
+
+static void
+lru_unlink(KTxn *t)
+{
+	if (t->newer)
+		t->newer->older = t->older;
+	else
+		newest = t->older;
+	if (t->older)
+		t->older->newer = t->newer;
+	else
+		oldest = t->newer;
+	t->newer = t->older = NULL;
+}
+
+static void
+lru_push(KTxn *t)
+{
+	t->older = newest;
+	t->newer = NULL;
+	if (newest)
+		newest->newer = t;
+	else
+		oldest = t;
+	newest = t;
+}
+
+/* Out of the table and the list; under registry_mu, refs 0. */
+static void
+unlink_txn(KTxn *t)
+{
+	KTxn	  **pp = &buckets[t->hash & (nbuckets - 1)];
+
+	while (*pp != t)
+		pp = &(*pp)->hnext;
+	*pp = t->hnext;
+	lru_unlink(t);
+	nregistry--;
+}
+
+static void
+free_txn(KTxn *t)
+{
+	kpg_close(&t->session);
+	clear_parts(t);
+	free(t->parts);
+	free(t->session.pg_user);
+	if (t->session.pg_password)
+		memset(t->session.pg_password, 0, strlen(t->session.pg_password));
+	free(t->session.pg_password);
+	free(t->session.pg_role);
+	pthread_mutex_destroy(&t->mu);
+	free(t->tid);
+	free(t);
+}
+
+/* Whether an entry nobody references may go; under registry_mu. */
+static bool
+evictable(const KTxn *t)
+{
+	return t->refs == 0 && !t->ongoing && !t->lost && t->session.pg == NULL &&
+		elapsed_ms(&t->last_used) >= (int64_t) kconf.txn_idle_timeout_s * 1000;
+}
+
+/*
+ * The least recently used evictable entry, unlinked; NULL if none.  The
+ * walk stops at the first entry used too recently: all newer ones are too.
+ */
+static KTxn *
+evict_one(void)
+{
+	for (KTxn *t = oldest; t != NULL; t = t->newer)
+	{
+		if (elapsed_ms(&t->last_used) < (int64_t) kconf.txn_idle_timeout_s * 1000)
+			break;
+		if (evictable(t))
+		{
+			unlink_txn(t);
+			return t;
+		}
+	}
+	return NULL;
+}
+
+static KTxn *
+new_txn(KSlice tid, uint32_t h)
+{
+	KTxn	   *t = calloc(1, sizeof(KTxn));
+
+	if (t != NULL && (t->tid = malloc((size_t) tid.len + 1)) == NULL)
+	{
+		free(t);
+		t = NULL;
+	}
+	if (t == NULL)
+		return NULL;
+	memcpy(t->tid, tid.ptr, (size_t) tid.len);
+	t->tid[tid.len] = '\0';
+	t->hash = h;
+	pthread_mutex_init(&t->mu, NULL);
+	t->producer_id = -1;
+	t->session.fd = -1;
+	snprintf(t->session.peer, sizeof(t->session.peer), "transaction %.80s", t->tid);
+	clock_gettime(CLOCK_MONOTONIC, &t->idle_since);
+	t->hnext = buckets[h & (nbuckets - 1)];
+	buckets[h & (nbuckets - 1)] = t;
+	lru_push(t);
+	nregistry++;
+	return t;
+}
+
 KTxn *
 ktxn_acquire(KSlice tid, bool create)
 {
-	KTxn	   *t;
+	KTxn	   *t = NULL;
+	KTxn	   *evicted = NULL;
+	bool		full = false;
+	uint32_t	h;
 
 	if (KSLICE_IS_NULL(tid) || tid.len == 0)
 		return NULL;
 	pthread_mutex_lock(&registry_mu);
-	for (t = registry; t != NULL; t = t->next)
-		if ((size_t) tid.len == strlen(t->tid) && memcmp(t->tid, tid.ptr, (size_t) tid.len) == 0)
-			break;
-	if (t == NULL && create && nregistry < K_MAX_TXNS &&
-		memchr(tid.ptr, '\0', (size_t) tid.len) == NULL)
+	if (ensure_buckets())
 	{
-		t = calloc(1, sizeof(KTxn));
-		if (t != NULL && (t->tid = malloc((size_t) tid.len + 1)) == NULL)
+		/* After ensure_buckets: the seed is set at the first. */
+		h = tid_hash(tid.ptr, tid.len);
+		for (t = buckets[h & (nbuckets - 1)]; t != NULL; t = t->hnext)
+			if (t->hash == h && (size_t) tid.len == strlen(t->tid) &&
+				memcmp(t->tid, tid.ptr, (size_t) tid.len) == 0)
+				break;
+		if (t == NULL && create && memchr(tid.ptr, '\0', (size_t) tid.len) == NULL)
 		{
-			free(t);
-			t = NULL;
-		}
-		if (t != NULL)
-		{
-			memcpy(t->tid, tid.ptr, (size_t) tid.len);
-			t->tid[tid.len] = '\0';
-			pthread_mutex_init(&t->mu, NULL);
-			t->producer_id = -1;
-			t->session.fd = -1;
-			snprintf(t->session.peer, sizeof(t->session.peer), "transaction %.80s", t->tid);
-			clock_gettime(CLOCK_MONOTONIC, &t->idle_since);
-			t->next = registry;
-			registry = t;
-			nregistry++;
+			if (nregistry >= kconf.max_transactional_ids)
+				evicted = evict_one();
+			if (nregistry < kconf.max_transactional_ids)
+				t = new_txn(tid, h);
+			else
+				full = true;
 		}
 	}
+	if (t != NULL)
+	{
+		t->refs++;
+		clock_gettime(CLOCK_MONOTONIC, &t->last_used);
+		lru_unlink(t);
+		lru_push(t);
+	}
 	pthread_mutex_unlock(&registry_mu);
+	if (evicted != NULL)
+	{
+		klog(KLOG_INFO, "transactional id \"%s\": evicted from the registry of transactional ids (full, at --max-transactional-ids %d) after %d seconds unused: its next request gets INVALID_PRODUCER_ID_MAPPING, and its InitProducerId starts it again",
+			 evicted->tid, kconf.max_transactional_ids, kconf.txn_idle_timeout_s);
+		free_txn(evicted);
+	}
+	if (full)
+		klog(KLOG_WARNING, "transactional id \"%.*s\": refused (INVALID_REQUEST): this gateway coordinates --max-transactional-ids %d transactional ids and none can be evicted (each has a transaction open, a PostgreSQL session, or a request in the last %d seconds)",
+			 tid.len > 100 ? 100 : (int) tid.len, (const char *) tid.ptr,
+			 kconf.max_transactional_ids, kconf.txn_idle_timeout_s);
 	if (t != NULL)
 		pthread_mutex_lock(&t->mu);
 	return t;
 }
 
+/* Drops a reference; under registry_mu.  An entry never initialised
+ * (its InitProducerId failed, or a request named an id it had not) is
+ * forgotten at once: it would only take room. */
+static void
+unref(KTxn *t, KTxn **gone)
+{
+	*gone = NULL;
+	if (--t->refs == 0 && t->producer_id < 0 && !t->ongoing && !t->lost &&
+		t->session.pg == NULL)
+	{
+		unlink_txn(t);
+		*gone = t;
+	}
+}
+
 void
 ktxn_release(KTxn *t)
 {
+	KTxn	   *gone;
+
 	pthread_mutex_unlock(&t->mu);
+	pthread_mutex_lock(&registry_mu);
+	unref(t, &gone);
+	pthread_mutex_unlock(&registry_mu);
+	if (gone != NULL)
+		free_txn(gone);
 }
 
 static bool
@@ -430,39 +642,89 @@ ktxn_end(KTxn *t, KConn *conn, bool commit)
 /*
  * The reaper: every 200 ms, rolls back the transactions older than their
  * transaction.timeout.ms (the producer's next request of it gets an error,
- * and its EndTxn(abort) succeeds), and closes the sessions idle for a
- * minute.  A transaction a request is using is looked at next time.
+ * and its EndTxn(abort) succeeds), and closes the sessions idle for
+ * --transaction-idle-timeout seconds.  A transaction a request is using is
+ * looked at next time.  It visits a snapshot of the registry taken under
+ * registry_mu, each entry referenced meanwhile so that none is evicted
+ * under it.
  */
+static void
+reap(KTxn *t)
+{
+	if (pthread_mutex_trylock(&t->mu) != 0)
+		return;
+	if (t->ongoing && elapsed_ms(&t->started) > t->timeout_ms)
+	{
+		klog(KLOG_INFO, "transactional id \"%s\": the transaction is older than its timeout of %d ms: rolling it back",
+			 t->tid, t->timeout_ms);
+		rollback(t);
+		carry_sequences(t, &t->session);
+		t->lost = true;
+	}
+	else if (!t->ongoing && t->session.pg != NULL &&
+			 elapsed_ms(&t->idle_since) >= (int64_t) kconf.txn_idle_timeout_s * 1000)
+		kpg_close(&t->session);
+	pthread_mutex_unlock(&t->mu);
+}
+
 static void *
 reaper_main(void *arg)
 {
+	KTxn	  **snap = NULL;
+	int			capsnap = 0;
+
 	(void) arg;
 	while (!kshutting_down())
 	{
-		KTxn	   *head;
+		int			n = 0;
 
 		usleep(200000);
 		pthread_mutex_lock(&registry_mu);
-		head = registry;
-		pthread_mutex_unlock(&registry_mu);
-		for (KTxn *t = head; t != NULL; t = t->next)
+		if (nregistry > capsnap)
 		{
-			if (pthread_mutex_trylock(&t->mu) != 0)
-				continue;
-			if (t->ongoing && elapsed_ms(&t->started) > t->timeout_ms)
+			KTxn	  **ns = realloc(snap, (size_t) nregistry * sizeof(KTxn *));
+
+			if (ns != NULL)
 			{
-				klog(KLOG_INFO, "transactional id \"%s\": the transaction is older than its timeout of %d ms: rolling it back",
-					 t->tid, t->timeout_ms);
-				rollback(t);
-				carry_sequences(t, &t->session);
-				t->lost = true;
+				snap = ns;
+				capsnap = nregistry;
 			}
-			else if (!t->ongoing && t->session.pg != NULL &&
-					 elapsed_ms(&t->idle_since) > K_TXN_IDLE_CLOSE_S * 1000)
-				kpg_close(&t->session);
-			pthread_mutex_unlock(&t->mu);
+		}
+		for (KTxn *t = newest; t != NULL && n < capsnap; t = t->older)
+		{
+			t->refs++;
+			snap[n++] = t;
+		}
+		pthread_mutex_unlock(&registry_mu);
+		for (int i = 0; i < n; i++)
+			reap(snap[i]);
+		if (n > 0)
+		{
+			KTxn	   *gone = NULL;	/* forgotten ones, by hnext */
+
+			pthread_mutex_lock(&registry_mu);
+			for (int i = 0; i < n; i++)
+			{
+				KTxn	   *g;
+
+				unref(snap[i], &g);
+				if (g != NULL)
+				{
+					g->hnext = gone;
+					gone = g;
+				}
+			}
+			pthread_mutex_unlock(&registry_mu);
+			while (gone != NULL)
+			{
+				KTxn	   *g = gone;
+
+				gone = g->hnext;
+				free_txn(g);
+			}
 		}
 	}
+	free(snap);
 	return NULL;
 }
 

@@ -25,12 +25,21 @@ typedef struct KTxnPart
 
 /*
  * A transactional id this gateway coordinates: made by InitProducerId,
- * kept for the life of the process.  Every field but tid and next is
- * under mu, which a request holds while it uses the transaction.
+ * kept until the registry is full and it is evicted (txn.c says when).
+ * tid is fixed; refs, last_used and the links are under the registry's
+ * lock; every other field is under mu, which a request holds while it
+ * uses the transaction.  An entry is freed only at refs 0, so a pointer
+ * from ktxn_acquire stays valid until ktxn_release.
  */
 typedef struct KTxn
 {
 	char	   *tid;
+	uint32_t	hash;			/* of tid: its bucket */
+	int			refs;			/* ktxn_acquire's and the reaper's */
+	struct timespec last_used;	/* CLOCK_MONOTONIC, at the last acquire */
+	struct KTxn *hnext;			/* its bucket's chain */
+	struct KTxn *newer;			/* the LRU list: most recently used first */
+	struct KTxn *older;
 	pthread_mutex_t mu;
 	KConn		session;		/* its PostgreSQL session: pg, and who */
 	int64_t		producer_id;	/* -1 until InitProducerId succeeded */
@@ -48,12 +57,14 @@ typedef struct KTxn
 	int32_t		nparts;
 	int32_t		capparts;
 	KTxnPart   *parts;
-	struct KTxn *next;			/* the registry's list (never shrinks) */
 } KTxn;
 
 /*
- * The transaction of a transactional id, locked; with create, made if this
- * gateway has none.  NULL if there is none (or no memory).
+ * The transaction of a transactional id, locked and referenced; with
+ * create, made if this gateway has none (evicting an idle one if the
+ * registry is full).  NULL if there is none (nor room for it, or no
+ * memory).  ktxn_release unlocks it and drops the reference; an entry
+ * whose InitProducerId never succeeded is forgotten then.
  */
 extern KTxn *ktxn_acquire(KSlice tid, bool create);
 extern void ktxn_release(KTxn *t);
