@@ -45,8 +45,11 @@
  * --max-transactional-ids; a new id finding it full evicts the least
  * recently used entry that is
  *   - referenced by nobody (refs 0: no request nor the reaper holds it),
- *   - without an open transaction (not ongoing, not lost pending its
- *     EndTxn(abort)),
+ *   - without an open transaction (not ongoing; one that is lost, rolled
+ *     back under its client, may go: its EndTxn then gets
+ *     INVALID_PRODUCER_ID_MAPPING, an error as the lost transaction's
+ *     EndTxn(commit) would, never a success, and otherwise a client could
+ *     fill the registry with transactions left to time out),
  *   - without a PostgreSQL session (the reaper closes it after
  *     --transaction-idle-timeout seconds with no transaction), and
  *   - unused (acquired by no request) for that long too,
@@ -188,7 +191,7 @@ free_txn(KTxn *t)
 static bool
 evictable(const KTxn *t)
 {
-	return t->refs == 0 && !t->ongoing && !t->lost && t->session.pg == NULL &&
+	return t->refs == 0 && !t->ongoing && t->session.pg == NULL &&
 		elapsed_ms(&t->last_used) >= (int64_t) kconf.txn_idle_timeout_s * 1000;
 }
 

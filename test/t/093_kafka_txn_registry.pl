@@ -125,6 +125,28 @@ is(sql(q{SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY offset_id)
     'held,tx-1,tx-2,tx-3,tx-4,tx-1,tx-2,tx-5,again',
     'SQL: every committed record once (held first: offsets are taken when produced); nothing of tx-5\'s refused start');
 
+# 5. Transactions left to time out do not keep the registry full: a client
+#    that opens one per id (transaction.timeout.ms 1 s) and goes away
+#    leaves lost entries, rolled back by the reaper; once idle they are
+#    evicted like the others, and their records never appear.
+sql(q{SELECT eventlog.create_topic('tl', 1, format => 'binary')});
+sleep($idle + 3);
+$out = client('leave', 'tl', 'tx-lost-1', 'tx-lost-2', 'tx-lost-3');
+is($out, "open tx-lost-1\nopen tx-lost-2\nopen tx-lost-3\n", 'three ids left with a transaction open, filling the registry');
+my $reaped = 0;
+for (1 .. 600)
+{
+    last if ($reaped = slurp_file($gwlog) =~ /"tx-lost-3": the transaction is older than its timeout/);
+    select(undef, undef, undef, 0.1);
+}
+ok($reaped, 'the reaper rolled them back');
+sleep($idle + 5);
+$out = client('commit', 'tl', 'tx-6');
+is($out, "committed tx-6\n", 'a new id evicts a lost one once it is idle');
+like(slurp_file($gwlog), qr/"tx-lost-1": evicted/, 'the least recently used lost id was evicted');
+is(sql(q{SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY offset_id) FROM eventlog.read_binary('tl', 0, 0, 100000) r}),
+    'tx-6', 'SQL: nothing of the lost transactions');
+
 $gwh->signal('TERM');
 $gwh->finish;
 $node->stop;

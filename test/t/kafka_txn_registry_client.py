@@ -11,6 +11,10 @@ Commands (each prints lines the test matches):
                         S seconds, default 10), one transaction with one
                         record (the id), commit; "committed TID" or
                         "TID: error ..."
+  leave TOPIC TID...     for each id, a new producer with transaction.timeout.ms
+                        1000: init, a transaction with one record, flushed,
+                        "open TID"; then the process ends without
+                        committing or aborting (os._exit)
   hold TOPIC TID FLAG1 FLAG2
                         init, open a transaction with a record, print
                         "open"; at FLAG1 commit ("committed"); at FLAG2
@@ -33,10 +37,10 @@ def out(*a):
     print(*a, flush=True)
 
 
-def producer(tid):
+def producer(tid, **extra):
     return Producer({'bootstrap.servers': addr, 'transactional.id': tid,
                      'linger.ms': 5, 'reconnect.backoff.ms': 50,
-                     'reconnect.backoff.max.ms': 200})
+                     'reconnect.backoff.max.ms': 200, **extra})
 
 
 def describe(e):
@@ -90,4 +94,17 @@ def cmd_hold(topic, tid, flag1, flag2):
     out('again: committed')
 
 
-{'commit': cmd_commit, 'hold': cmd_hold}[cmd](*args)
+def cmd_leave(topic, *tids):
+    keep = []
+    for tid in tids:
+        p = producer(tid, **{'transaction.timeout.ms': 1000})
+        p.init_transactions(10)
+        p.begin_transaction()
+        p.produce(topic, tid.encode(), partition=0)
+        p.flush(10)
+        keep.append(p)
+        out('open %s' % tid)
+    os._exit(0)
+
+
+{'commit': cmd_commit, 'hold': cmd_hold, 'leave': cmd_leave}[cmd](*args)
