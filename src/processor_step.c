@@ -338,8 +338,11 @@ el_running_max_step(ElRunningMax *st, int32 part, int64 off, bool ts_null,
 	bool		had;
 
 	if (st->seen[part] && off <= st->last_offset[part])
-		elog(ERROR, "_processor_running_max: offset " INT64_FORMAT " of partition %d came after offset " INT64_FORMAT,
-			 off, part, st->last_offset[part]);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("offset " INT64_FORMAT " of partition %d came after offset " INT64_FORMAT,
+						off, part, st->last_offset[part]),
+				 errdetail("A partition's records must come in the order of their offsets.")));
 	st->seen[part] = true;
 	st->last_offset[part] = off;
 
