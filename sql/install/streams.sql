@@ -92,6 +92,45 @@ COMMENT ON FUNCTION @extschema@._processor(text) IS
 'internal: a processor''s catalog row, raising 42704 if there is no such processor';
 
 /*
+ * The range of window_start holding the tumbling or hopping windows a
+ * closing statement may close (or remove, kept "kept" longer): those whose
+ * end + allowed_lateness + kept is after "lower" (the watermark windows
+ * were closed up to: every window row is after it, as a step never makes
+ * the window of a late record and the last closing removed the windows it
+ * passed) and at most "upper" (the watermark closing now).  A window's end
+ * is its start + size, so this is a range of the window table's index:
+ * the closing statements scan the windows that close, instead of every
+ * row the table's heap has held since it was last vacuumed (a processor
+ * deletes about as many windows as it makes).  The condition itself stays
+ * in the statement; this only narrows the scan.  Intervals with days or
+ * months are added in the session's time zone, which a bound computed once
+ * would not follow: then there is no range ('').
+ */
+CREATE FUNCTION @extschema@._processor_start_range(p @extschema@.processor_catalog, alias text,
+                                                   lower text, upper text, kept interval)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    i interval;
+BEGIN
+    IF p.window_type IS NULL OR p.window_type NOT IN ('tumbling', 'hopping') THEN
+        RETURN '';
+    END IF;
+    FOREACH i IN ARRAY ARRAY[p.size, p.allowed_lateness, kept] LOOP
+        IF i IS NULL OR date_part('day', i) <> 0 OR date_part('month', i) <> 0 OR date_part('year', i) <> 0 THEN
+            RETURN '';
+        END IF;
+    END LOOP;
+    RETURN format(' AND %1$s.window_start > %2$s - %4$L::interval AND %1$s.window_start <= %3$s - %4$L::interval',
+                  alias, lower, upper, p.size + p.allowed_lateness + kept);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_start_range(@extschema@.processor_catalog, text, text, text, interval) IS
+'internal: the window_start range (an index range of the window table) holding the windows a closing statement may close';
+
+/*
  * The statement of one step, over a batch: "batch" is a FROM item giving
  * eventlog.record rows (the poll, or an empty set when create checks the
  * expressions).  $1 topic, $2 group, $3 max_records, $4 partitions, $5 the
@@ -408,7 +447,7 @@ wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
                  LEFT JOIN prev ON prev.p_ = g.p_ LEFT JOIN bm ON bm.p_ = g.p_) AS x),
 cl AS (SELECT agg.* FROM agg, wl WHERE agg.window_end + $12 <= wl.w_),
 dc AS (DELETE FROM %1$s AS w USING wl
-        WHERE w.window_end + $12 <= wl.w_ AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
+        WHERE w.window_end + $12 <= wl.w_%8$s AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
 u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
        SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
        ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
@@ -426,7 +465,8 @@ u (window_start, window_end, group_key %2$s, closed) AS (%7$s
                 -- closed is late, and without a retention no closed window
                 -- stays in the state), so it returns nothing to write.
                 CASE WHEN p.emit = 'final' THEN '' ELSE E'\n       RETURNING t.*' END,
-                CASE WHEN p.emit = 'final' THEN '' ELSE E'SELECT * FROM u0\n      UNION ALL' END);
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'SELECT * FROM u0\n      UNION ALL' END,
+                @extschema@._processor_start_range(p, 'w', '(SELECT ct.c_ FROM ct)', 'wl.w_', '0'));
         ELSE
             body := body || format($f$
 u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
@@ -562,7 +602,8 @@ COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalo
  * The statement closing windows up to a watermark ($1); $2 allowed_lateness,
  * $3 emit final, $4 how long closed windows are kept (the retention; for
  * sessions plus the gap, as long as a record that counts can still reach
- * them), $5 a session's gap.  A session closes when the watermark passes
+ * them), $5 a session's gap, $6 the watermark windows were closed up to
+ * before ('-infinity' at first).  A session closes when the watermark passes
  * its end (its last record) + gap + lateness, as in Kafka Streams.  Without
  * anything to keep, the closed windows are deleted at once, as they close.
  */
@@ -584,15 +625,18 @@ DECLARE
                     ELSE '' END;
 BEGIN
     IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
-        RETURN format('WITH %s u AS (DELETE FROM %s WHERE %s RETURNING *), %s SELECT count(*) FROM u, so',
-                      rx, windows, closes, @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
+        RETURN format('WITH %s u AS (DELETE FROM %s AS w WHERE %s%s RETURNING *), %s SELECT count(*) FROM u, so',
+                      rx, windows, closes, @extschema@._processor_start_range(p, 'w', '$6', '$1', '0'),
+                      @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
     END IF;
-    RETURN format('WITH %5$s u AS (UPDATE %1$s SET closed = true WHERE NOT closed AND %2$s RETURNING *), %3$s, '
-                  'x AS (DELETE FROM %1$s WHERE closed AND %4$s) SELECT count(*) FROM u, so',
+    RETURN format('WITH %5$s u AS (UPDATE %1$s AS w SET closed = true WHERE NOT closed AND %2$s%6$s RETURNING *), %3$s, '
+                  'x AS (DELETE FROM %1$s AS w WHERE closed AND %4$s%7$s) SELECT count(*) FROM u, so',
                   windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
                   CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
-                       ELSE 'window_end + $2 + $4 <= $1' END, rx);
+                       ELSE 'window_end + $2 + $4 <= $1' END, rx,
+                  @extschema@._processor_start_range(p, 'w', '$6', '$1', '0'),
+                  @extschema@._processor_start_range(p, 'w', '$6', '$1', coalesce(p.retention, '0')));
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS
@@ -1078,7 +1122,8 @@ BEGIN
     IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
         PERFORM @extschema@._processor_exec(@extschema@._processor_close_sql(p), NULL::bigint,
             wm, p.allowed_lateness, p.emit = 'final',
-            coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap);
+            coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap,
+            coalesce(ct, '-infinity'));
         PERFORM @extschema@._processor_exec(
             format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
                    'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress),
