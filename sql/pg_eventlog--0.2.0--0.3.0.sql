@@ -13148,6 +13148,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     i interval;
+    width interval;
 BEGIN
     IF p.window_type IS NULL OR p.window_type NOT IN ('tumbling', 'hopping') THEN
         RETURN '';
@@ -13157,8 +13158,16 @@ BEGIN
             RETURN '';
         END IF;
     END LOOP;
-    RETURN format(' AND %1$s.window_start > %2$s - %4$L::interval AND %1$s.window_start <= %3$s - %4$L::interval',
-                  alias, lower, upper, p.size + p.allowed_lateness + kept);
+    width := p.size + p.allowed_lateness + kept;
+    IF width > interval '87600000 hours' THEN      -- 10,000 years: no range
+        RETURN '';
+    END IF;
+    -- less than the least timestamptz + width: the bound is -infinity
+    RETURN CASE WHEN lower IS NULL THEN ''
+                ELSE format(' AND %1$s.window_start > CASE WHEN %2$s >= ''4714-11-24 00:00:00+00 BC''::timestamptz + %3$L::interval '
+                            'THEN %2$s - %3$L::interval ELSE ''-infinity'' END', alias, lower, width) END
+        || format(' AND %1$s.window_start <= CASE WHEN %2$s >= ''4714-11-24 00:00:00+00 BC''::timestamptz + %3$L::interval '
+                  'THEN %2$s - %3$L::interval ELSE ''-infinity'' END', alias, upper, width);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_start_range(@extschema@.processor_catalog, text, text, text, interval) IS
@@ -13545,7 +13554,7 @@ BEGIN
                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
                        ELSE 'window_end + $2 + $4 <= $1' END, rx,
                   @extschema@._processor_start_range(p, 'w', '$6', '$1', '0'),
-                  @extschema@._processor_start_range(p, 'w', '$6', '$1', coalesce(p.retention, '0')));
+                  @extschema@._processor_start_range(p, 'w', NULL, '$1', coalesce(p.retention, '0')));
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS

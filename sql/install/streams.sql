@@ -94,17 +94,22 @@ COMMENT ON FUNCTION @extschema@._processor(text) IS
 /*
  * The range of window_start holding the tumbling or hopping windows a
  * closing statement may close (or remove, kept "kept" longer): those whose
- * end + allowed_lateness + kept is after "lower" (the watermark windows
- * were closed up to: every window row is after it, as a step never makes
- * the window of a late record and the last closing removed the windows it
- * passed) and at most "upper" (the watermark closing now).  A window's end
- * is its start + size, so this is a range of the window table's index:
- * the closing statements scan the windows that close, instead of every
- * row the table's heap has held since it was last vacuumed (a processor
- * deletes about as many windows as it makes).  The condition itself stays
- * in the statement; this only narrows the scan.  Intervals with days or
- * months are added in the session's time zone, which a bound computed once
- * would not follow: then there is no range ('').
+ * end + allowed_lateness + kept is after "lower" and at most "upper" (the
+ * watermark closing now).  "lower" is the watermark windows were closed up
+ * to, for the statements that close windows: every open window row ends
+ * after it, as a step never makes the window of a late record and the last
+ * closing closed the windows it passed.  Kept closed windows have no such
+ * bound ("lower" NULL): a closing statement closes windows and removes
+ * the kept ones it finds closed, so a window whose retention the watermark
+ * passed as it closed stays until the next one.  A window's end is its
+ * start + size, so this is a range of the window table's index: the
+ * closing statements scan the windows that close, instead of every row the
+ * table's heap has held since it was last vacuumed (a processor deletes
+ * about as many windows as it makes).  The condition itself stays in the
+ * statement; this only narrows the scan.  Intervals with days or months
+ * are added in the session's time zone, which a bound computed once would
+ * not follow: then there is no range ('').  A bound less than the least
+ * timestamptz is -infinity (event times in 4714 BC).
  */
 CREATE FUNCTION @extschema@._processor_start_range(p @extschema@.processor_catalog, alias text,
                                                    lower text, upper text, kept interval)
@@ -114,6 +119,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     i interval;
+    width interval;
 BEGIN
     IF p.window_type IS NULL OR p.window_type NOT IN ('tumbling', 'hopping') THEN
         RETURN '';
@@ -123,8 +129,16 @@ BEGIN
             RETURN '';
         END IF;
     END LOOP;
-    RETURN format(' AND %1$s.window_start > %2$s - %4$L::interval AND %1$s.window_start <= %3$s - %4$L::interval',
-                  alias, lower, upper, p.size + p.allowed_lateness + kept);
+    width := p.size + p.allowed_lateness + kept;
+    IF width > interval '87600000 hours' THEN      -- 10,000 years: no range
+        RETURN '';
+    END IF;
+    -- less than the least timestamptz + width: the bound is -infinity
+    RETURN CASE WHEN lower IS NULL THEN ''
+                ELSE format(' AND %1$s.window_start > CASE WHEN %2$s >= ''4714-11-24 00:00:00+00 BC''::timestamptz + %3$L::interval '
+                            'THEN %2$s - %3$L::interval ELSE ''-infinity'' END', alias, lower, width) END
+        || format(' AND %1$s.window_start <= CASE WHEN %2$s >= ''4714-11-24 00:00:00+00 BC''::timestamptz + %3$L::interval '
+                  'THEN %2$s - %3$L::interval ELSE ''-infinity'' END', alias, upper, width);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_start_range(@extschema@.processor_catalog, text, text, text, interval) IS
@@ -636,7 +650,7 @@ BEGIN
                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
                        ELSE 'window_end + $2 + $4 <= $1' END, rx,
                   @extschema@._processor_start_range(p, 'w', '$6', '$1', '0'),
-                  @extschema@._processor_start_range(p, 'w', '$6', '$1', coalesce(p.retention, '0')));
+                  @extschema@._processor_start_range(p, 'w', NULL, '$1', coalesce(p.retention, '0')));
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS
