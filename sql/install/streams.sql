@@ -821,6 +821,26 @@ $$;
 COMMENT ON FUNCTION @extschema@.create_processor(text, text, regclass, text, text, text, text, text, text, text) IS
 'creates a stateless processor: each record of source_topic for which where_clause holds becomes a row of sink_table (its select_list) or a record of sink_topic (key, value, event_time); expressions are SQL over the record, run as the processor''s owner';
 
+/*
+ * An interval's days as 24 hours each.  Windows start where date_bin puts
+ * them, which counts a day as 24 hours; a window's end (start + size), a
+ * hopping window's starts (generate_series by advance), lateness and
+ * retention added to event times must count the same way, not as calendar
+ * days in the session's time zone (23 or 25 hours across a daylight
+ * saving change, and different for sessions in different zones).  So a
+ * processor keeps its intervals with their days made hours.  Months stay
+ * (only lateness, retention and out-of-orderness may have them).
+ */
+CREATE FUNCTION @extschema@._processor_hours(i interval)
+RETURNS interval
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT i - make_interval(days => date_part('day', i)::integer) + date_part('day', i) * interval '24 hours'
+$$;
+COMMENT ON FUNCTION @extschema@._processor_hours(interval) IS
+'internal: an interval with its days made 24 hours each, as date_bin counts them';
+
 CREATE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
                                                     sink_table regclass DEFAULT NULL,
                                                     size interval DEFAULT NULL,
@@ -949,16 +969,17 @@ BEGIN
     p.event_time_expr := event_time;
     p.time_mode := time_mode;
     p.window_type := window_type;
-    p.size := size;
-    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE advance END;
-    p.gap := gap;
-    p.allowed_lateness := allowed_lateness;
-    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE max_out_of_orderness END;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
     p.idle_timeout := idle_timeout;
     p.emit := emit;
     p.late := late;
     p.late_topic := late_topic;
-    p.retention := retention;
+    p.retention := @extschema@._processor_hours(retention);
     p.group_by := group_by;
     p.agg_funcs := '{}';
     p.agg_args := '{}';

@@ -434,11 +434,13 @@ BEGIN
     p.source_topic := left_topic;
     p.sink_table := sink_table;
     p.sink_topic := sink_topic;
-    p.allowed_lateness := allowed_lateness;
-    p.max_out_of_orderness := max_out_of_orderness;
+    -- days as 24 hours, as the windows' (_processor_hours)
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := @extschema@._processor_hours(max_out_of_orderness);
     p.idle_timeout := idle_timeout;
     p.join_spec := jsonb_build_object('right_topic', right_topic, 'join_type', join_type,
-                                      'before', before, 'after', after,
+                                      'before', @extschema@._processor_hours(before),
+                                      'after', @extschema@._processor_hours(after),
                                       'left_key', left_key, 'right_key', right_key,
                                       'left_event_time', left_event_time, 'right_event_time', right_event_time);
     IF sink_table IS NOT NULL THEN
