@@ -138,17 +138,22 @@ SELECT window_start::time AS ws, window_end::time AS we, k, round(c::numeric, 6)
   FROM session_changes ORDER BY k, window_start;
 -- n_<i> counts what the transition function takes: corr's (strict) the
 -- records with both arguments, wavg's (not strict) every record.
-SELECT format('SELECT count(*) AS windows, count(*) FILTER (WHERE w.n_1 = r.rc) AS corr_n_ok,
-                      count(*) FILTER (WHERE w.n_4 = c.records) AS wavg_n_ok
-                 FROM eventlog.%I AS w
-                 JOIN (SELECT window_start, k, max(rc) AS rc FROM ref(''hopping'', true) GROUP BY 1, 2) AS r
-                   ON r.window_start = w.window_start AND r.k = w.group_key->>0
-                 JOIN (SELECT g.ws, recs.k, count(*) AS records FROM recs,
-                              generate_series(date_bin(''5 s'', ts, ''1970-01-01'') - interval ''5 s'', date_bin(''5 s'', ts, ''1970-01-01''), ''5 s'') AS g(ws)
-                        WHERE g.ws + interval ''10 s'' > ts GROUP BY 1, 2) AS c
-                   ON c.ws = w.window_start AND c.k = w.group_key->>0',
-              'processor_' || processor_id || '_windows')
-  FROM eventlog.processor_catalog WHERE name = 'hopping_changes' \gexec
+CREATE FUNCTION n_check(name text) RETURNS TABLE (windows bigint, corr_n_ok bigint, wavg_n_ok bigint)
+LANGUAGE plpgsql AS $f$
+BEGIN
+    RETURN QUERY EXECUTE format($q$
+        SELECT count(*), count(*) FILTER (WHERE w.n_1 = r.rc), count(*) FILTER (WHERE w.n_4 = c.records)
+          FROM eventlog.%I AS w
+          JOIN (SELECT window_start, k, max(rc) AS rc FROM ref('hopping', true) GROUP BY 1, 2) AS r
+            ON r.window_start = w.window_start AND r.k = w.group_key->>0
+          JOIN (SELECT g.ws, recs.k, count(*) AS records FROM recs,
+                       generate_series(date_bin('5 s', ts, '1970-01-01') - interval '5 s', date_bin('5 s', ts, '1970-01-01'), '5 s') AS g(ws)
+                 WHERE g.ws + interval '10 s' > ts GROUP BY 1, 2) AS c
+            ON c.ws = w.window_start AND c.k = w.group_key->>0$q$,
+        (SELECT 'processor_' || p.processor_id || '_windows' FROM eventlog.processor_catalog p WHERE p.name = n_check.name));
+END
+$f$;
+SELECT * FROM n_check('hopping_changes');
 -- The sliding windows' record buffer keeps each argument in a column.
 SELECT a.attname, format_type(a.atttypid, a.atttypmod)
   FROM eventlog.processor_catalog p JOIN pg_attribute a
