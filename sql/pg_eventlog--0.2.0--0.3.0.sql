@@ -13683,6 +13683,1264 @@ AS $$
 $$;
 COMMENT ON FUNCTION @extschema@._processor_hours(interval) IS
 'internal: an interval with its days made 24 hours each, as date_bin counts them';
+/*
+ * Window processors take aggregates of several arguments (corr(y, x),
+ * regr_*, covar_*, a user's with a combine function): the functions of
+ * sql/install/streams.sql and sql/install/streams_windows.sql that
+ * changed, and the new ones, verbatim.
+ */
+
+/*
+ * The arguments of an aggregate's argument list "a" (what is inside its
+ * parentheses), split at the commas outside parentheses, brackets, quoted
+ * strings ('' and, in E'', backslash escapes), quoted identifiers,
+ * dollar-quoted strings and comments, and trimmed; NULL when any of those
+ * is not closed (or a parenthesis not opened), so that each argument is a
+ * balanced piece that stays inside the parentheses a step puts around it.
+ */
+CREATE FUNCTION @extschema@._processor_split_args(a text)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer := length(a);
+    i integer := 1;
+    depth integer := 0;
+    start integer := 1;
+    c text;
+    d text[];
+    j integer;
+    nest integer;
+    esc boolean;
+    args text[] := '{}';
+BEGIN
+    WHILE i <= n LOOP
+        c := substr(a, i, 1);
+        IF c IN ('(', '[') THEN
+            depth := depth + 1;
+        ELSIF c IN (')', ']') THEN
+            depth := depth - 1;
+            IF depth < 0 THEN
+                RETURN NULL;
+            END IF;
+        ELSIF c = ',' AND depth = 0 THEN
+            args := args || btrim(substr(a, start, i - start), E' \t\r\n');
+            start := i + 1;
+        ELSIF c = '''' THEN
+            -- E'...' (e not ending an identifier) takes backslash escapes
+            esc := i > 1 AND lower(substr(a, i - 1, 1)) = 'e'
+                   AND (i = 2 OR substr(a, i - 2, 1) !~ '[A-Za-z0-9_$]');
+            i := i + 1;
+            LOOP
+                IF i > n THEN
+                    RETURN NULL;
+                END IF;
+                c := substr(a, i, 1);
+                IF esc AND c = E'\\' THEN
+                    i := i + 2;
+                ELSIF c = '''' AND substr(a, i + 1, 1) = '''' THEN
+                    i := i + 2;
+                ELSIF c = '''' THEN
+                    EXIT;
+                ELSE
+                    i := i + 1;
+                END IF;
+            END LOOP;
+        ELSIF c = '"' THEN
+            -- "a""b" is two quoted pieces back to back: the same here
+            j := strpos(substr(a, i + 1), '"');
+            IF j = 0 THEN
+                RETURN NULL;
+            END IF;
+            i := i + j;
+        ELSIF c = '$' AND (i = 1 OR substr(a, i - 1, 1) !~ '[A-Za-z0-9_$]') THEN
+            -- $tag$...$tag$ ($1 is a parameter, a$b an identifier)
+            d := regexp_match(substr(a, i), '^\$([A-Za-z_][A-Za-z0-9_]*)?\$');
+            IF d IS NOT NULL THEN
+                d[1] := '$' || coalesce(d[1], '') || '$';
+                j := strpos(substr(a, i + length(d[1])), d[1]);
+                IF j = 0 THEN
+                    RETURN NULL;
+                END IF;
+                i := i + length(d[1]) + j - 1 + length(d[1]) - 1;
+            END IF;
+        ELSIF c = '-' AND substr(a, i + 1, 1) = '-' THEN
+            j := strpos(substr(a, i), E'\n');
+            i := CASE WHEN j = 0 THEN n ELSE i + j - 1 END;
+        ELSIF c = '/' AND substr(a, i + 1, 1) = '*' THEN
+            -- block comments nest
+            nest := 1;
+            i := i + 2;
+            WHILE nest > 0 LOOP
+                IF i > n THEN
+                    RETURN NULL;
+                END IF;
+                IF substr(a, i, 2) = '/*' THEN
+                    nest := nest + 1;
+                    i := i + 2;
+                ELSIF substr(a, i, 2) = '*/' THEN
+                    nest := nest - 1;
+                    i := i + 2;
+                ELSE
+                    i := i + 1;
+                END IF;
+            END LOOP;
+            i := i - 1;
+        END IF;
+        i := i + 1;
+    END LOOP;
+    IF depth <> 0 THEN
+        RETURN NULL;
+    END IF;
+    RETURN args || btrim(substr(a, start), E' \t\r\n');
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_split_args(text) IS
+'internal: the arguments of a window processor''s aggregate, split at top-level commas; NULL when a parenthesis, bracket, quote or comment is not balanced';
+
+/*
+ * An aggregate of create_window_processor's "aggregates", checked as the
+ * caller: {agg_funcs entry, argument, name given with AS, function name}.
+ * The argument of an aggregate of several arguments is their list as
+ * written ("y, x"), which _processor_agg_argv splits again.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    args text[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    args := @extschema@._processor_split_args(m[2]);
+    IF args IS NULL THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A parenthesis, bracket, quote or comment in its arguments is not closed, or a parenthesis not opened.';
+    END IF;
+    IF cardinality(args) > 1 THEN
+        IF '' = ANY (args) OR '*' = ANY (args) THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate of several arguments takes an expression over the record for each, separated by commas.';
+        END IF;
+        RETURN @extschema@._processor_parse_aggregate_n(a, m, args);
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)),
+            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
+    END IF;
+    -- The processor's aggregates are made by the extension's owner, and
+    -- CREATE AGGREGATE reads INITCOND with the state type's input function:
+    -- for a type of the user's (a domain's CHECK, a composite's columns),
+    -- user code would run as that owner.  Built-in types only, then.
+    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
+                            format_type(ag.aggtranstype, NULL), ag.agginitval),
+            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+    END IF;
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
+
+/*
+ * _processor_parse_aggregate for an aggregate of several arguments "args"
+ * (a the aggregate as given, m its parts): found by its name and the
+ * arguments' types, with the checks the one-argument path makes (a
+ * combine function, a state of an SQL type, a built-in state type when
+ * there is an initial value, EXECUTE on its functions).  count, sum, min,
+ * max and avg of several arguments are no numeric aggregates: they are
+ * looked up as any other, and do not exist.
+ */
+CREATE FUNCTION @extschema@._processor_parse_aggregate_n(a text, m text[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn text := regexp_replace(m[1], '\s', '', 'g');
+    typs oid[] := '{}';
+    typ oid;
+    x text;
+    tnames text;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+BEGIN
+    FOREACH x IN ARRAY args LOOP
+        -- The argument's type, without evaluating it (an outer join's NULL).
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       x) INTO typ;
+        typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
+    END LOOP;
+    tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
+    proc := to_regprocedure(format('%s(%s)', fn, tnames));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(fn);
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], tnames
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    -- internal is a pseudo-type too: string_agg, numeric states
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' OR ag.aggfinalextra
+       OR EXISTS (SELECT FROM pg_proc pr, unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t
+                   WHERE pr.oid = proc AND ty.typtype = 'p') THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column of an SQL type, and the arguments in columns of theirs; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL));
+    END IF;
+    -- As for one argument: no INITCOND read with a type of the user's.
+    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
+                            format_type(ag.aggtranstype, NULL), ag.agginitval),
+            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+    END IF;
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
+'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';
+
+/*
+ * Aggregate i's arguments: the expressions (agg_args[i] split again for an
+ * aggregate of several arguments, else agg_args[i] itself), their types
+ * (the aggregate's argument types; numeric for count, sum, min, max, avg
+ * of numbers), and the columns a step keeps them in (x_<i>, or x_<i>_<j>
+ * for several).
+ */
+CREATE FUNCTION @extschema@._processor_agg_argv(p @extschema@.processor_catalog, i integer,
+                                                OUT exprs text[], OUT types text[], OUT cols text[])
+RETURNS record
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    argtypes oid[];
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') = 0 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        types := ARRAY['numeric'];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    SELECT pr.proargtypes::oid[] INTO argtypes FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure;
+    types := (SELECT array_agg(format_type(u.t, NULL) ORDER BY u.o) FROM unnest(argtypes) WITH ORDINALITY AS u(t, o));
+    IF cardinality(argtypes) = 1 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    exprs := @extschema@._processor_split_args(p.agg_args[i]);
+    IF exprs IS NULL OR cardinality(exprs) <> cardinality(argtypes) THEN
+        RAISE EXCEPTION 'aggregate % of processor "%" has arguments "%" that do not split into %',
+                        p.agg_funcs[i], p.name, p.agg_args[i], cardinality(argtypes)
+            USING ERRCODE = 'data_corrupted';
+    END IF;
+    cols := (SELECT array_agg(format('x_%s_%s', i, j) ORDER BY j) FROM generate_series(1, cardinality(argtypes)) j);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_argv(@extschema@.processor_catalog, integer) IS
+'internal: the argument expressions of a window processor''s aggregate, their types, and the columns a step keeps them in';
+
+/*
+ * The step's pieces for aggregate i, one with a combine function (see
+ * _processor_step_sql): {the arguments, the batch's partials, the merge
+ * into a window row, a record as a partial (sessions), partials combined,
+ * a window closed in the step (its row and the batch's partial)}.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_sql(p @extschema@.processor_catalog, i integer)
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part text := format('@extschema@.%I', 'processor_' || p.processor_id || '_partial_' || i);
+    comb text := format('@extschema@.%I', 'processor_' || p.processor_id || '_combine_' || i);
+    av record := @extschema@._processor_agg_argv(p, i);
+    isstrict boolean;
+    xs text;
+    xl text := array_to_string(av.cols, ', ');
+    nn text;
+BEGIN
+    xs := (SELECT string_agg(format(', CASE WHEN t_.in_ THEN (%s)::%s END AS %s', u.x, u.t, u.c), '' ORDER BY u.o)
+             FROM unnest(av.exprs, av.types, av.cols) WITH ORDINALITY AS u(x, t, c, o));
+    IF cardinality(av.cols) > 1 THEN
+        /*
+         * Several arguments: n_<i> counts the records the transition
+         * function takes, as the aggregate does: with a strict one, those
+         * whose arguments are all non-NULL (PostgreSQL skips the others);
+         * else every record.  (One argument keeps count(x_<i>), as before.)
+         */
+        isstrict := (SELECT pr.proisstrict FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggtransfn
+                    WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure);
+        nn := (SELECT string_agg(format('%s IS NOT NULL', c), ' AND ') FROM unnest(av.cols) c);
+        RETURN ARRAY[
+            xs,
+            format(', %s(%s), count(*)%s', part, xl, CASE WHEN isstrict THEN format(' FILTER (WHERE %s)', nn) ELSE '' END),
+            format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = (SELECT %2$s(c_.s_) FROM (VALUES (t.v_%1$s), (excluded.v_%1$s)) AS c_(s_))',
+                   i, comb),
+            format(', (SELECT %2$s(%3$s) FROM (VALUES (%4$s)) AS c_(%5$s)) AS v_%1$s, %6$s::bigint AS n_%1$s',
+                   i, part, (SELECT string_agg('c_.' || c, ', ') FROM unnest(av.cols) c),
+                   (SELECT string_agg('e.' || c, ', ') FROM unnest(av.cols) c), xl,
+                   CASE WHEN isstrict THEN format('CASE WHEN %s THEN 1 ELSE 0 END',
+                                                (SELECT string_agg(format('e.%s IS NOT NULL', c), ' AND ') FROM unnest(av.cols) c))
+                        ELSE '1' END),
+            format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i),
+            format(', (SELECT %2$s(c_.s_) FROM (VALUES (dc.v_%1$s), (cl.v_%1$s)) AS c_(s_)), coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)',
+                   i, comb)];
+    END IF;
+    RETURN ARRAY[
+        xs,
+        format(', %s(x_%s), count(x_%s)', part, i, i),
+        format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = (SELECT %2$s(c_.s_) FROM (VALUES (t.v_%1$s), (excluded.v_%1$s)) AS c_(s_))',
+               i, comb),
+        format(', (SELECT %2$s(c_.x_) FROM (VALUES (e.x_%1$s)) AS c_(x_)) AS v_%1$s, CASE WHEN e.x_%1$s IS NULL THEN 0 ELSE 1 END::bigint AS n_%1$s',
+               i, part),
+        format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i),
+        -- a window closed in the step (the step's "fmerge"): its row and
+        -- the batch's partial, either of which may be missing
+        format(', (SELECT %2$s(c_.s_) FROM (VALUES (dc.v_%1$s), (cl.v_%1$s)) AS c_(s_)), coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)',
+               i, comb)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_sql(@extschema@.processor_catalog, integer) IS
+'internal: the SQL a step of a window processor uses for one of its aggregates that has a combine function';
+
+/*
+ * The state a window processor has besides its windows, made by
+ * __register_processor as the extension owner and given to the processor's
+ * owner: the partial, combine and final aggregates of its aggregates
+ * with a combine function, and a sliding window's record buffer.  The aggregates'
+ * functions are checked again here (the spec may not come from
+ * create_window_processor); the owner needs EXECUTE on them to run them.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
+        st := format_type(ag.aggtranstype, NULL);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_partial_' || i, argt,
+                       ag.aggtransfn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        -- Combining starts from the aggregate's initial value, as
+        -- PostgreSQL's own combine phase does.
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_combine_' || i, st,
+                       ag.aggcombinefn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                           'processor_' || p.processor_id || '_final_' || i, st,
+                           ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN ('processor_' || p.processor_id || '_partial_' || i,
+                                         'processor_' || p.processor_id || '_combine_' || i,
+                                         'processor_' || p.processor_id || '_final_' || i)
+                      AND (g.aggtransfn <> CASE WHEN pr.proname LIKE '%\_partial\_%' THEN ag.aggtransfn ELSE ag.aggcombinefn END
+                           OR g.aggfinalfn <> CASE WHEN pr.proname LIKE '%\_final\_%' THEN ag.aggfinalfn ELSE 0 END)) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                           'processor_' || p.processor_id || '_final_' || i, st, caller);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', %s %s', u.c, u.t), '' ORDER BY j, u.o)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                               LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                               LATERAL unnest(av.cols, av.types) WITH ORDINALITY AS u(c, t, o)));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;
+
+/*
+ * The body of a sliding window's step (after the CTE "e" of
+ * _processor_step_sql; $8 the size, $9 how late a record may be, $12
+ * allowed_lateness).  A record at t counts in the window of its key ending
+ * at e (t <= e <= t + size) unless the watermark it came under (lim_) is
+ * past e + $9: a window with both ends in is closed when the watermark
+ * passes its end (Kafka Streams: stream time > end + grace), so that a
+ * record at the watermark counts in its own window (with processing time,
+ * every record).  The window ending at e exists when a record at e counts
+ * in it.  The records that count in some window go to
+ * the buffer ("nr"); the windows a new record counts in are recomputed
+ * from the buffer and the batch ("ar", only the keys and times the batch
+ * can reach), and replace their rows.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._processor_sliding_sql(p @extschema@.processor_catalog, partials text, cols text, sets text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    records text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_records');
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    -- every aggregate's argument columns, as _processor_create_state made them
+    ecols text := (SELECT string_agg(', e.' || u.c, '' ORDER BY i, u.o)
+                     FROM generate_series(1, cardinality(p.agg_funcs)) i,
+                          LATERAL @extschema@._processor_agg_argv(p, i) AS av,
+                          LATERAL unnest(av.cols) WITH ORDINALITY AS u(c, o));
+BEGIN
+    RETURN format($f$
+nr AS (SELECT e.gk_ AS group_key, e.ts_ AS ts, e.lim_ AS lim %1$s FROM e WHERE e.in_ AND NOT e.late_),
+ins AS (INSERT INTO %2$s SELECT * FROM nr),
+ar AS (SELECT r.* FROM %2$s AS r
+        WHERE r.group_key IN (SELECT nr.group_key FROM nr)
+          AND r.ts >= (SELECT min(nr.ts) FROM nr) - $8 AND r.ts <= (SELECT max(nr.ts) FROM nr) + $8
+       UNION ALL SELECT * FROM nr),
+c AS (SELECT DISTINCT a.group_key AS gk_, a.ts AS we_
+        FROM nr JOIN ar AS a ON a.group_key = nr.group_key AND a.ts >= nr.ts AND a.ts <= nr.ts + $8
+       WHERE a.ts + $9 >= nr.lim),
+agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM ct)
+          FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 >= a.lim
+         GROUP BY c.we_, c.gk_ HAVING bool_or(a.ts = c.we_)),
+u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %6$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%7$s,$f$,
+        ecols, records, partials, windows, cols, sets,
+        @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_sliding_sql(@extschema@.processor_catalog, text, text, text) IS
+'internal: the part of a sliding window processor''s step that buffers its records and recomputes the windows they change';
+
+/*
+ * The statement of one step, over a batch: "batch" is a FROM item giving
+ * eventlog.record rows (the poll, or an empty set when create checks the
+ * expressions).  $1 topic, $2 group, $3 max_records, $4 partitions, $5 the
+ * sink topic, $6 the poll's wait; for windows (see run_processor) $7
+ * max_out_of_orderness, $8 the size (a session window's gap), $9 how late
+ * a record may be and still count (allowed_lateness, plus the retention
+ * with late => 'update'), $10 advance, $11 emit changes, $12
+ * allowed_lateness (when a window closes), $13 the late-records topic.
+ * The user's expressions are pasted in parentheses: they are the owner's
+ * SQL and run as the owner.
+ */
+CREATE OR REPLACE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    filter text := coalesce('(' || p.where_clause || ')', 'true');
+    ts text;
+    gk text;
+    xs text := '';
+    partials text := '';
+    cols text := '';
+    merge text := '';
+    rv text := '';
+    comb text := '';
+    sets text := '';
+    fmerge text := '';
+    head text;
+    body text;
+    late_out text;
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    i integer;
+    f text;
+    g text[];
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
+    tsx text;
+    inx text;
+    lat text := '';
+    raw boolean;
+    gr text := '';
+    gby text := 'ws_';
+    typ regtype;
+    coll text;
+BEGIN
+    IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS (INSERT INTO %s SELECT %s FROM b AS record WHERE %s) '
+                      'SELECT count(*) FROM b',
+                      batch, p.sink_table, p.select_list, filter);
+    ELSIF p.kind = 'map' THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS MATERIALIZED (SELECT count(@extschema@.produce($5, (%s)::text, (%s)::jsonb, NULL, NULL, (%s)::timestamptz)) AS n '
+                      '  FROM (SELECT * FROM b AS record WHERE %s ORDER BY record.partition, record.offset_id) AS record) '
+                      'SELECT (SELECT count(*) FROM b) FROM o',
+                      batch, p.key_expr, p.value_expr, p.event_time_expr, filter);
+    END IF;
+
+    -- Windows.
+    ts := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                           ELSE '(' || p.event_time_expr || ')::timestamptz' END;
+    /*
+     * A record's time ("tsx") and whether it counts ("inx"), each evaluated
+     * once per record: in a LATERAL subquery of their own, unless the time
+     * is the record's event_time column (or now(), the same all through
+     * the statement) and there is no filter, when reading them again is
+     * the same as keeping them, and the subquery (three executor nodes
+     * started again for every record) is not needed.
+     */
+    IF p.where_clause IS NULL
+       AND (p.time_mode = 'processing' OR p.event_time_expr ~* '^\s*(record\s*\.\s*)?event_time\s*$') THEN
+        tsx := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()' ELSE 'record.event_time' END;
+        inx := format('(%s IS NOT NULL)', tsx);
+    ELSE
+        tsx := 't_.ts_';
+        inx := 't_.in_';
+        lat := format($f$
+                           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%s) IS TRUE END AS in_
+                                                 FROM (SELECT %s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_$f$, filter, ts);
+    END IF;
+    gk := 'pg_catalog.jsonb_build_array(';
+    FOR i IN 1 .. ng LOOP
+        gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || '(' || p.group_by[i] || ')';
+    END LOOP;
+    gk := gk || ')';
+    /*
+     * Tumbling and hopping windows group a batch by the group key, a jsonb
+     * array of the group_by values, built for every record.  Where equal
+     * values make equal jsonb and unequal values unequal jsonb (the types
+     * below; text only in a deterministic collation, where equal means the
+     * same bytes, as in jsonb: not citext nor a case-insensitive
+     * collation), grouping by the values themselves makes the same groups,
+     * and the jsonb is built once per group ("raw").  The types are found
+     * without evaluating the expressions (an outer join's NULL).
+     */
+    raw := p.window_type IN ('tumbling', 'hopping');
+    FOR i IN 1 .. ng LOOP
+        EXIT WHEN NOT raw;
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       p.group_by[i]) INTO typ;
+        raw := typ IN ('boolean'::regtype, 'smallint'::regtype, 'integer'::regtype, 'bigint'::regtype,
+                       'text'::regtype, 'character varying'::regtype, 'uuid'::regtype, 'date'::regtype,
+                       'timestamp without time zone'::regtype, 'timestamp with time zone'::regtype);
+        IF raw AND typ IN ('text'::regtype, 'character varying'::regtype) THEN
+            EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                           '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                           p.group_by[i]) INTO coll;
+            raw := coll IS NULL OR (SELECT c.collisdeterministic FROM pg_collation c WHERE c.oid = coll::regcollation);
+        END IF;
+        gr := gr || format(', CASE WHEN %s THEN (%s) END AS gr%s_', inx, p.group_by[i], i);
+        gby := gby || format(', gr%s_', i);
+    END LOOP;
+    IF raw THEN
+        gk := 'pg_catalog.jsonb_build_array(';
+        FOR i IN 1 .. ng LOOP
+            gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || format('gr%s_', i);
+        END LOOP;
+        gk := gk || ')';
+    ELSE
+        gr := format(', CASE WHEN %s THEN %s END AS gk_', inx, gk);
+        gk := 'gk_';
+        gby := 'ws_, gk_';
+    END IF;
+    FOR i IN 1 .. na LOOP
+        f := p.agg_funcs[i];
+        -- any other aggregate with a combine function (streams_windows.sql)
+        IF strpos(f, '(') > 0 THEN
+            g := @extschema@._processor_agg_sql(p, i);
+            -- its argument, or each of its arguments, in a column of its own
+            xs := xs || (SELECT string_agg(format(', CASE WHEN %s THEN (%s)::%s END AS %s', inx, u.x, u.t, u.c), '' ORDER BY u.o)
+                           FROM @extschema@._processor_agg_argv(p, i) AS av,
+                                LATERAL unnest(av.exprs, av.types, av.cols) WITH ORDINALITY AS u(x, t, c, o));
+            partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
+            sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+            CONTINUE;
+        END IF;
+        xs := xs || format(', CASE WHEN %s THEN (%s)::numeric END AS x_%s', inx,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
+                                WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
+                                ELSE p.agg_args[i] END, i);
+        partials := partials || format(', %s, %s',
+                                       CASE f WHEN 'min' THEN format('min(x_%s)', i)
+                                              WHEN 'max' THEN format('max(x_%s)', i)
+                                              WHEN 'count' THEN 'NULL::numeric'
+                                              ELSE format('sum(x_%s)', i) END,
+                                       CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'count(*)'
+                                            ELSE format('count(x_%s)', i) END);
+        cols := cols || format(', v_%s, n_%s', i, i);
+        merge := merge || format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = %2$s', i,
+                                 CASE f WHEN 'min' THEN format('least(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'max' THEN format('greatest(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'count' THEN 'NULL'
+                                        ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
+        -- sessions: a record as a partial (value, count), and partials combined
+        rv := rv || format(', %s AS v_%s, %s AS n_%s',
+                           CASE WHEN f = 'count' THEN 'NULL::numeric' ELSE format('e.x_%s', i) END, i,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN '1::bigint'
+                                ELSE format('CASE WHEN e.x_%s IS NULL THEN 0 ELSE 1 END::bigint', i) END, i);
+        comb := comb || format(', %s, sum(n_%s)::bigint',
+                               CASE f WHEN 'min' THEN format('min(v_%s)', i)
+                                      WHEN 'max' THEN format('max(v_%s)', i)
+                                      WHEN 'count' THEN 'NULL::numeric'
+                                      ELSE format('sum(v_%s)', i) END, i);
+        sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+        -- a window closed in the step: its row (dc, if any) and the batch's
+        -- partial (cl, if any) combined, as "merge" combines them
+        fmerge := fmerge || format(', %2$s, coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)', i,
+                                   CASE f WHEN 'min' THEN format('least(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'max' THEN format('greatest(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'count' THEN 'NULL::numeric'
+                                          ELSE format('CASE WHEN dc.v_%1$s IS NULL THEN cl.v_%1$s WHEN cl.v_%1$s IS NULL THEN dc.v_%1$s ELSE dc.v_%1$s + cl.v_%1$s END', i) END);
+    END LOOP;
+
+    /*
+     * The user's expressions are evaluated once per record, in "b" (the
+     * LATERAL subquery, kept apart by OFFSET 0, evaluates the event time and
+     * the filter once; the group keys and aggregate arguments only for the
+     * records that pass, as a WHERE would), so that only narrow rows are
+     * materialized.  A record is late for all its windows when it is late
+     * for the one that ends last (the one starting at date_bin(advance,
+     * ts)): "late_" decides late_records without grouping the windows of
+     * each record.  A session window's record is late when the session of
+     * that record alone would be closed (its time + gap + lateness before
+     * the watermark), so that lateness does not depend on how the records
+     * of other partitions were cut into steps.  A record's watermark
+     * ("wm_") is the largest event time before it in its partition (the
+     * progress row's, or an earlier record's of the batch), less
+     * max_out_of_orderness: _processor_record_watermark computes it as the
+     * poll returns the records, each partition's in offset order, from the
+     * progress rows (read once, as arrays) and the records before.  "w_"
+     * is kept a subquery of its own (OFFSET 0), so that it is computed
+     * once per record as the poll returns it; so is closed_through ("c_",
+     * an InitPlan), where a join would cost a node per record.
+     */
+    head := format($f$
+WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
+e AS MATERIALIZED (
+    SELECT w_.*, greatest(w_.wm_, w_.c_) AS lim_,
+           (%7$s) AS late_
+      FROM (SELECT record.partition AS p_, record.offset_id AS o_, %1$s AS ts_, %6$s AS in_
+                   %4$s %5$s %8$s,
+                   @extschema@._processor_record_watermark(record.partition, record.offset_id, %1$s,
+                       (SELECT pg_catalog.array_agg(prev.p_ ORDER BY prev.p_) FROM prev),
+                       (SELECT pg_catalog.array_agg(prev.m_ ORDER BY prev.p_) FROM prev)) - $7 AS wm_,
+                   (SELECT ct.c_ FROM ct) AS c_
+              FROM %2$s AS record%9$s
+             OFFSET 0) AS w_),
+pe AS MATERIALIZED (
+    SELECT e.p_, max(e.ts_) AS m_, count(*) AS n_, count(*) FILTER (WHERE e.in_ AND e.late_) AS l_,
+           count(*) FILTER (WHERE e.ts_ IS NULL) AS z_
+      FROM e GROUP BY e.p_),$f$,
+        tsx, batch, progress, gr, xs, inx,
+        CASE WHEN p.window_type = 'session'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
+             WHEN p.window_type = 'sliding'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, w_.c_)' END,
+        CASE WHEN p.late = 'topic'
+             THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
+             ELSE '' END,
+        lat);
+
+    -- Late records to the late-records topic, in offset order.
+    late_out := CASE WHEN p.late = 'topic'
+        THEN 'lt AS MATERIALIZED (SELECT count(@extschema@.produce($13, x.rk_, x.rv_, x.rh_, NULL, x.ret_)) AS n '
+             '  FROM (SELECT e.* FROM e WHERE e.in_ AND e.late_ ORDER BY e.p_, e.o_) AS x)'
+        ELSE 'lt AS (SELECT 0::bigint AS n)' END;
+
+    IF p.window_type = 'session' THEN
+        /*
+         * Sessions: the records that count ("r", each a session of one
+         * record), and the sessions in state that one of them reaches
+         * (within gap of its start or end, as Kafka Streams' findSessions)
+         * are laid on one line per group key and merged where they come
+         * within gap of each other (gaps and islands: a new session starts
+         * where a start is more than gap after every end before it).  The
+         * merged sessions replace the ones they absorbed: a merged session
+         * keeps the start of one of them (upserted) or deletes it.  Their
+         * rows in the sink go too ("gone": the absorbed sessions that were
+         * written, in full or as changes).
+         */
+        body := format($f$
+r AS (SELECT e.gk_, e.ts_ AS s_, e.ts_ AS e_ %1$s FROM e WHERE e.in_ AND NOT e.late_),
+o AS MATERIALIZED (SELECT w.* FROM %2$s AS w
+                    WHERE EXISTS (SELECT FROM r WHERE r.gk_ = w.group_key
+                                     AND r.s_ >= w.window_start - $8 AND r.s_ <= w.window_end + $8)),
+iv AS (SELECT r.* FROM r UNION ALL SELECT o.group_key, o.window_start, o.window_end %3$s FROM o),
+isl AS (SELECT y.*, count(*) FILTER (WHERE y.mx_ IS NULL OR y.s_ > y.mx_ + $8)
+                        OVER (PARTITION BY y.gk_ ORDER BY y.s_, y.e_ ROWS UNBOUNDED PRECEDING) AS i_
+          FROM (SELECT iv.*, max(iv.e_) OVER (PARTITION BY iv.gk_ ORDER BY iv.s_, iv.e_
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mx_
+                  FROM iv) AS y),
+agg AS (SELECT min(s_) AS ws_, max(e_) AS we_, gk_ %4$s FROM isl GROUP BY gk_, i_),
+gone AS (SELECT o.* FROM o WHERE NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key
+                                                AND agg.ws_ = o.window_start AND agg.we_ = o.window_end)),
+d AS (DELETE FROM %2$s AS w USING o
+       WHERE w.window_start = o.window_start AND w.group_key = o.group_key
+         AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
+u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
+      SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            rv, windows, cols, comb, sets,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSIF p.window_type = 'sliding' THEN
+        body := @extschema@._processor_sliding_sql(p, partials, cols, sets);
+    ELSE
+        /*
+         * Tumbling and hopping windows: the batch's partials combine with
+         * the window rows.  A window is written to the sink as it changes
+         * (emit changes), or when it closes, or, closed already, when a late
+         * record updates it (late => 'update', within the retention).
+         */
+        body := format($f$
+a AS (%1$s),
+agg (window_start, window_end, group_key %4$s, closed) AS (
+    SELECT ws_, ws_ + $8, %5$s %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY %6$s),$f$,
+            CASE WHEN p.size = p.advance
+                 THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
+                      'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                      'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
+            partials, windows, cols, gk, gby);
+        IF p.time_mode = 'event' AND coalesce(p.retention, '0') = '0'
+           AND NOT (p.late = 'topic' AND p.late_topic IS NOT DISTINCT FROM p.sink_topic) THEN
+            /*
+             * Close in the step the windows that the step's own watermark
+             * closes, instead of writing them into the window rows for the
+             * closing statement to delete (most windows of a large step):
+             * "wl" is a lower bound of the watermark run_processor computes
+             * after this statement (the least over all partitions, active
+             * or idle, of the largest event time seen, this batch's
+             * included, minus max_out_of_orderness), NULL when it closes
+             * nothing new.  The batch's partials of the windows it closes
+             * ("cl") combine with their rows, deleted ("dc"), and are
+             * written as the closing statement would have written them
+             * (emit final: every window it closes; emit changes: those the
+             * batch changed); the other partials are upserted ("u0").  The
+             * closing statement then closes what the watermark passes
+             * beyond "wl" (usually nothing); windows close in the same
+             * order, in the same transaction.  Without a retention a
+             * closed window is deleted as it closes, so nothing else
+             * changes.
+             */
+            body := body || format($f$
+bm AS (SELECT pe.p_, pe.m_ FROM pe),
+wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
+         FROM (SELECT min(coalesce(greatest(prev.m_, bm.m_), '-infinity')) - $7 AS w_
+                 FROM pg_catalog.generate_series(0, $4 - 1) AS g(p_)
+                 LEFT JOIN prev ON prev.p_ = g.p_ LEFT JOIN bm ON bm.p_ = g.p_) AS x),
+cl AS (SELECT agg.* FROM agg, wl WHERE agg.window_end + $12 <= wl.w_),
+dc AS (DELETE FROM %1$s AS w USING wl
+        WHERE w.window_end + $12 <= wl.w_%8$s AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
+u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+       SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
+       ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                   closed = t.closed OR excluded.closed%6$s),
+u (window_start, window_end, group_key %2$s, closed) AS (%7$s
+      SELECT coalesce(cl.window_start, dc.window_start), coalesce(cl.window_end, dc.window_end),
+             coalesce(cl.group_key, dc.group_key) %4$s, true
+        FROM cl FULL JOIN dc ON dc.window_start = cl.window_start AND dc.group_key = cl.group_key
+       WHERE cl.window_start IS NOT NULL OR NOT ($11 OR dc.closed)),
+%5$s,$f$,
+                windows, cols, merge, fmerge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL),
+                -- With emit final, what "u0" upserts is never written: its
+                -- windows are open (a record of a window the watermark
+                -- closed is late, and without a retention no closed window
+                -- stays in the state), so it returns nothing to write.
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'\n       RETURNING t.*' END,
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'SELECT * FROM u0\n      UNION ALL' END,
+                @extschema@._processor_start_range(p, 'w', '(SELECT ct.c_ FROM ct)', 'wl.w_', '0'));
+        ELSE
+            body := body || format($f$
+u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%4$s,$f$,
+                windows, cols, merge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        END IF;
+    END IF;
+
+    RETURN head || body || format($f$
+%2$s,
+pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT pe.p_, pe.m_, pg_catalog.now(), pe.n_, pe.l_, pe.z_ FROM pe
+       ON CONFLICT (partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT (SELECT coalesce(sum(pe.n_), 0)::bigint FROM pe) FROM so, lt$f$, progress, late_out);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
+'internal: the statement of one step of a processor over a batch of records';
+
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'A sliding window ends at each record and reaches size back: pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
+    p.size := size;
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE advance END;
+    p.gap := gap;
+    p.allowed_lateness := allowed_lateness;
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE max_out_of_orderness END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := @extschema@._processor_hours(retention);
+    p.retention := retention;
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE x WHEN '*' THEN 'NULL' ELSE x END,
+                                             @extschema@._processor_agg_type(p, o::integer, 'argument')), '' ORDER BY o)
+                      FROM unnest(p.agg_args) WITH ORDINALITY AS u(x, o)),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    PERFORM @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+CREATE OR REPLACE FUNCTION @extschema@.create_join_processor(name text, left_topic text, right_topic text,
+                                                  sink_table regclass DEFAULT NULL,
+                                                  sink_topic text DEFAULT NULL,
+                                                  within interval DEFAULT NULL,
+                                                  before interval DEFAULT NULL,
+                                                  after interval DEFAULT NULL,
+                                                  join_type text DEFAULT 'inner',
+                                                  left_key text DEFAULT 'key',
+                                                  right_key text DEFAULT 'key',
+                                                  left_event_time text DEFAULT 'event_time',
+                                                  right_event_time text DEFAULT 'event_time',
+                                                  allowed_lateness interval DEFAULT '0',
+                                                  max_out_of_orderness interval DEFAULT '0',
+                                                  idle_timeout interval DEFAULT '1 minute',
+                                                  start_from text DEFAULT 'earliest')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    ncols integer;
+BEGIN
+    IF name IS NULL OR left_topic IS NULL OR right_topic IS NULL OR join_type IS NULL
+       OR left_key IS NULL OR right_key IS NULL OR left_event_time IS NULL OR right_event_time IS NULL
+       OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL OR idle_timeout IS NULL THEN
+        RAISE EXCEPTION 'the arguments of a join processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only one of sink_table and sink_topic, and within or before and after, may be null.';
+    END IF;
+    IF (sink_table IS NULL) = (sink_topic IS NULL) THEN
+        RAISE EXCEPTION 'a processor writes to one sink table or one sink topic'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table or sink_topic.';
+    END IF;
+    IF join_type NOT IN ('inner', 'left', 'outer') THEN
+        RAISE EXCEPTION 'join_type must be ''inner'', ''left'' or ''outer''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    before := coalesce(before, within);
+    after := coalesce(after, within);
+    IF before IS NULL OR after IS NULL THEN
+        RAISE EXCEPTION 'a join processor needs within, or before and after' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'within => ''5 minutes'' joins the records at most 5 minutes apart.';
+    END IF;
+    IF before < '0' OR after < '0'
+       OR date_part('month', before) <> 0 OR date_part('year', before) <> 0
+       OR date_part('month', after) <> 0 OR date_part('year', after) <> 0 THEN
+        RAISE EXCEPTION 'invalid join window: before % and after %', before, after
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Before and after are intervals at least zero, without months or years.';
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF left_topic = right_topic THEN
+        RAISE EXCEPTION 'a join processor reads two different topics' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'To join a topic with itself, copy it to a second topic with eventlog.create_processor.';
+    END IF;
+    p.name := name;
+    p.kind := 'join';
+    p.source_topic := left_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    -- days as 24 hours, as the windows' (_processor_hours)
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := @extschema@._processor_hours(max_out_of_orderness);
+    p.idle_timeout := idle_timeout;
+    p.join_spec := jsonb_build_object('right_topic', right_topic, 'join_type', join_type,
+                                      'before', @extschema@._processor_hours(before),
+                                      'after', @extschema@._processor_hours(after),
+                                      'left_key', left_key, 'right_key', right_key,
+                                      'left_event_time', left_event_time, 'right_event_time', right_event_time);
+    IF sink_table IS NOT NULL THEN
+        SELECT count(*) INTO ncols FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        IF ncols <> 9 THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes 9', sink_table, ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: key, left value, right value, left time, right time, left partition, left offset, right partition, right offset.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A join processor selects from and inserts into its sink table.';
+        END IF;
+    END IF;
+    -- The expressions, and the sink's statement, over no records, as the
+    -- caller: a syntax error, an unknown column, a set-returning expression
+    -- or a sink column of the wrong type shows now.
+    EXECUTE format('SELECT %s, %s, %s, %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record',
+                   @extschema@._join_key_sql(left_key), @extschema@._join_time_sql(left_event_time),
+                   @extschema@._join_key_sql(right_key), @extschema@._join_time_sql(right_event_time));
+    EXECUTE format('WITH out AS (SELECT NULL::text AS key, NULL::jsonb AS lv, NULL::jsonb AS rv, NULL::timestamptz AS lt, '
+                   'NULL::timestamptz AS rt, NULL::integer AS lp, NULL::bigint AS lo, NULL::integer AS rp, '
+                   'NULL::bigint AS ro WHERE false), %s SELECT count(*) FROM out %s',
+                   (@extschema@._join_sink_sql(p, '$1')).cte, (@extschema@._join_sink_sql(p, '$1')).final)
+      USING sink_topic;
+    PERFORM @extschema@._register_join_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_join_processor(text, text, text, regclass, text, interval, interval, interval, text, text, text, text, text, interval, interval, interval, text) IS
+'creates a windowed stream-stream join: the records of left_topic and right_topic with equal join keys (left_key, right_key) whose event times are within [left time - before, left time + after] (within: both) become rows of sink_table or records of sink_topic; join_type inner, left or outer (unmatched records written with NULLs when their window closes)';
+
+-- create_window_processor with both of the changes above (days as hours; aggregates of several arguments).
 CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
                                                     sink_table regclass DEFAULT NULL,
                                                     size interval DEFAULT NULL,
@@ -13876,9 +15134,11 @@ BEGIN
     EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
                    CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
                    (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
-                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE x WHEN '*' THEN 'NULL' ELSE x END,
-                                             @extschema@._processor_agg_type(p, o::integer, 'argument')), '' ORDER BY o)
-                      FROM unnest(p.agg_args) WITH ORDINALITY AS u(x, o)),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
                    coalesce('(' || where_clause || ')', 'true'));
     -- and the casts of the group keys to the sink's column types
     IF sink_table IS NOT NULL THEN
@@ -13891,105 +15151,3 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
 'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
-CREATE OR REPLACE FUNCTION @extschema@.create_join_processor(name text, left_topic text, right_topic text,
-                                                  sink_table regclass DEFAULT NULL,
-                                                  sink_topic text DEFAULT NULL,
-                                                  within interval DEFAULT NULL,
-                                                  before interval DEFAULT NULL,
-                                                  after interval DEFAULT NULL,
-                                                  join_type text DEFAULT 'inner',
-                                                  left_key text DEFAULT 'key',
-                                                  right_key text DEFAULT 'key',
-                                                  left_event_time text DEFAULT 'event_time',
-                                                  right_event_time text DEFAULT 'event_time',
-                                                  allowed_lateness interval DEFAULT '0',
-                                                  max_out_of_orderness interval DEFAULT '0',
-                                                  idle_timeout interval DEFAULT '1 minute',
-                                                  start_from text DEFAULT 'earliest')
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    p @extschema@.processor_catalog;
-    ncols integer;
-BEGIN
-    IF name IS NULL OR left_topic IS NULL OR right_topic IS NULL OR join_type IS NULL
-       OR left_key IS NULL OR right_key IS NULL OR left_event_time IS NULL OR right_event_time IS NULL
-       OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL OR idle_timeout IS NULL THEN
-        RAISE EXCEPTION 'the arguments of a join processor must not be null'
-            USING ERRCODE = 'null_value_not_allowed',
-                  DETAIL = 'Only one of sink_table and sink_topic, and within or before and after, may be null.';
-    END IF;
-    IF (sink_table IS NULL) = (sink_topic IS NULL) THEN
-        RAISE EXCEPTION 'a processor writes to one sink table or one sink topic'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Pass sink_table or sink_topic.';
-    END IF;
-    IF join_type NOT IN ('inner', 'left', 'outer') THEN
-        RAISE EXCEPTION 'join_type must be ''inner'', ''left'' or ''outer''' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    before := coalesce(before, within);
-    after := coalesce(after, within);
-    IF before IS NULL OR after IS NULL THEN
-        RAISE EXCEPTION 'a join processor needs within, or before and after' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'within => ''5 minutes'' joins the records at most 5 minutes apart.';
-    END IF;
-    IF before < '0' OR after < '0'
-       OR date_part('month', before) <> 0 OR date_part('year', before) <> 0
-       OR date_part('month', after) <> 0 OR date_part('year', after) <> 0 THEN
-        RAISE EXCEPTION 'invalid join window: before % and after %', before, after
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'Before and after are intervals at least zero, without months or years.';
-    END IF;
-    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
-        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF left_topic = right_topic THEN
-        RAISE EXCEPTION 'a join processor reads two different topics' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'To join a topic with itself, copy it to a second topic with eventlog.create_processor.';
-    END IF;
-    p.name := name;
-    p.kind := 'join';
-    p.source_topic := left_topic;
-    p.sink_table := sink_table;
-    p.sink_topic := sink_topic;
-    -- days as 24 hours, as the windows' (_processor_hours)
-    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
-    p.max_out_of_orderness := @extschema@._processor_hours(max_out_of_orderness);
-    p.idle_timeout := idle_timeout;
-    p.join_spec := jsonb_build_object('right_topic', right_topic, 'join_type', join_type,
-                                      'before', @extschema@._processor_hours(before),
-                                      'after', @extschema@._processor_hours(after),
-                                      'left_key', left_key, 'right_key', right_key,
-                                      'left_event_time', left_event_time, 'right_event_time', right_event_time);
-    IF sink_table IS NOT NULL THEN
-        SELECT count(*) INTO ncols FROM pg_attribute att
-         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
-        IF ncols <> 9 THEN
-            RAISE EXCEPTION 'sink table % has % columns, the processor writes 9', sink_table, ncols
-                USING ERRCODE = 'invalid_parameter_value',
-                      DETAIL = 'The sink''s columns are, in order: key, left value, right value, left time, right time, left partition, left offset, right partition, right offset.';
-        END IF;
-        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT') THEN
-            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
-                DETAIL = 'A join processor selects from and inserts into its sink table.';
-        END IF;
-    END IF;
-    -- The expressions, and the sink's statement, over no records, as the
-    -- caller: a syntax error, an unknown column, a set-returning expression
-    -- or a sink column of the wrong type shows now.
-    EXECUTE format('SELECT %s, %s, %s, %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record',
-                   @extschema@._join_key_sql(left_key), @extschema@._join_time_sql(left_event_time),
-                   @extschema@._join_key_sql(right_key), @extschema@._join_time_sql(right_event_time));
-    EXECUTE format('WITH out AS (SELECT NULL::text AS key, NULL::jsonb AS lv, NULL::jsonb AS rv, NULL::timestamptz AS lt, '
-                   'NULL::timestamptz AS rt, NULL::integer AS lp, NULL::bigint AS lo, NULL::integer AS rp, '
-                   'NULL::bigint AS ro WHERE false), %s SELECT count(*) FROM out %s',
-                   (@extschema@._join_sink_sql(p, '$1')).cte, (@extschema@._join_sink_sql(p, '$1')).final)
-      USING sink_topic;
-    PERFORM @extschema@._register_join_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
-END
-$$;
-COMMENT ON FUNCTION @extschema@.create_join_processor(text, text, text, regclass, text, interval, interval, interval, text, text, text, text, text, interval, interval, interval, text) IS
-'creates a windowed stream-stream join: the records of left_topic and right_topic with equal join keys (left_key, right_key) whose event times are within [left time - before, left time + after] (within: both) become rows of sink_table or records of sink_topic; join_type inner, left or outer (unmatched records written with NULLs when their window closes)';

@@ -276,8 +276,10 @@ BEGIN
         -- any other aggregate with a combine function (streams_windows.sql)
         IF strpos(f, '(') > 0 THEN
             g := @extschema@._processor_agg_sql(p, i);
-            xs := xs || format(', CASE WHEN %s THEN (%s)::%s END AS x_%s', inx, p.agg_args[i],
-                               @extschema@._processor_agg_type(p, i, 'argument'), i);
+            -- its argument, or each of its arguments, in a column of its own
+            xs := xs || (SELECT string_agg(format(', CASE WHEN %s THEN (%s)::%s END AS %s', inx, u.x, u.t, u.c), '' ORDER BY u.o)
+                           FROM @extschema@._processor_agg_argv(p, i) AS av,
+                                LATERAL unnest(av.exprs, av.types, av.cols) WITH ORDINALITY AS u(x, t, c, o));
             partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
             merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
             sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
@@ -1034,9 +1036,11 @@ BEGIN
     EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
                    CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
                    (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
-                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE x WHEN '*' THEN 'NULL' ELSE x END,
-                                             @extschema@._processor_agg_type(p, o::integer, 'argument')), '' ORDER BY o)
-                      FROM unnest(p.agg_args) WITH ORDINALITY AS u(x, o)),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
                    coalesce('(' || where_clause || ')', 'true'));
     -- and the casts of the group keys to the sink's column types
     IF sink_table IS NOT NULL THEN

@@ -21,6 +21,18 @@
  * did not either).  Aggregates whose state is internal (numeric sum and avg,
  * stddev of numeric) cannot be stored in a row from SQL, and are refused.
  *
+ * Aggregates of several arguments (corr(y, x), regr_slope(y, x), a user's
+ * aggregate of two or more arguments) take the same path.  agg_args keeps
+ * one text per aggregate, the arguments as the user wrote them ("y, x"),
+ * split again at top-level commas (_processor_split_args) wherever they
+ * are used: only for an aggregate whose regprocedure has two or more
+ * arguments, so that the text of a processor made before (one expression,
+ * never split) means what it meant.  Each argument gets a column of its
+ * own, x_<i>_<j>, in a step's records, the sliding windows' record buffer
+ * and a session's per-record partials (one-argument aggregates keep
+ * x_<i>, which buffers made before hold): plain typed columns, which a
+ * composite would only wrap and unwrap at every record.
+ *
  * Sliding windows (Kafka Streams' SlidingWindows, left windows only): a
  * record at t makes the window [t - size, t] of its key, which holds the
  * records of the key with times in it.  Windows are computed from a buffer
@@ -31,8 +43,119 @@
  * ------------------------------------------------------------------------ */
 
 /*
+ * The arguments of an aggregate's argument list "a" (what is inside its
+ * parentheses), split at the commas outside parentheses, brackets, quoted
+ * strings ('' and, in E'', backslash escapes), quoted identifiers,
+ * dollar-quoted strings and comments, and trimmed; NULL when any of those
+ * is not closed (or a parenthesis not opened), so that each argument is a
+ * balanced piece that stays inside the parentheses a step puts around it.
+ */
+CREATE FUNCTION @extschema@._processor_split_args(a text)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer := length(a);
+    i integer := 1;
+    depth integer := 0;
+    start integer := 1;
+    c text;
+    d text[];
+    j integer;
+    nest integer;
+    esc boolean;
+    args text[] := '{}';
+BEGIN
+    WHILE i <= n LOOP
+        c := substr(a, i, 1);
+        IF c IN ('(', '[') THEN
+            depth := depth + 1;
+        ELSIF c IN (')', ']') THEN
+            depth := depth - 1;
+            IF depth < 0 THEN
+                RETURN NULL;
+            END IF;
+        ELSIF c = ',' AND depth = 0 THEN
+            args := args || btrim(substr(a, start, i - start), E' \t\r\n');
+            start := i + 1;
+        ELSIF c = '''' THEN
+            -- E'...' (e not ending an identifier) takes backslash escapes
+            esc := i > 1 AND lower(substr(a, i - 1, 1)) = 'e'
+                   AND (i = 2 OR substr(a, i - 2, 1) !~ '[A-Za-z0-9_$]');
+            i := i + 1;
+            LOOP
+                IF i > n THEN
+                    RETURN NULL;
+                END IF;
+                c := substr(a, i, 1);
+                IF esc AND c = E'\\' THEN
+                    i := i + 2;
+                ELSIF c = '''' AND substr(a, i + 1, 1) = '''' THEN
+                    i := i + 2;
+                ELSIF c = '''' THEN
+                    EXIT;
+                ELSE
+                    i := i + 1;
+                END IF;
+            END LOOP;
+        ELSIF c = '"' THEN
+            -- "a""b" is two quoted pieces back to back: the same here
+            j := strpos(substr(a, i + 1), '"');
+            IF j = 0 THEN
+                RETURN NULL;
+            END IF;
+            i := i + j;
+        ELSIF c = '$' AND (i = 1 OR substr(a, i - 1, 1) !~ '[A-Za-z0-9_$]') THEN
+            -- $tag$...$tag$ ($1 is a parameter, a$b an identifier)
+            d := regexp_match(substr(a, i), '^\$([A-Za-z_][A-Za-z0-9_]*)?\$');
+            IF d IS NOT NULL THEN
+                d[1] := '$' || coalesce(d[1], '') || '$';
+                j := strpos(substr(a, i + length(d[1])), d[1]);
+                IF j = 0 THEN
+                    RETURN NULL;
+                END IF;
+                i := i + length(d[1]) + j - 1 + length(d[1]) - 1;
+            END IF;
+        ELSIF c = '-' AND substr(a, i + 1, 1) = '-' THEN
+            j := strpos(substr(a, i), E'\n');
+            i := CASE WHEN j = 0 THEN n ELSE i + j - 1 END;
+        ELSIF c = '/' AND substr(a, i + 1, 1) = '*' THEN
+            -- block comments nest
+            nest := 1;
+            i := i + 2;
+            WHILE nest > 0 LOOP
+                IF i > n THEN
+                    RETURN NULL;
+                END IF;
+                IF substr(a, i, 2) = '/*' THEN
+                    nest := nest + 1;
+                    i := i + 2;
+                ELSIF substr(a, i, 2) = '*/' THEN
+                    nest := nest - 1;
+                    i := i + 2;
+                ELSE
+                    i := i + 1;
+                END IF;
+            END LOOP;
+            i := i - 1;
+        END IF;
+        i := i + 1;
+    END LOOP;
+    IF depth <> 0 THEN
+        RETURN NULL;
+    END IF;
+    RETURN args || btrim(substr(a, start), E' \t\r\n');
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_split_args(text) IS
+'internal: the arguments of a window processor''s aggregate, split at top-level commas; NULL when a parenthesis, bracket, quote or comment is not balanced';
+
+/*
  * An aggregate of create_window_processor's "aggregates", checked as the
  * caller: {agg_funcs entry, argument, name given with AS, function name}.
+ * The argument of an aggregate of several arguments is their list as
+ * written ("y, x"), which _processor_agg_argv splits again.
  */
 CREATE FUNCTION @extschema@._processor_parse_aggregate(a text)
 RETURNS text[]
@@ -48,10 +171,23 @@ DECLARE
     proc regprocedure;
     ag pg_aggregate;
     names text[];
+    args text[];
 BEGIN
     IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
         RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
             DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    args := @extschema@._processor_split_args(m[2]);
+    IF args IS NULL THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A parenthesis, bracket, quote or comment in its arguments is not closed, or a parenthesis not opened.';
+    END IF;
+    IF cardinality(args) > 1 THEN
+        IF '' = ANY (args) OR '*' = ANY (args) THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate of several arguments takes an expression over the record for each, separated by commas.';
+        END IF;
+        RETURN @extschema@._processor_parse_aggregate_n(a, m, args);
     END IF;
     fname := lower(regexp_replace(m[1], '\s', '', 'g'));
     arg := btrim(m[2]);
@@ -130,6 +266,130 @@ $$;
 COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
 'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
 
+/*
+ * _processor_parse_aggregate for an aggregate of several arguments "args"
+ * (a the aggregate as given, m its parts): found by its name and the
+ * arguments' types, with the checks the one-argument path makes (a
+ * combine function, a state of an SQL type, a built-in state type when
+ * there is an initial value, EXECUTE on its functions).  count, sum, min,
+ * max and avg of several arguments are no numeric aggregates: they are
+ * looked up as any other, and do not exist.
+ */
+CREATE FUNCTION @extschema@._processor_parse_aggregate_n(a text, m text[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn text := regexp_replace(m[1], '\s', '', 'g');
+    typs oid[] := '{}';
+    typ oid;
+    x text;
+    tnames text;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+BEGIN
+    FOREACH x IN ARRAY args LOOP
+        -- The argument's type, without evaluating it (an outer join's NULL).
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       x) INTO typ;
+        typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
+    END LOOP;
+    tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
+    proc := to_regprocedure(format('%s(%s)', fn, tnames));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(fn);
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], tnames
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    -- internal is a pseudo-type too: string_agg, numeric states
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' OR ag.aggfinalextra
+       OR EXISTS (SELECT FROM pg_proc pr, unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t
+                   WHERE pr.oid = proc AND ty.typtype = 'p') THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column of an SQL type, and the arguments in columns of theirs; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL));
+    END IF;
+    -- As for one argument: no INITCOND read with a type of the user's.
+    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
+                            format_type(ag.aggtranstype, NULL), ag.agginitval),
+            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+    END IF;
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
+'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';
+
+/*
+ * Aggregate i's arguments: the expressions (agg_args[i] split again for an
+ * aggregate of several arguments, else agg_args[i] itself), their types
+ * (the aggregate's argument types; numeric for count, sum, min, max, avg
+ * of numbers), and the columns a step keeps them in (x_<i>, or x_<i>_<j>
+ * for several).
+ */
+CREATE FUNCTION @extschema@._processor_agg_argv(p @extschema@.processor_catalog, i integer,
+                                                OUT exprs text[], OUT types text[], OUT cols text[])
+RETURNS record
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    argtypes oid[];
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') = 0 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        types := ARRAY['numeric'];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    SELECT pr.proargtypes::oid[] INTO argtypes FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure;
+    types := (SELECT array_agg(format_type(u.t, NULL) ORDER BY u.o) FROM unnest(argtypes) WITH ORDINALITY AS u(t, o));
+    IF cardinality(argtypes) = 1 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    exprs := @extschema@._processor_split_args(p.agg_args[i]);
+    IF exprs IS NULL OR cardinality(exprs) <> cardinality(argtypes) THEN
+        RAISE EXCEPTION 'aggregate % of processor "%" has arguments "%" that do not split into %',
+                        p.agg_funcs[i], p.name, p.agg_args[i], cardinality(argtypes)
+            USING ERRCODE = 'data_corrupted';
+    END IF;
+    cols := (SELECT array_agg(format('x_%s_%s', i, j) ORDER BY j) FROM generate_series(1, cardinality(argtypes)) j);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_argv(@extschema@.processor_catalog, integer) IS
+'internal: the argument expressions of a window processor''s aggregate, their types, and the columns a step keeps them in';
+
 /* The type of aggregate i's state ('state') or argument ('argument'). */
 CREATE FUNCTION @extschema@._processor_agg_type(p @extschema@.processor_catalog, i integer, what text)
 RETURNS text
@@ -147,7 +407,7 @@ COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalo
 
 /*
  * The step's pieces for aggregate i, one with a combine function (see
- * _processor_step_sql): {the argument, the batch's partials, the merge
+ * _processor_step_sql): {the arguments, the batch's partials, the merge
  * into a window row, a record as a partial (sessions), partials combined,
  * a window closed in the step (its row and the batch's partial)}.
  */
@@ -159,10 +419,41 @@ AS $$
 DECLARE
     part text := format('@extschema@.%I', 'processor_' || p.processor_id || '_partial_' || i);
     comb text := format('@extschema@.%I', 'processor_' || p.processor_id || '_combine_' || i);
+    av record := @extschema@._processor_agg_argv(p, i);
+    isstrict boolean;
+    xs text;
+    xl text := array_to_string(av.cols, ', ');
+    nn text;
 BEGIN
+    xs := (SELECT string_agg(format(', CASE WHEN t_.in_ THEN (%s)::%s END AS %s', u.x, u.t, u.c), '' ORDER BY u.o)
+             FROM unnest(av.exprs, av.types, av.cols) WITH ORDINALITY AS u(x, t, c, o));
+    IF cardinality(av.cols) > 1 THEN
+        /*
+         * Several arguments: n_<i> counts the records the transition
+         * function takes, as the aggregate does: with a strict one, those
+         * whose arguments are all non-NULL (PostgreSQL skips the others);
+         * else every record.  (One argument keeps count(x_<i>), as before.)
+         */
+        isstrict := (SELECT pr.proisstrict FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggtransfn
+                    WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure);
+        nn := (SELECT string_agg(format('%s IS NOT NULL', c), ' AND ') FROM unnest(av.cols) c);
+        RETURN ARRAY[
+            xs,
+            format(', %s(%s), count(*)%s', part, xl, CASE WHEN isstrict THEN format(' FILTER (WHERE %s)', nn) ELSE '' END),
+            format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = (SELECT %2$s(c_.s_) FROM (VALUES (t.v_%1$s), (excluded.v_%1$s)) AS c_(s_))',
+                   i, comb),
+            format(', (SELECT %2$s(%3$s) FROM (VALUES (%4$s)) AS c_(%5$s)) AS v_%1$s, %6$s::bigint AS n_%1$s',
+                   i, part, (SELECT string_agg('c_.' || c, ', ') FROM unnest(av.cols) c),
+                   (SELECT string_agg('e.' || c, ', ') FROM unnest(av.cols) c), xl,
+                   CASE WHEN isstrict THEN format('CASE WHEN %s THEN 1 ELSE 0 END',
+                                                (SELECT string_agg(format('e.%s IS NOT NULL', c), ' AND ') FROM unnest(av.cols) c))
+                        ELSE '1' END),
+            format(', %s(v_%s), sum(n_%s)::bigint', comb, i, i),
+            format(', (SELECT %2$s(c_.s_) FROM (VALUES (dc.v_%1$s), (cl.v_%1$s)) AS c_(s_)), coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)',
+                   i, comb)];
+    END IF;
     RETURN ARRAY[
-        format(', CASE WHEN t_.in_ THEN (%s)::%s END AS x_%s', p.agg_args[i],
-               @extschema@._processor_agg_type(p, i, 'argument'), i),
+        xs,
         format(', %s(x_%s), count(x_%s)', part, i, i),
         format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = (SELECT %2$s(c_.s_) FROM (VALUES (t.v_%1$s), (excluded.v_%1$s)) AS c_(s_))',
                i, comb),
@@ -243,7 +534,7 @@ BEGIN
             RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
                 USING ERRCODE = 'feature_not_supported';
         END IF;
-        argt := @extschema@._processor_agg_type(p, i, 'argument');
+        argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
         st := format_type(ag.aggtranstype, NULL);
         EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
                        'processor_' || p.processor_id || '_partial_' || i, argt,
@@ -289,8 +580,10 @@ BEGIN
     IF p.window_type = 'sliding' THEN
         EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
                        records,
-                       (SELECT string_agg(format(', x_%s %s', j, @extschema@._processor_agg_type(p, j, 'argument')), '' ORDER BY j)
-                          FROM generate_series(1, cardinality(p.agg_funcs)) j));
+                       (SELECT string_agg(format(', %s %s', u.c, u.t), '' ORDER BY j, u.o)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                               LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                               LATERAL unnest(av.cols, av.types) WITH ORDINALITY AS u(c, t, o)));
         EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
         EXECUTE format('COMMENT ON TABLE %s IS %L', records,
                        format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
@@ -343,8 +636,11 @@ AS $$
 DECLARE
     records text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_records');
     windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
-    ecols text := (SELECT string_agg(format(', e.x_%s', i), '' ORDER BY i)
-                     FROM generate_series(1, cardinality(p.agg_funcs)) i);
+    -- every aggregate's argument columns, as _processor_create_state made them
+    ecols text := (SELECT string_agg(', e.' || u.c, '' ORDER BY i, u.o)
+                     FROM generate_series(1, cardinality(p.agg_funcs)) i,
+                          LATERAL @extschema@._processor_agg_argv(p, i) AS av,
+                          LATERAL unnest(av.cols) WITH ORDINALITY AS u(c, o));
 BEGIN
     RETURN format($f$
 nr AS (SELECT e.gk_ AS group_key, e.ts_ AS ts, e.lim_ AS lim %1$s FROM e WHERE e.in_ AND NOT e.late_),
