@@ -15151,3 +15151,253 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
 'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+
+-- Types named without a length (bit, bpchar) in a step's casts and state columns;
+-- the argument splitter reads comments and dollar quotes as PostgreSQL does;
+-- an interval too long for hours is refused.
+CREATE OR REPLACE FUNCTION @extschema@._processor_hours(i interval)
+RETURNS interval
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN i - make_interval(days => date_part('day', i)::integer) + date_part('day', i) * interval '24 hours';
+EXCEPTION WHEN datetime_field_overflow THEN
+    RAISE EXCEPTION 'interval "%" is too long for a processor', i USING ERRCODE = 'invalid_parameter_value',
+        DETAIL = 'A processor counts a day as 24 hours, and the hours of this interval''s days are out of range.';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_hours(interval) IS
+'internal: an interval with its days made 24 hours each, as date_bin counts them';
+CREATE OR REPLACE FUNCTION @extschema@._processor_split_args(a text)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer := length(a);
+    i integer := 1;
+    depth integer := 0;
+    start integer := 1;
+    c text;
+    d text[];
+    j integer;
+    nest integer;
+    esc boolean;
+    args text[] := '{}';
+BEGIN
+    WHILE i <= n LOOP
+        c := substr(a, i, 1);
+        IF c IN ('(', '[') THEN
+            depth := depth + 1;
+        ELSIF c IN (')', ']') THEN
+            depth := depth - 1;
+            IF depth < 0 THEN
+                RETURN NULL;
+            END IF;
+        ELSIF c = ',' AND depth = 0 THEN
+            args := args || btrim(substr(a, start, i - start), E' \t\r\n');
+            start := i + 1;
+        ELSIF c = '''' THEN
+            -- E'...' (e not ending an identifier) takes backslash escapes
+            esc := i > 1 AND lower(substr(a, i - 1, 1)) = 'e'
+                   AND (i = 2 OR substr(a, i - 2, 1) !~ '[A-Za-z0-9_$\u0080-\U0010FFFF]');
+            i := i + 1;
+            LOOP
+                IF i > n THEN
+                    RETURN NULL;
+                END IF;
+                c := substr(a, i, 1);
+                IF esc AND c = E'\\' THEN
+                    i := i + 2;
+                ELSIF c = '''' AND substr(a, i + 1, 1) = '''' THEN
+                    i := i + 2;
+                ELSIF c = '''' THEN
+                    EXIT;
+                ELSE
+                    i := i + 1;
+                END IF;
+            END LOOP;
+        ELSIF c = '"' THEN
+            -- "a""b" is two quoted pieces back to back: the same here
+            j := strpos(substr(a, i + 1), '"');
+            IF j = 0 THEN
+                RETURN NULL;
+            END IF;
+            i := i + j;
+        ELSIF c = '$' AND (i = 1 OR substr(a, i - 1, 1) !~ '[A-Za-z0-9_$\u0080-\U0010FFFF]') THEN
+            -- $tag$...$tag$ ($1 is a parameter, a$b an identifier; as in
+            -- PostgreSQL's lexer, letters beyond ASCII are letters)
+            d := regexp_match(substr(a, i), '^\$([A-Za-z_\u0080-\U0010FFFF][A-Za-z0-9_\u0080-\U0010FFFF]*)?\$');
+            IF d IS NOT NULL THEN
+                d[1] := '$' || coalesce(d[1], '') || '$';
+                j := strpos(substr(a, i + length(d[1])), d[1]);
+                IF j = 0 THEN
+                    RETURN NULL;
+                END IF;
+                i := i + length(d[1]) + j - 1 + length(d[1]) - 1;
+            END IF;
+        ELSIF c = '-' AND substr(a, i + 1, 1) = '-' THEN
+            -- to the end of the line: \n or \r, as in PostgreSQL's lexer
+            i := i + length((regexp_match(substr(a, i), '^[^\r\n]*'))[1]) - 1;
+        ELSIF c = '/' AND substr(a, i + 1, 1) = '*' THEN
+            -- block comments nest
+            nest := 1;
+            i := i + 2;
+            WHILE nest > 0 LOOP
+                IF i > n THEN
+                    RETURN NULL;
+                END IF;
+                IF substr(a, i, 2) = '/*' THEN
+                    nest := nest + 1;
+                    i := i + 2;
+                ELSIF substr(a, i, 2) = '*/' THEN
+                    nest := nest - 1;
+                    i := i + 2;
+                ELSE
+                    i := i + 1;
+                END IF;
+            END LOOP;
+            i := i - 1;
+        END IF;
+        i := i + 1;
+    END LOOP;
+    IF depth <> 0 THEN
+        RETURN NULL;
+    END IF;
+    RETURN args || btrim(substr(a, start), E' \t\r\n');
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_split_args(text) IS
+'internal: the arguments of a window processor''s aggregate, split at top-level commas; NULL when a parenthesis, bracket, quote or comment is not balanced';
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_argv(p @extschema@.processor_catalog, i integer,
+                                                OUT exprs text[], OUT types text[], OUT cols text[])
+RETURNS record
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    argtypes oid[];
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') = 0 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        types := ARRAY['numeric'];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    SELECT pr.proargtypes::oid[] INTO argtypes FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure;
+    types := (SELECT array_agg(format_type(u.t, -1) ORDER BY u.o) FROM unnest(argtypes) WITH ORDINALITY AS u(t, o));
+    IF cardinality(argtypes) = 1 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    exprs := @extschema@._processor_split_args(p.agg_args[i]);
+    IF exprs IS NULL OR cardinality(exprs) <> cardinality(argtypes) THEN
+        RAISE EXCEPTION 'aggregate % of processor "%" has arguments "%" that do not split into %',
+                        p.agg_funcs[i], p.name, p.agg_args[i], cardinality(argtypes)
+            USING ERRCODE = 'data_corrupted';
+    END IF;
+    cols := (SELECT array_agg(format('x_%s_%s', i, j) ORDER BY j) FROM generate_series(1, cardinality(argtypes)) j);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_argv(@extschema@.processor_catalog, integer) IS
+'internal: the argument expressions of a window processor''s aggregate, their types, and the columns a step keeps them in';
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_type(p @extschema@.processor_catalog, i integer, what text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
+                WHEN what = 'state' THEN (SELECT format_type(g.aggtranstype, -1) FROM pg_aggregate g
+                                           WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
+                ELSE (SELECT format_type(pr.proargtypes[0], -1) FROM pg_proc pr
+                       WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalog, integer, text) IS
+'internal: the type of the state or the argument of a window processor''s aggregate';
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
+        st := format_type(ag.aggtranstype, -1);
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_partial_' || i, argt,
+                       ag.aggtransfn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        -- Combining starts from the aggregate's initial value, as
+        -- PostgreSQL's own combine phase does.
+        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                       'processor_' || p.processor_id || '_combine_' || i, st,
+                       ag.aggcombinefn::text, st,
+                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                           'processor_' || p.processor_id || '_final_' || i, st,
+                           ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN ('processor_' || p.processor_id || '_partial_' || i,
+                                         'processor_' || p.processor_id || '_combine_' || i,
+                                         'processor_' || p.processor_id || '_final_' || i)
+                      AND (g.aggtransfn <> CASE WHEN pr.proname LIKE '%\_partial\_%' THEN ag.aggtransfn ELSE ag.aggcombinefn END
+                           OR g.aggfinalfn <> CASE WHEN pr.proname LIKE '%\_final\_%' THEN ag.aggfinalfn ELSE 0 END)) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
+                           'processor_' || p.processor_id || '_final_' || i, st, caller);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', %s %s', u.c, u.t), '' ORDER BY j, u.o)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                               LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                               LATERAL unnest(av.cols, av.types) WITH ORDINALITY AS u(c, t, o)));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;

@@ -34,3 +34,18 @@ SELECT eventlog.drop_topic('tm');
 DROP TABLE tm_bits, tm_cat;
 DROP AGGREGATE tm_cat(bpchar, bpchar);
 DROP FUNCTION tm_step(text, bpchar, bpchar), tm_comb(text, text);
+
+-- Splitting arguments as PostgreSQL's lexer reads them: a -- comment ends
+-- at a carriage return too, and a dollar quote's tag may have letters
+-- beyond ASCII.
+SELECT eventlog._processor_split_args(E'(value->>''y'')::float8 --note\r, (value->>''x'')::float8') AS cr_comment;
+SELECT eventlog._processor_split_args('length(value->>$é$(x,$é$)::float8, 1') AS dollar_tag;
+SELECT eventlog._processor_split_args('é$a, b$é') AS identifier_dollar;
+-- An interval whose days do not fit in hours: refused, nothing left behind.
+SELECT eventlog.create_topic('tm_l', 1);
+CREATE TABLE tm_l (window_start timestamptz, window_end timestamptz, k text, n bigint);
+SELECT eventlog.create_window_processor('tm_long', 'tm_l', 'tm_l', size => '200000000 days');
+SELECT eventlog.create_window_processor('tm_long', 'tm_l', 'tm_l', size => '1 hour', retention => '200000000 days');
+SELECT count(*) AS processors FROM eventlog.processors;
+SELECT eventlog.drop_topic('tm_l');
+DROP TABLE tm_l;

@@ -835,10 +835,15 @@ COMMENT ON FUNCTION @extschema@.create_processor(text, text, regclass, text, tex
  */
 CREATE FUNCTION @extschema@._processor_hours(i interval)
 RETURNS interval
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT i - make_interval(days => date_part('day', i)::integer) + date_part('day', i) * interval '24 hours'
+BEGIN
+    RETURN i - make_interval(days => date_part('day', i)::integer) + date_part('day', i) * interval '24 hours';
+EXCEPTION WHEN datetime_field_overflow THEN
+    RAISE EXCEPTION 'interval "%" is too long for a processor', i USING ERRCODE = 'invalid_parameter_value',
+        DETAIL = 'A processor counts a day as 24 hours, and the hours of this interval''s days are out of range.';
+END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_hours(interval) IS
 'internal: an interval with its days made 24 hours each, as date_bin counts them';

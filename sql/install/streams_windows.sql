@@ -82,7 +82,7 @@ BEGIN
         ELSIF c = '''' THEN
             -- E'...' (e not ending an identifier) takes backslash escapes
             esc := i > 1 AND lower(substr(a, i - 1, 1)) = 'e'
-                   AND (i = 2 OR substr(a, i - 2, 1) !~ '[A-Za-z0-9_$]');
+                   AND (i = 2 OR substr(a, i - 2, 1) !~ '[A-Za-z0-9_$\u0080-\U0010FFFF]');
             i := i + 1;
             LOOP
                 IF i > n THEN
@@ -106,9 +106,10 @@ BEGIN
                 RETURN NULL;
             END IF;
             i := i + j;
-        ELSIF c = '$' AND (i = 1 OR substr(a, i - 1, 1) !~ '[A-Za-z0-9_$]') THEN
-            -- $tag$...$tag$ ($1 is a parameter, a$b an identifier)
-            d := regexp_match(substr(a, i), '^\$([A-Za-z_][A-Za-z0-9_]*)?\$');
+        ELSIF c = '$' AND (i = 1 OR substr(a, i - 1, 1) !~ '[A-Za-z0-9_$\u0080-\U0010FFFF]') THEN
+            -- $tag$...$tag$ ($1 is a parameter, a$b an identifier; as in
+            -- PostgreSQL's lexer, letters beyond ASCII are letters)
+            d := regexp_match(substr(a, i), '^\$([A-Za-z_\u0080-\U0010FFFF][A-Za-z0-9_\u0080-\U0010FFFF]*)?\$');
             IF d IS NOT NULL THEN
                 d[1] := '$' || coalesce(d[1], '') || '$';
                 j := strpos(substr(a, i + length(d[1])), d[1]);
@@ -118,8 +119,8 @@ BEGIN
                 i := i + length(d[1]) + j - 1 + length(d[1]) - 1;
             END IF;
         ELSIF c = '-' AND substr(a, i + 1, 1) = '-' THEN
-            j := strpos(substr(a, i), E'\n');
-            i := CASE WHEN j = 0 THEN n ELSE i + j - 1 END;
+            -- to the end of the line: \n or \r, as in PostgreSQL's lexer
+            i := i + length((regexp_match(substr(a, i), '^[^\r\n]*'))[1]) - 1;
         ELSIF c = '/' AND substr(a, i + 1, 1) = '*' THEN
             -- block comments nest
             nest := 1;
@@ -372,7 +373,7 @@ BEGIN
         RETURN;
     END IF;
     SELECT pr.proargtypes::oid[] INTO argtypes FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure;
-    types := (SELECT array_agg(format_type(u.t, NULL) ORDER BY u.o) FROM unnest(argtypes) WITH ORDINALITY AS u(t, o));
+    types := (SELECT array_agg(format_type(u.t, -1) ORDER BY u.o) FROM unnest(argtypes) WITH ORDINALITY AS u(t, o));
     IF cardinality(argtypes) = 1 THEN
         exprs := ARRAY[p.agg_args[i]];
         cols := ARRAY['x_' || i];
@@ -397,9 +398,9 @@ LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
-                WHEN what = 'state' THEN (SELECT format_type(g.aggtranstype, NULL) FROM pg_aggregate g
+                WHEN what = 'state' THEN (SELECT format_type(g.aggtranstype, -1) FROM pg_aggregate g
                                            WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
-                ELSE (SELECT format_type(pr.proargtypes[0], NULL) FROM pg_proc pr
+                ELSE (SELECT format_type(pr.proargtypes[0], -1) FROM pg_proc pr
                        WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalog, integer, text) IS
@@ -535,7 +536,7 @@ BEGIN
                 USING ERRCODE = 'feature_not_supported';
         END IF;
         argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
-        st := format_type(ag.aggtranstype, NULL);
+        st := format_type(ag.aggtranstype, -1);
         EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
                        'processor_' || p.processor_id || '_partial_' || i, argt,
                        ag.aggtransfn::text, st,
