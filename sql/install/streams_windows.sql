@@ -153,6 +153,39 @@ COMMENT ON FUNCTION @extschema@._processor_split_args(text) IS
 'internal: the arguments of a window processor''s aggregate, split at top-level commas; NULL when a parenthesis, bracket, quote or comment is not balanced';
 
 /*
+ * The checks an aggregate with a combine function passes before a window
+ * processor uses it, whatever its arguments, as the caller.  The
+ * processor's aggregates are made by the extension's owner, and CREATE
+ * AGGREGATE reads INITCOND with the state type's input function: for a type
+ * of the user's (a domain's CHECK, a composite's columns), user code would
+ * run as that owner.  Built-in state types only, then, when there is an
+ * initial value.  And the caller, who will own the processor, must be
+ * able to run the aggregate and its transition, combine and final functions.
+ */
+CREATE FUNCTION @extschema@._processor_check_aggregate_use(proc regprocedure, ag pg_catalog.pg_aggregate)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
+                            format_type(ag.aggtranstype, NULL), ag.agginitval),
+            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_check_aggregate_use(regprocedure, pg_catalog.pg_aggregate) IS
+'internal: refuses an aggregate a window processor cannot set up safely (an initial value of a state type of the user''s) or that the caller may not run';
+
+/*
  * An aggregate of create_window_processor's "aggregates", checked as the
  * caller: {agg_funcs entry, argument, name given with AS, function name}.
  * The argument of an aggregate of several arguments is their list as
@@ -245,22 +278,7 @@ BEGIN
                             format_type(ag.aggtranstype, NULL)),
             HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
     END IF;
-    -- The processor's aggregates are made by the extension's owner, and
-    -- CREATE AGGREGATE reads INITCOND with the state type's input function:
-    -- for a type of the user's (a domain's CHECK, a composite's columns),
-    -- user code would run as that owner.  Built-in types only, then.
-    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
-        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
-                            format_type(ag.aggtranstype, NULL), ag.agginitval),
-            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
-    END IF;
-    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
-            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
-            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
-        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
-            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
-    END IF;
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
     RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
 END
 $$;
@@ -331,19 +349,7 @@ BEGIN
             DETAIL = format('A window keeps an aggregate''s state in a column of an SQL type, and the arguments in columns of theirs; the state of this aggregate is of type %s.',
                             format_type(ag.aggtranstype, NULL));
     END IF;
-    -- As for one argument: no INITCOND read with a type of the user's.
-    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
-        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
-                            format_type(ag.aggtranstype, NULL), ag.agginitval),
-            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
-    END IF;
-    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
-            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
-            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
-        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
-            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
-    END IF;
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
     RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
 END
 $$;
