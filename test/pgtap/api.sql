@@ -68,7 +68,11 @@ SELECT is(
 -- revoked from PUBLIC (sql/install/grants.sql).  _processor_exec runs a
 -- statement as the caller, as EXECUTE would (run_processor calls it as
 -- the processor's owner, any role), and _processor_running_max and
--- _processor_record_watermark keep state for one statement only.
+-- _processor_record_watermark keep state for one statement only.  The
+-- window helpers build text or check a definition as the caller
+-- (_processor_split_args, _processor_parse_aggregate_n,
+-- _processor_check_aggregate_use, _processor_agg_argv,
+-- _processor_start_range, _processor_hours): nothing that changes state.
 SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
@@ -81,9 +85,11 @@ SELECT is(
           '_kafka_list_offsets', '_kafka_sync_begin', '_kafka_sync_check',
           '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
-          '_processor', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type', '_processor_close_sql',
-          '_processor_emit_sql', '_processor_exec', '_processor_parse_aggregate', '_processor_record_watermark', '_processor_running_max',
-          '_processor_sliding_sql', '_processor_step_sql', '_processor_worker_step',
+          '_processor', '_processor_agg_argv', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type',
+          '_processor_check_aggregate_use', '_processor_close_sql',
+          '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
+          '_processor_record_watermark', '_processor_running_max',
+          '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_step_sql', '_processor_worker_step',
           '_register_join_processor', '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
