@@ -15579,3 +15579,166 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
 'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';
+
+-- The aggregate look-up both parsers make, in one place.
+CREATE FUNCTION @extschema@._processor_combinable_aggregate(proc regprocedure)
+RETURNS pg_catalog.pg_aggregate
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+BEGIN
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    RETURN ag;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_combinable_aggregate(regprocedure) IS
+'internal: the pg_aggregate row of an aggregate a window processor may use: a plain aggregate with a combine function';
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    args text[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    args := @extschema@._processor_split_args(m[2]);
+    IF args IS NULL THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A parenthesis, bracket, quote or comment in its arguments is not closed, or a parenthesis not opened.';
+    END IF;
+    IF cardinality(args) > 1 THEN
+        IF '' = ANY (args) OR '*' = ANY (args) THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate of several arguments takes an expression over the record for each, separated by commas.';
+        END IF;
+        RETURN @extschema@._processor_parse_aggregate_n(a, m, args);
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)),
+            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
+    END IF;
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate_n(a text, m text[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn text := regexp_replace(m[1], '\s', '', 'g');
+    typs oid[] := '{}';
+    typ oid;
+    x text;
+    tnames text;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+BEGIN
+    FOREACH x IN ARRAY args LOOP
+        -- The argument's type, without evaluating it (an outer join's NULL).
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       x) INTO typ;
+        typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
+    END LOOP;
+    tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
+    proc := to_regprocedure(format('%s(%s)', fn, tnames));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(fn);
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], tnames
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- internal is a pseudo-type too: string_agg, numeric states
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' OR ag.aggfinalextra
+       OR EXISTS (SELECT FROM pg_proc pr, unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t
+                   WHERE pr.oid = proc AND ty.typtype = 'p') THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s state in a column of an SQL type, and the arguments in columns of theirs; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL));
+    END IF;
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
+'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';

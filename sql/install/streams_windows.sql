@@ -153,6 +153,33 @@ COMMENT ON FUNCTION @extschema@._processor_split_args(text) IS
 'internal: the arguments of a window processor''s aggregate, split at top-level commas; NULL when a parenthesis, bracket, quote or comment is not balanced';
 
 /*
+ * The pg_aggregate row of a function a window processor is to use as an
+ * aggregate: it must be one, a plain aggregate with a combine function
+ * (a window combines its state with each batch's).
+ */
+CREATE FUNCTION @extschema@._processor_combinable_aggregate(proc regprocedure)
+RETURNS pg_catalog.pg_aggregate
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+BEGIN
+    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
+    END IF;
+    RETURN ag;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_combinable_aggregate(regprocedure) IS
+'internal: the pg_aggregate row of an aggregate a window processor may use: a plain aggregate with a combine function';
+
+/*
  * The checks an aggregate with a combine function passes before a window
  * processor uses it, whatever its arguments, as the caller.  The
  * processor's aggregates are made by the extension's owner, and CREATE
@@ -263,14 +290,7 @@ BEGIN
             USING ERRCODE = 'undefined_function',
                   HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
     END IF;
-    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
-    END IF;
-    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
-        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
-    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
     IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
        OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
         RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
@@ -333,14 +353,7 @@ BEGIN
             USING ERRCODE = 'undefined_function',
                   HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
     END IF;
-    SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = proc;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'function % is not an aggregate', proc USING ERRCODE = 'wrong_object_type';
-    END IF;
-    IF ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
-        RAISE EXCEPTION 'aggregate % cannot be combined', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = 'A window keeps a state per aggregate and combines it with the states of new records: the aggregate needs a combine function.';
-    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
     -- internal is a pseudo-type too: string_agg, numeric states
     IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' OR ag.aggfinalextra
        OR EXISTS (SELECT FROM pg_proc pr, unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t

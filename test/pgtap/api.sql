@@ -71,7 +71,7 @@ SELECT is(
 -- _processor_record_watermark keep state for one statement only.  The
 -- window helpers build text or check a definition as the caller
 -- (_processor_split_args, _processor_parse_aggregate_n,
--- _processor_check_aggregate_use, _processor_agg_argv,
+-- _processor_check_aggregate_use, _processor_combinable_aggregate, _processor_agg_argv,
 -- _processor_start_range, _processor_hours): nothing that changes state.
 SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
@@ -86,7 +86,7 @@ SELECT is(
           '_maintenance_status',
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
           '_processor', '_processor_agg_argv', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type',
-          '_processor_check_aggregate_use', '_processor_close_sql',
+          '_processor_check_aggregate_use', '_processor_close_sql', '_processor_combinable_aggregate',
           '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
           '_processor_record_watermark', '_processor_running_max',
           '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_step_sql', '_processor_worker_step',
