@@ -15742,3 +15742,413 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
 'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';
+
+-- A step looks up the sink's rows only for windows ending at or before the
+-- progress row's sink_through (_processor_emit_sql).
+
+CREATE OR REPLACE FUNCTION @extschema@.__register_processor(spec jsonb)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    caller regrole := @extschema@._caller();
+    n integer;
+    progress text;
+BEGIN
+    IF spec IS NULL THEN
+        RAISE EXCEPTION 'processor specification must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    p := jsonb_populate_record(NULL::@extschema@.processor_catalog, spec);
+    IF p.name IS NULL OR p.name !~ '^[A-Za-z0-9._-]{1,100}$' THEN
+        RAISE EXCEPTION 'invalid processor name "%"', left(p.name, 110)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A processor name is 1 to 100 letters, digits, ".", "_" or "-".';
+    END IF;
+    IF EXISTS (SELECT FROM @extschema@.processor_catalog c WHERE c.name = p.name) THEN
+        RAISE EXCEPTION 'processor "%" already exists', p.name USING ERRCODE = 'duplicate_object';
+    END IF;
+    p.source_topic_id := @extschema@._authorize(p.source_topic, 'consume');
+    IF p.sink_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.sink_topic, 'produce');
+    END IF;
+    IF p.late_topic IS NOT NULL THEN
+        PERFORM @extschema@._authorize(p.late_topic, 'produce');
+    END IF;
+    p.owner := caller;
+    p.group_name := 'processor:' || p.name;
+    p.created_at := now();
+    p.processor_id := nextval(pg_get_serial_sequence('@extschema@.processor_catalog', 'processor_id'));
+    INSERT INTO @extschema@.processor_catalog SELECT p.*;
+    PERFORM @extschema@._create_group(p.source_topic, p.group_name, coalesce(spec ->> 'start_from', 'earliest'));
+
+    -- State, the owner's: steps run as the owner and write it directly.
+    SELECT c.partitions INTO n FROM @extschema@.topic_catalog c WHERE c.topic_id = p.source_topic_id;
+    progress := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    EXECUTE format('CREATE TABLE %s (partition integer PRIMARY KEY, max_event_time timestamptz, '
+                   'last_record_at timestamptz, records bigint NOT NULL DEFAULT 0, '
+                   'late_records bigint NOT NULL DEFAULT 0, null_time_records bigint NOT NULL DEFAULT 0, '
+                   'closed_through timestamptz, sink_through timestamptz)', progress);
+    EXECUTE format('INSERT INTO %s (partition, last_record_at) SELECT g, now() FROM generate_series(-1, %s) g',
+                   progress, n - 1);
+    EXECUTE format('COMMENT ON TABLE %s IS %L', progress,
+                   format('pg_eventlog processor %s: per source partition, the largest event time seen and counters; partition -1: the watermark windows were closed up to, and the latest window end the sink table may hold a row of', p.name));
+    EXECUTE format('ALTER TABLE %s OWNER TO %s', progress, caller);
+    -- Watermarks and counters are public, as eventlog.consumer_groups is.
+    EXECUTE format('GRANT SELECT ON %s TO PUBLIC', progress);
+    IF p.kind = 'window' THEN
+        EXECUTE format('CREATE TABLE @extschema@.%I (window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, '
+                       'group_key jsonb NOT NULL%s, closed boolean NOT NULL DEFAULT false)',
+                       'processor_' || p.processor_id || '_windows',
+                       (SELECT string_agg(format(', v_%s %s, n_%s bigint NOT NULL DEFAULT 0', i,
+                                                 @extschema@._processor_agg_type(p, i, 'state'), i), '' ORDER BY i)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) i));
+        -- One row per window and group key.  The key's hash comes before
+        -- the key itself, so that finding a row compares jsonb only with
+        -- the row it finds (an index on the key alone compares jsonb at
+        -- every step down the tree: most of a step's upserts).  Equal jsonb
+        -- values hash alike, so the index is unique exactly where a key on
+        -- (window_start, group_key) would be.  Steps name it in ON CONFLICT.
+        EXECUTE format('CREATE UNIQUE INDEX %I ON @extschema@.%I (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key)',
+                       'processor_' || p.processor_id || '_windows_key', 'processor_' || p.processor_id || '_windows');
+        EXECUTE format('COMMENT ON TABLE @extschema@.%I IS %L', 'processor_' || p.processor_id || '_windows',
+                       format('pg_eventlog processor %s: one row per open window (or session) and group key, and per closed one kept for the retention', p.name));
+        EXECUTE format('ALTER TABLE @extschema@.%I OWNER TO %s', 'processor_' || p.processor_id || '_windows', caller);
+        PERFORM @extschema@._processor_create_state(p, caller);
+    END IF;
+    RETURN p.processor_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.__register_processor(jsonb) IS
+'internal: the body of eventlog._register_processor, run as the extension owner on behalf of the caller eventlog._register_processor notes (see src/acl.c)';
+REVOKE ALL ON FUNCTION @extschema@.__register_processor(jsonb) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text, gone_flag text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    gcols text := '';
+    gmatch text := '';
+    gmatch_gone text := '';
+    outs text := '';
+    sets text := '';
+    jvals text := '';
+    k text;
+    o text;
+    i integer;
+    ctes text := '';
+BEGIN
+    FOR i IN 1 .. ng LOOP
+        IF p.sink_table IS NOT NULL THEN
+            gcols := gcols || format(', (u.group_key ->> %s)::%s', i - 1, p.sink_types[2 + i]);
+            gmatch := gmatch || format(' AND s.%I IS NOT DISTINCT FROM (u.group_key ->> %s)::%s',
+                                       p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+            gmatch_gone := gmatch_gone || format(' AND s.%I IS NOT DISTINCT FROM (gone.group_key ->> %s)::%s',
+                                                 p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. na LOOP
+        o := @extschema@._processor_agg_out(p, i, 'u');
+        outs := outs || ', ' || o;
+        IF p.sink_table IS NOT NULL THEN
+            sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
+                                   p.sink_columns[2 + ng + i], o);
+        END IF;
+        jvals := jvals || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], o);
+    END LOOP;
+    IF p.sink_table IS NOT NULL THEN
+        IF gone_flag IS NOT NULL THEN
+            ctes := format($f$sd AS (DELETE FROM %1$s AS s USING gone
+        WHERE %2$s AND s.%3$I = gone.window_start AND s.%4$I = gone.window_end %5$s),
+$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone);
+        END IF;
+        /*
+         * "sx": the windows written that have rows in the sink, found by
+         * one scan of the sink (with the windows hashed, a small set, where
+         * a NOT EXISTS would hash the whole sink at every step).  Only
+         * windows ending at or before sink_through ("st") can have one: the
+         * latest window end the processor wrote (or the sink held when the
+         * processor was made), which a replay keeps.  So the scan is
+         * skipped (the EXISTS is evaluated once, first) in the usual step,
+         * whose windows end after every window written before: without
+         * that the sink is read whole at every step, and a step's time
+         * grows with the sink.  "sw" moves sink_through on (never back; a
+         * NULL, from a processor made before it was kept, stays NULL: the
+         * sink is then always looked up).
+         */
+        ctes := ctes || format($f$st AS (SELECT coalesce(max(sink_through), 'infinity') AS t_ FROM %9$s WHERE partition = -1),
+sw AS (UPDATE %9$s AS p SET sink_through = x.m_
+         FROM (SELECT max(u.window_end) AS m_ FROM u WHERE %3$s) AS x
+        WHERE p.partition = -1 AND x.m_ > p.sink_through),
+sx AS (SELECT u.window_start AS s_, u.window_end AS e_, u.group_key AS g_
+        FROM u JOIN %1$s AS s ON s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+        WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st)
+          AND EXISTS (SELECT FROM u WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st))),
+su AS (UPDATE %1$s AS s SET %2$s FROM u
+        WHERE %3$s AND EXISTS (SELECT FROM sx) AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+          AND EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
+si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
+        WHERE %3$s AND NOT EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
+$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs,
+                 format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress'));
+    END IF;
+    IF p.sink_topic IS NULL THEN
+        RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
+    END IF;
+    -- The record's key: the group value (one group_by expression) or the
+    -- JSON array of them; its value: the window and the aggregates by name.
+    k := CASE ng WHEN 0 THEN 'NULL::text' WHEN 1 THEN '%1$s.group_key ->> 0' ELSE '%1$s.group_key::text' END;
+    RETURN ctes || format($f$so AS MATERIALIZED (
+    SELECT count(@extschema@.produce(%1$L, x.k_, x.v_, NULL, NULL, x.t_)) AS n
+      FROM (%2$s
+            SELECT 1 AS o_, u.window_start AS s_, %3$s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', u.window_start, 'window_end', u.window_end,
+                                                 'group_key', u.group_key) %4$s AS v_,
+                   u.window_end AS t_
+              FROM u WHERE %5$s
+             ORDER BY 1, 2, 3) AS x)$f$,
+        p.sink_topic,
+        CASE WHEN gone_flag IS NULL THEN ''
+             ELSE format($g$SELECT 0 AS o_, gone.window_start AS s_, %s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', gone.window_start, 'window_end', gone.window_end,
+                                                 'group_key', gone.group_key, 'deleted', true) AS v_,
+                   gone.window_end AS t_
+              FROM gone WHERE %s
+            UNION ALL
+            $g$, format(k, 'gone'), gone_flag) END,
+        format(k, 'u'), jvals, flag);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text, text) IS
+'internal: the CTEs writing window rows to a processor''s sink table and sink topic';
+
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+    pid integer;
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'A sliding window ends at each record and reaches size back: pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := @extschema@._processor_hours(retention);
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    -- The latest window end of a row the sink holds already (a processor
+    -- made again over it, one that wrote it before): the processor looks
+    -- those rows up to overwrite them (_processor_emit_sql), not the later
+    -- ones it alone writes.  Read as the caller, who may select the sink; a
+    -- window end column of another type than the processor's is compared
+    -- through a cast that depends on the session: it is always looked up.
+    IF sink_table IS NOT NULL THEN
+        EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
+                       'processor_' || pid || '_progress',
+                       CASE WHEN p.sink_types[2] = 'timestamp with time zone'
+                            THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
+                            ELSE '''infinity''' END);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';

@@ -571,18 +571,32 @@ $f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone)
         /*
          * "sx": the windows written that have rows in the sink, found by
          * one scan of the sink (with the windows hashed, a small set, where
-         * a NOT EXISTS would hash the whole sink at every step), and none
-         * when no window is written (the EXISTS is evaluated once, first).
+         * a NOT EXISTS would hash the whole sink at every step).  Only
+         * windows ending at or before sink_through ("st") can have one: the
+         * latest window end the processor wrote (or the sink held when the
+         * processor was made), which a replay keeps.  So the scan is
+         * skipped (the EXISTS is evaluated once, first) in the usual step,
+         * whose windows end after every window written before: without
+         * that the sink is read whole at every step, and a step's time
+         * grows with the sink.  "sw" moves sink_through on (never back; a
+         * NULL, from a processor made before it was kept, stays NULL: the
+         * sink is then always looked up).
          */
-        ctes := ctes || format($f$sx AS (SELECT u.window_start AS s_, u.window_end AS e_, u.group_key AS g_
+        ctes := ctes || format($f$st AS (SELECT coalesce(max(sink_through), 'infinity') AS t_ FROM %9$s WHERE partition = -1),
+sw AS (UPDATE %9$s AS p SET sink_through = x.m_
+         FROM (SELECT max(u.window_end) AS m_ FROM u WHERE %3$s) AS x
+        WHERE p.partition = -1 AND x.m_ > p.sink_through),
+sx AS (SELECT u.window_start AS s_, u.window_end AS e_, u.group_key AS g_
         FROM u JOIN %1$s AS s ON s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
-        WHERE %3$s AND EXISTS (SELECT FROM u WHERE %3$s)),
+        WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st)
+          AND EXISTS (SELECT FROM u WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st))),
 su AS (UPDATE %1$s AS s SET %2$s FROM u
         WHERE %3$s AND EXISTS (SELECT FROM sx) AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
           AND EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
 si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
         WHERE %3$s AND NOT EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
-$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs);
+$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs,
+                 format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress'));
     END IF;
     IF p.sink_topic IS NULL THEN
         RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
@@ -710,11 +724,11 @@ BEGIN
     EXECUTE format('CREATE TABLE %s (partition integer PRIMARY KEY, max_event_time timestamptz, '
                    'last_record_at timestamptz, records bigint NOT NULL DEFAULT 0, '
                    'late_records bigint NOT NULL DEFAULT 0, null_time_records bigint NOT NULL DEFAULT 0, '
-                   'closed_through timestamptz)', progress);
+                   'closed_through timestamptz, sink_through timestamptz)', progress);
     EXECUTE format('INSERT INTO %s (partition, last_record_at) SELECT g, now() FROM generate_series(-1, %s) g',
                    progress, n - 1);
     EXECUTE format('COMMENT ON TABLE %s IS %L', progress,
-                   format('pg_eventlog processor %s: per source partition, the largest event time seen and counters; partition -1: the watermark windows were closed up to', p.name));
+                   format('pg_eventlog processor %s: per source partition, the largest event time seen and counters; partition -1: the watermark windows were closed up to, and the latest window end the sink table may hold a row of', p.name));
     EXECUTE format('ALTER TABLE %s OWNER TO %s', progress, caller);
     -- Watermarks and counters are public, as eventlog.consumer_groups is.
     EXECUTE format('GRANT SELECT ON %s TO PUBLIC', progress);
@@ -879,6 +893,7 @@ DECLARE
     i integer;
     ncols integer;
     fnames text[] := '{}';
+    pid integer;
 BEGIN
     IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
        OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
@@ -1053,7 +1068,20 @@ BEGIN
             EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
         END LOOP;
     END IF;
-    PERFORM @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    -- The latest window end of a row the sink holds already (a processor
+    -- made again over it, one that wrote it before): the processor looks
+    -- those rows up to overwrite them (_processor_emit_sql), not the later
+    -- ones it alone writes.  Read as the caller, who may select the sink; a
+    -- window end column of another type than the processor's is compared
+    -- through a cast that depends on the session: it is always looked up.
+    IF sink_table IS NOT NULL THEN
+        EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
+                       'processor_' || pid || '_progress',
+                       CASE WHEN p.sink_types[2] = 'timestamp with time zone'
+                            THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
+                            ELSE '''infinity''' END);
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS

@@ -1,0 +1,98 @@
+-- A step looks in the sink table for rows of the windows it writes (to
+-- overwrite them, not to write a window twice) only for windows ending at
+-- or before sink_through: the latest window end the processor wrote, or
+-- the sink held when the processor was made (_processor_emit_sql).  Later
+-- windows cannot have a row, and the sink is not read: a step's time does
+-- not grow with the sink.  Replays (reset_processor), a processor made
+-- again over its sink, emit changes and late updates still overwrite.
+
+CREATE TABLE st_sink (window_start timestamptz, window_end timestamptz, k text, n bigint);
+SELECT eventlog.create_topic('st', 1);
+SELECT count(*) FROM eventlog.produce_batch('st', ARRAY['a', 'b', 'a', 'a'], ARRAY['{}', '{}', '{}', '{}']::jsonb[],
+    event_time => ARRAY['2026-01-01 00:00:10+00', '2026-01-01 00:00:20+00',
+                        '2026-01-01 00:01:10+00', '2026-01-01 00:02:10+00']::timestamptz[]);
+SELECT eventlog.create_window_processor('st', 'st', 'st_sink', size => '1 minute', idle_timeout => '1 hour');
+SELECT format('eventlog.%I', 'processor_' || processor_id || '_progress') AS st_progress
+  FROM eventlog.processor_catalog WHERE name = 'st' \gset
+-- an empty sink: nothing to look up
+SELECT sink_through FROM :st_progress WHERE partition = -1;
+
+-- One record a step: the sink is not read (the scans of the sink are
+-- counted with the backend's statistics flushed before and after).
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan AS scans FROM pg_stat_user_tables WHERE relid = 'st_sink'::regclass \gset
+SELECT eventlog.run_processor('st', 1) FROM generate_series(1, 5);
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan - :scans AS sink_scans FROM pg_stat_user_tables WHERE relid = 'st_sink'::regclass;
+SELECT * FROM st_sink ORDER BY 1, 3;
+SELECT sink_through AT TIME ZONE 'UTC' AS sink_through FROM :st_progress WHERE partition = -1;
+
+-- A replay writes the same windows again: they are looked up and
+-- overwritten, not written twice; sink_through stays.
+SELECT eventlog.reset_processor('st');
+UPDATE st_sink SET n = 0;
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan AS scans FROM pg_stat_user_tables WHERE relid = 'st_sink'::regclass \gset
+SELECT eventlog.run_processor('st', 10);
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan - :scans > 0 AS sink_read FROM pg_stat_user_tables WHERE relid = 'st_sink'::regclass;
+SELECT * FROM st_sink ORDER BY 1, 3;
+SELECT sink_through AT TIME ZONE 'UTC' AS sink_through FROM :st_progress WHERE partition = -1;
+
+-- Past the windows written, the sink is not read again.
+SELECT eventlog.produce('st', 'b', '{}', event_time => '2026-01-01 00:03:10+00') IS NOT NULL AS produced;
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan AS scans FROM pg_stat_user_tables WHERE relid = 'st_sink'::regclass \gset
+SELECT eventlog.run_processor('st', 10);
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan - :scans AS sink_scans FROM pg_stat_user_tables WHERE relid = 'st_sink'::regclass;
+SELECT * FROM st_sink ORDER BY 1, 3;
+
+-- A processor made again over the same sink, from the start: it starts
+-- with the sink's latest window end, and overwrites the rows there.
+SELECT eventlog.drop_processor('st');
+SELECT eventlog.create_window_processor('st', 'st', 'st_sink', size => '1 minute', idle_timeout => '1 hour');
+SELECT format('eventlog.%I', 'processor_' || processor_id || '_progress') AS st_progress
+  FROM eventlog.processor_catalog WHERE name = 'st' \gset
+SELECT sink_through AT TIME ZONE 'UTC' AS sink_through FROM :st_progress WHERE partition = -1;
+UPDATE st_sink SET n = -1;
+SELECT eventlog.run_processor('st', 10);
+SELECT * FROM st_sink ORDER BY 1, 3;
+SELECT eventlog.drop_processor('st');
+
+-- Emit changes: a window written at every step that changes it, one row.
+TRUNCATE st_sink;
+SELECT eventlog.create_window_processor('st', 'st', 'st_sink', size => '1 minute', idle_timeout => '1 hour',
+                                        emit => 'changes');
+SELECT eventlog.run_processor('st', 1) FROM generate_series(1, 5);
+SELECT eventlog.produce('st', 'b', '{}', event_time => '2026-01-01 00:03:40+00') IS NOT NULL AS produced;
+SELECT eventlog.run_processor('st', 10);
+SELECT * FROM st_sink ORDER BY 1, 3;
+SELECT eventlog.drop_processor('st');
+
+-- Late records that update their closed window (kept for a retention)
+-- overwrite its row.
+TRUNCATE st_sink;
+SELECT eventlog.create_window_processor('st', 'st', 'st_sink', size => '1 minute', idle_timeout => '1 hour',
+                                        late => 'update', retention => '1 hour');
+SELECT eventlog.run_processor('st', 10);
+SELECT eventlog.produce('st', 'a', '{}', event_time => '2026-01-01 00:00:50+00') IS NOT NULL AS produced;
+SELECT eventlog.run_processor('st', 10);
+SELECT * FROM st_sink ORDER BY 1, 3;
+SELECT eventlog.drop_processor('st');
+
+-- A sink whose window end is not a timestamptz is always looked up (its
+-- comparison with the window's end casts through the session's time zone).
+CREATE TABLE st_sink_local (window_start timestamp, window_end timestamp, k text, n bigint);
+SELECT eventlog.create_window_processor('st', 'st', 'st_sink_local', size => '1 minute', idle_timeout => '1 hour');
+SELECT format('eventlog.%I', 'processor_' || processor_id || '_progress') AS st_progress
+  FROM eventlog.processor_catalog WHERE name = 'st' \gset
+SELECT sink_through FROM :st_progress WHERE partition = -1;
+SELECT eventlog.run_processor('st', 10);
+SELECT eventlog.reset_processor('st');
+SELECT eventlog.run_processor('st', 10);
+SELECT count(*) AS rows, count(DISTINCT (window_start, k)) AS windows FROM st_sink_local;
+
+SELECT eventlog.drop_processor('st');
+SELECT eventlog.drop_topic('st');
+DROP TABLE st_sink, st_sink_local;
