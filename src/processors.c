@@ -51,7 +51,7 @@
 #define EL_PROCESSOR_SLOT_REPORT_MS (60 * 1000)
 
 bool		el_processors_enabled = true;
-int			el_processor_max_records = 1000;
+int			el_processor_max_records = 10000;
 int			el_processor_idle_interval_ms = 1000;
 int			el_processor_step_timeout_ms = 0;
 
@@ -79,7 +79,7 @@ el_processors_init(void)
 							"Most records the processor worker reads in one step of a processor.",
 							"A step is one transaction; a full step is followed at once by the next.",
 							&el_processor_max_records,
-							1000, 1, 1000000,
+							10000, 1, 1000000,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("eventlog.processor_idle_interval",
