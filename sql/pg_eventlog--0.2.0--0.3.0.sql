@@ -15948,6 +15948,252 @@ CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source
                                                     late_topic text DEFAULT NULL,
                                                     retention interval DEFAULT '0',
                                                     sink_topic text DEFAULT NULL)
+-- Window aggregates whose state is internal, kept as sealed bytea
+-- (src/agg_state.c): the key's table, the sealing functions, and the
+-- parsers, checks and state that take them.
+CREATE TABLE @extschema@.processor_state_key (
+    id  boolean PRIMARY KEY DEFAULT true CHECK (id),
+    key bytea NOT NULL CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 32)
+);
+COMMENT ON TABLE @extschema@.processor_state_key IS
+'pg_eventlog: the secret key sealing the window states of aggregates whose state is internal (one row, made with the first such processor)';
+REVOKE ALL ON @extschema@.processor_state_key FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.processor_state_key', '');
+
+/*
+ * The support functions of a processor's aggregates of an internal state.
+ * They take internal, so SQL can call them only through an aggregate (and
+ * only a superuser can create one whose state is internal); they refuse
+ * any other caller.  PUBLIC may execute them: the processor's owner owns
+ * the aggregates, and PostgreSQL checks that the owner may run their
+ * functions.
+ */
+CREATE FUNCTION @extschema@._agg_state_seal(internal)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'el_agg_state_seal'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@._agg_state_seal(internal) IS
+'internal: the final function of a window processor''s partial and combine aggregates of an internal state: the state through the aggregate''s serial function, sealed';
+
+CREATE FUNCTION @extschema@._agg_state_merge(internal, bytea)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'el_agg_state_merge'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@._agg_state_merge(internal, bytea) IS
+'internal: the transition function of a window processor''s combine and final aggregates of an internal state: a sealed state checked, deserialized and combined';
+
+CREATE FUNCTION @extschema@._processor_sealable_state(ag pg_catalog.pg_aggregate)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ag.aggtranstype = 'internal'::regtype AND ag.aggserialfn <> 0 AND ag.aggdeserialfn <> 0
+           AND ag.aggcombinefn <> 0 AND ag.aggfinalfn <> 0
+$$;
+COMMENT ON FUNCTION @extschema@._processor_sealable_state(pg_catalog.pg_aggregate) IS
+'internal: whether a window processor can keep the internal state of an aggregate: it has combine, serial, deserial and final functions';
+
+CREATE FUNCTION @extschema@._processor_state_refusal(ag pg_catalog.pg_aggregate)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN ag.aggfinalextra
+                THEN 'A window keeps an aggregate''s state in a column and finishes it with the final function alone; this aggregate''s final function takes extra arguments.'
+                WHEN ag.aggtranstype = 'internal'::regtype AND NOT @extschema@._processor_sealable_state(ag)
+                THEN 'A window keeps an internal state in a column as the bytes of the aggregate''s serial function, read back with its deserial function and finished with its final function; this aggregate lacks one of them.'
+                ELSE format('A window keeps an aggregate''s state and arguments in columns of their types, which cannot be polymorphic; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_state_refusal(pg_catalog.pg_aggregate) IS
+'internal: why a window processor cannot keep the state of an aggregate, as the DETAIL of its 0A000';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_check_aggregate_use(proc regprocedure, ag pg_catalog.pg_aggregate)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+        RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('Its state type %s is not a built-in type, and the processor would read its initial value %L with that type''s input function as the extension''s owner.',
+                            format_type(ag.aggtranstype, NULL), ag.agginitval),
+            HINT = 'Use an aggregate whose state is of a built-in type, or one without an initial value.';
+    END IF;
+    IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
+            AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))
+            AND (ag.aggserialfn = 0 OR has_function_privilege(ag.aggserialfn, 'EXECUTE'))
+            AND (ag.aggdeserialfn = 0 OR has_function_privilege(ag.aggdeserialfn, 'EXECUTE'))) THEN
+        RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A window processor calls the aggregate''s transition, combine, serial, deserial and final functions as its owner.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_check_aggregate_use(regprocedure, pg_catalog.pg_aggregate) IS
+'internal: refuses an aggregate a window processor cannot set up safely (an initial value of a state type of the user''s) or that the caller may not run';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    args text[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    args := @extschema@._processor_split_args(m[2]);
+    IF args IS NULL THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A parenthesis, bracket, quote or comment in its arguments is not closed, or a parenthesis not opened.';
+    END IF;
+    IF cardinality(args) > 1 THEN
+        IF '' = ANY (args) OR '*' = ANY (args) THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate of several arguments takes an expression over the record for each, separated by commas.';
+        END IF;
+        RETURN @extschema@._processor_parse_aggregate_n(a, m, args);
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    IF ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+        AND NOT @extschema@._processor_sealable_state(ag))
+       OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type the aggregate takes without a polymorphic argument or state.';
+    END IF;
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate_n(a text, m text[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn text := regexp_replace(m[1], '\s', '', 'g');
+    typs oid[] := '{}';
+    typ oid;
+    x text;
+    tnames text;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+BEGIN
+    FOREACH x IN ARRAY args LOOP
+        -- The argument's type, without evaluating it (an outer join's NULL).
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       x) INTO typ;
+        typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
+    END LOOP;
+    tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
+    proc := to_regprocedure(format('%s(%s)', fn, tnames));
+    IF proc IS NULL THEN
+        -- A polymorphic aggregate of that name (refused below, with why).
+        names := parse_ident(fn);
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], tnames
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- internal is a pseudo-type too: kept sealed if it can be serialized
+    IF ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+        AND NOT @extschema@._processor_sealable_state(ag))
+       OR ag.aggfinalextra
+       OR EXISTS (SELECT FROM pg_proc pr, unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t
+                   WHERE pr.oid = proc AND ty.typtype = 'p') THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag);
+    END IF;
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
+'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_type(p @extschema@.processor_catalog, i integer, what text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
+                -- an internal state is kept as sealed bytes (src/agg_state.c)
+                WHEN what = 'state' THEN (SELECT CASE WHEN g.aggtranstype = 'internal'::regtype THEN 'bytea'
+                                                      ELSE format_type(g.aggtranstype, -1) END
+                                            FROM pg_aggregate g
+                                           WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
+                ELSE (SELECT format_type(pr.proargtypes[0], -1) FROM pg_proc pr
+                       WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalog, integer, text) IS
+'internal: the type of the state or the argument of a window processor''s aggregate';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -16152,3 +16398,116 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
 'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    part text;
+    comb text;
+    fin text;
+    sup text;
+    sealed boolean;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
+           OR ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+               AND NOT @extschema@._processor_sealable_state(ag)) THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
+        part := 'processor_' || p.processor_id || '_partial_' || i;
+        comb := 'processor_' || p.processor_id || '_combine_' || i;
+        fin := 'processor_' || p.processor_id || '_final_' || i;
+        sealed := ag.aggtranstype = 'internal'::regtype;
+        IF sealed THEN
+            /*
+             * An internal state, kept sealed (src/agg_state.c): the
+             * partial and combine aggregates end in _agg_state_seal, the
+             * combine and final ones take sealed states with
+             * _agg_state_merge; each carries the aggregate's combine,
+             * serial and deserial functions, which those two call.  The
+             * database's key first, if this is the first.
+             */
+            INSERT INTO @extschema@.processor_state_key (key)
+            VALUES (pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())))
+            ON CONFLICT (id) DO NOTHING;
+            st := 'bytea';
+            sup := format(', COMBINEFUNC = %s, SERIALFUNC = %s, DESERIALFUNC = %s',
+                          ag.aggcombinefn::text, ag.aggserialfn::text, ag.aggdeserialfn::text);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           part, argt, ag.aggtransfn::text, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           comb, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = %s, FINALFUNC_MODIFY = %s%s)',
+                           fin, ag.aggfinalfn::text,
+                           CASE ag.aggfinalmodify WHEN 'r' THEN 'READ_ONLY' WHEN 's' THEN 'SHAREABLE' ELSE 'READ_WRITE' END, sup);
+        ELSE
+            st := format_type(ag.aggtranstype, -1);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           part, argt, ag.aggtransfn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            -- Combining starts from the aggregate's initial value, as
+            -- PostgreSQL's own combine phase does.
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           comb, st, ag.aggcombinefn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            IF ag.aggfinalfn <> 0 THEN
+                EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                               fin, st, ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                               CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            END IF;
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN (part, comb, fin)
+                      AND (g.aggtransfn::oid <> CASE WHEN pr.proname = part THEN ag.aggtransfn::oid
+                                                     WHEN sealed THEN '@extschema@._agg_state_merge(internal, bytea)'::regprocedure::oid
+                                                     ELSE ag.aggcombinefn::oid END
+                           OR g.aggfinalfn::oid <> CASE WHEN pr.proname = fin THEN ag.aggfinalfn::oid
+                                                        WHEN sealed THEN '@extschema@._agg_state_seal(internal)'::regprocedure::oid
+                                                        ELSE 0 END
+                           OR (sealed AND (g.aggcombinefn <> ag.aggcombinefn OR g.aggserialfn <> ag.aggserialfn
+                                           OR g.aggdeserialfn <> ag.aggdeserialfn)))) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine, serial, deserial or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', part, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', comb, st, caller);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', fin, st, caller);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', %s %s', u.c, u.t), '' ORDER BY j, u.o)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                               LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                               LATERAL unnest(av.cols, av.types) WITH ORDINALITY AS u(c, t, o)));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;

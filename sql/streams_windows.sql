@@ -117,8 +117,6 @@ SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '1 month', wi
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', window_type => 'sliding', gap => '1 s', group_by => '{}');
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', window_type => 'slide', group_by => '{}');
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}', aggregates => '{jsonb_agg(value)}');
-SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}',
-    aggregates => ARRAY[$$stddev((value->>'amount')::numeric)$$]);
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}', aggregates => '{lower(key)}');
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}', aggregates => '{string_agg(key)}');
 SELECT eventlog.create_window_processor('w', 'taps', 'w3', size => '10 s', group_by => '{}', aggregates => '{"max(key IS NULL)"}');

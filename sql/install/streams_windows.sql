@@ -18,8 +18,20 @@
  * processor_<id>_final_<i> (a state finished when a window is written).
  * They hold the functions' OIDs, so that nothing later resolves the
  * functions by name (_processor_create_state checks that creating them
- * did not either).  Aggregates whose state is internal (numeric sum and avg,
- * stddev of numeric) cannot be stored in a row from SQL, and are refused.
+ * did not either).
+ *
+ * An aggregate whose state is internal (stddev and variance of numeric,
+ * sum and avg of bigint as pg_catalog.sum(x::bigint)) keeps its state as
+ * bytes: it needs serial and deserial functions (pg_aggregate.aggserialfn,
+ * aggdeserialfn) as well, which only C can call, inside an aggregate.  Its
+ * partial and combine aggregates end in _agg_state_seal (the serial
+ * function's bytes, sealed with an HMAC under the database's key in
+ * processor_state_key), and its combine and final aggregates take a sealed
+ * state with _agg_state_merge (the seal checked, then the deserial and
+ * combine functions); the window table's column is a bytea.  The seal
+ * exists because the window table is its owner's to write, and deserial
+ * functions trust their bytes (src/agg_state.c).  Polymorphic aggregates
+ * are refused, internal state or not.
  *
  * Aggregates of several arguments (corr(y, x), regr_slope(y, x), a user's
  * aggregate of two or more arguments) take the same path.  agg_args keeps
@@ -180,6 +192,77 @@ COMMENT ON FUNCTION @extschema@._processor_combinable_aggregate(regprocedure) IS
 'internal: the pg_aggregate row of an aggregate a window processor may use: a plain aggregate with a combine function';
 
 /*
+ * Aggregates whose state is internal (src/agg_state.c).  The state is
+ * kept in a window row as the bytes of the aggregate's serial function,
+ * sealed with an HMAC-SHA256 under this database's key: the window table
+ * is writable by the processor's owner, and the deserial function that
+ * reads the bytes back trusts them.  The key is made by
+ * _processor_create_state when the first processor with such an aggregate
+ * is created, not by CREATE EXTENSION: a restore runs CREATE EXTENSION and
+ * then loads the dumped row (pg_extension_config_dump), which a key made
+ * by the install script would collide with.  PUBLIC has no privileges on
+ * it; src/agg_state.c reads it as the extension.
+ */
+CREATE TABLE @extschema@.processor_state_key (
+    id  boolean PRIMARY KEY DEFAULT true CHECK (id),
+    key bytea NOT NULL CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 32)
+);
+COMMENT ON TABLE @extschema@.processor_state_key IS
+'pg_eventlog: the secret key sealing the window states of aggregates whose state is internal (one row, made with the first such processor)';
+REVOKE ALL ON @extschema@.processor_state_key FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.processor_state_key', '');
+
+/*
+ * The support functions of a processor's aggregates of an internal state.
+ * They take internal, so SQL can call them only through an aggregate (and
+ * only a superuser can create one whose state is internal); they refuse
+ * any other caller.  PUBLIC may execute them: the processor's owner owns
+ * the aggregates, and PostgreSQL checks that the owner may run their
+ * functions.
+ */
+CREATE FUNCTION @extschema@._agg_state_seal(internal)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'el_agg_state_seal'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@._agg_state_seal(internal) IS
+'internal: the final function of a window processor''s partial and combine aggregates of an internal state: the state through the aggregate''s serial function, sealed';
+
+CREATE FUNCTION @extschema@._agg_state_merge(internal, bytea)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'el_agg_state_merge'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@._agg_state_merge(internal, bytea) IS
+'internal: the transition function of a window processor''s combine and final aggregates of an internal state: a sealed state checked, deserialized and combined';
+
+/* Whether aggregate ag's state, internal, can be kept sealed. */
+CREATE FUNCTION @extschema@._processor_sealable_state(ag pg_catalog.pg_aggregate)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ag.aggtranstype = 'internal'::regtype AND ag.aggserialfn <> 0 AND ag.aggdeserialfn <> 0
+           AND ag.aggcombinefn <> 0 AND ag.aggfinalfn <> 0
+$$;
+COMMENT ON FUNCTION @extschema@._processor_sealable_state(pg_catalog.pg_aggregate) IS
+'internal: whether a window processor can keep the internal state of an aggregate: it has combine, serial, deserial and final functions';
+
+/* Why aggregate ag's state cannot be kept in a window (a DETAIL). */
+CREATE FUNCTION @extschema@._processor_state_refusal(ag pg_catalog.pg_aggregate)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN ag.aggfinalextra
+                THEN 'A window keeps an aggregate''s state in a column and finishes it with the final function alone; this aggregate''s final function takes extra arguments.'
+                WHEN ag.aggtranstype = 'internal'::regtype AND NOT @extschema@._processor_sealable_state(ag)
+                THEN 'A window keeps an internal state in a column as the bytes of the aggregate''s serial function, read back with its deserial function and finished with its final function; this aggregate lacks one of them.'
+                ELSE format('A window keeps an aggregate''s state and arguments in columns of their types, which cannot be polymorphic; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_state_refusal(pg_catalog.pg_aggregate) IS
+'internal: why a window processor cannot keep the state of an aggregate, as the DETAIL of its 0A000';
+
+/*
  * The checks an aggregate with a combine function passes before a window
  * processor uses it, whatever its arguments, as the caller.  The
  * processor's aggregates are made by the extension's owner, and CREATE
@@ -187,7 +270,8 @@ COMMENT ON FUNCTION @extschema@._processor_combinable_aggregate(regprocedure) IS
  * of the user's (a domain's CHECK, a composite's columns), user code would
  * run as that owner.  Built-in state types only, then, when there is an
  * initial value.  And the caller, who will own the processor, must be
- * able to run the aggregate and its transition, combine and final functions.
+ * able to run the aggregate and its transition, combine and final
+ * functions, and the serial and deserial functions of an internal state.
  */
 CREATE FUNCTION @extschema@._processor_check_aggregate_use(proc regprocedure, ag pg_catalog.pg_aggregate)
 RETURNS void
@@ -203,9 +287,11 @@ BEGIN
     END IF;
     IF NOT (has_function_privilege(proc, 'EXECUTE') AND has_function_privilege(ag.aggtransfn, 'EXECUTE')
             AND has_function_privilege(ag.aggcombinefn, 'EXECUTE')
-            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))) THEN
+            AND (ag.aggfinalfn = 0 OR has_function_privilege(ag.aggfinalfn, 'EXECUTE'))
+            AND (ag.aggserialfn = 0 OR has_function_privilege(ag.aggserialfn, 'EXECUTE'))
+            AND (ag.aggdeserialfn = 0 OR has_function_privilege(ag.aggdeserialfn, 'EXECUTE'))) THEN
         RAISE EXCEPTION 'permission denied for aggregate %', proc USING ERRCODE = 'insufficient_privilege',
-            DETAIL = 'A window processor calls the aggregate''s transition, combine and final functions as its owner.';
+            DETAIL = 'A window processor calls the aggregate''s transition, combine, serial, deserial and final functions as its owner.';
     END IF;
 END
 $$;
@@ -291,12 +377,12 @@ BEGIN
                   HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
     END IF;
     ag := @extschema@._processor_combinable_aggregate(proc);
-    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+    IF ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+        AND NOT @extschema@._processor_sealable_state(ag))
        OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
         RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = format('A window keeps an aggregate''s state in a column; the state of this aggregate is of type %s.',
-                            format_type(ag.aggtranstype, NULL)),
-            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; for stddev or variance, cast the argument to double precision.';
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type the aggregate takes without a polymorphic argument or state.';
     END IF;
     PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
     RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
@@ -354,13 +440,14 @@ BEGIN
                   HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
     END IF;
     ag := @extschema@._processor_combinable_aggregate(proc);
-    -- internal is a pseudo-type too: string_agg, numeric states
-    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' OR ag.aggfinalextra
+    -- internal is a pseudo-type too: kept sealed if it can be serialized
+    IF ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+        AND NOT @extschema@._processor_sealable_state(ag))
+       OR ag.aggfinalextra
        OR EXISTS (SELECT FROM pg_proc pr, unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t
                    WHERE pr.oid = proc AND ty.typtype = 'p') THEN
         RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = format('A window keeps an aggregate''s state in a column of an SQL type, and the arguments in columns of theirs; the state of this aggregate is of type %s.',
-                            format_type(ag.aggtranstype, NULL));
+            DETAIL = @extschema@._processor_state_refusal(ag);
     END IF;
     PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
     RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
@@ -417,7 +504,10 @@ LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
-                WHEN what = 'state' THEN (SELECT format_type(g.aggtranstype, -1) FROM pg_aggregate g
+                -- an internal state is kept as sealed bytes (src/agg_state.c)
+                WHEN what = 'state' THEN (SELECT CASE WHEN g.aggtranstype = 'internal'::regtype THEN 'bytea'
+                                                      ELSE format_type(g.aggtranstype, -1) END
+                                            FROM pg_aggregate g
                                            WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
                 ELSE (SELECT format_type(pr.proargtypes[0], -1) FROM pg_proc pr
                        WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
@@ -525,8 +615,10 @@ COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog
  * The state a window processor has besides its windows, made by
  * __register_processor as the extension owner and given to the processor's
  * owner: the partial, combine and final aggregates of its aggregates
- * with a combine function, and a sliding window's record buffer.  The aggregates'
- * functions are checked again here (the spec may not come from
+ * with a combine function (for an internal state, aggregates that seal
+ * and check it, with the database's key made if this is the first), and
+ * a sliding window's record buffer.  The aggregates' functions are
+ * checked again here (the spec may not come from
  * create_window_processor); the owner needs EXECUTE on them to run them.
  */
 CREATE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
@@ -539,13 +631,19 @@ DECLARE
     i integer;
     argt text;
     st text;
+    part text;
+    comb text;
+    fin text;
+    sup text;
+    sealed boolean;
     records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
 BEGIN
     FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
         CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
         SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
         IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
-           OR (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p' THEN
+           OR ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+               AND NOT @extschema@._processor_sealable_state(ag)) THEN
             RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
         END IF;
         -- This runs as the extension's owner: no input function of a type
@@ -555,22 +653,49 @@ BEGIN
                 USING ERRCODE = 'feature_not_supported';
         END IF;
         argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
-        st := format_type(ag.aggtranstype, -1);
-        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
-                       'processor_' || p.processor_id || '_partial_' || i, argt,
-                       ag.aggtransfn::text, st,
-                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
-        -- Combining starts from the aggregate's initial value, as
-        -- PostgreSQL's own combine phase does.
-        EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
-                       'processor_' || p.processor_id || '_combine_' || i, st,
-                       ag.aggcombinefn::text, st,
-                       CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
-        IF ag.aggfinalfn <> 0 THEN
-            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
-                           'processor_' || p.processor_id || '_final_' || i, st,
-                           ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+        part := 'processor_' || p.processor_id || '_partial_' || i;
+        comb := 'processor_' || p.processor_id || '_combine_' || i;
+        fin := 'processor_' || p.processor_id || '_final_' || i;
+        sealed := ag.aggtranstype = 'internal'::regtype;
+        IF sealed THEN
+            /*
+             * An internal state, kept sealed (src/agg_state.c): the
+             * partial and combine aggregates end in _agg_state_seal, the
+             * combine and final ones take sealed states with
+             * _agg_state_merge; each carries the aggregate's combine,
+             * serial and deserial functions, which those two call.  The
+             * database's key first, if this is the first.
+             */
+            INSERT INTO @extschema@.processor_state_key (key)
+            VALUES (pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())))
+            ON CONFLICT (id) DO NOTHING;
+            st := 'bytea';
+            sup := format(', COMBINEFUNC = %s, SERIALFUNC = %s, DESERIALFUNC = %s',
+                          ag.aggcombinefn::text, ag.aggserialfn::text, ag.aggdeserialfn::text);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           part, argt, ag.aggtransfn::text, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           comb, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = %s, FINALFUNC_MODIFY = %s%s)',
+                           fin, ag.aggfinalfn::text,
+                           CASE ag.aggfinalmodify WHEN 'r' THEN 'READ_ONLY' WHEN 's' THEN 'SHAREABLE' ELSE 'READ_WRITE' END, sup);
+        ELSE
+            st := format_type(ag.aggtranstype, -1);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           part, argt, ag.aggtransfn::text, st,
                            CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            -- Combining starts from the aggregate's initial value, as
+            -- PostgreSQL's own combine phase does.
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           comb, st, ag.aggcombinefn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            IF ag.aggfinalfn <> 0 THEN
+                EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                               fin, st, ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                               CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            END IF;
         END IF;
         -- CREATE AGGREGATE finds its functions by name and argument types:
         -- a function of that name with closer argument types, put in the
@@ -578,23 +703,24 @@ BEGIN
         -- of the aggregate's own.  Refuse unless each is the same function.
         IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
                     WHERE pr.pronamespace = '@extschema@'::regnamespace
-                      AND pr.proname IN ('processor_' || p.processor_id || '_partial_' || i,
-                                         'processor_' || p.processor_id || '_combine_' || i,
-                                         'processor_' || p.processor_id || '_final_' || i)
-                      AND (g.aggtransfn <> CASE WHEN pr.proname LIKE '%\_partial\_%' THEN ag.aggtransfn ELSE ag.aggcombinefn END
-                           OR g.aggfinalfn <> CASE WHEN pr.proname LIKE '%\_final\_%' THEN ag.aggfinalfn ELSE 0 END)) THEN
+                      AND pr.proname IN (part, comb, fin)
+                      AND (g.aggtransfn::oid <> CASE WHEN pr.proname = part THEN ag.aggtransfn::oid
+                                                     WHEN sealed THEN '@extschema@._agg_state_merge(internal, bytea)'::regprocedure::oid
+                                                     ELSE ag.aggcombinefn::oid END
+                           OR g.aggfinalfn::oid <> CASE WHEN pr.proname = fin THEN ag.aggfinalfn::oid
+                                                        WHEN sealed THEN '@extschema@._agg_state_seal(internal)'::regprocedure::oid
+                                                        ELSE 0 END
+                           OR (sealed AND (g.aggcombinefn <> ag.aggcombinefn OR g.aggserialfn <> ag.aggserialfn
+                                           OR g.aggdeserialfn <> ag.aggdeserialfn)))) THEN
             RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
                 USING ERRCODE = 'ambiguous_function',
-                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine or final function takes closer argument types.',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine, serial, deserial or final function takes closer argument types.',
                       HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
         END IF;
-        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
-                       'processor_' || p.processor_id || '_partial_' || i, argt, caller);
-        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
-                       'processor_' || p.processor_id || '_combine_' || i, st, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', part, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', comb, st, caller);
         IF ag.aggfinalfn <> 0 THEN
-            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s',
-                           'processor_' || p.processor_id || '_final_' || i, st, caller);
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', fin, st, caller);
         END IF;
     END LOOP;
     IF p.window_type = 'sliding' THEN

@@ -72,12 +72,16 @@ SELECT is(
 -- window helpers build text or check a definition as the caller
 -- (_processor_split_args, _processor_parse_aggregate_n,
 -- _processor_check_aggregate_use, _processor_combinable_aggregate, _processor_agg_argv,
--- _processor_start_range, _processor_hours): nothing that changes state.
+-- _processor_start_range, _processor_hours, _processor_sealable_state,
+-- _processor_state_refusal): nothing that changes state.  _agg_state_seal
+-- and _agg_state_merge take internal, so only an aggregate calls them
+-- (the processor owner's aggregates, which PostgreSQL runs only if their
+-- owner may execute them); they refuse any other caller.
 SELECT is(
     (SELECT array_agg(p.proname::text ORDER BY p.proname) FROM pg_proc p
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
         AND has_function_privilege('public', p.oid, 'EXECUTE')),
-    ARRAY['_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
+    ARRAY['_agg_state_merge', '_agg_state_seal', '_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
           '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_processor_owner', '_check_topic_name',
           '_check_topic_settings', '_consumer_group_info', '_grantee',
           '_join_close_sql', '_join_key_sql', '_join_sink_sql', '_join_step', '_join_step_sql', '_join_time_sql',
@@ -88,8 +92,8 @@ SELECT is(
           '_processor', '_processor_agg_argv', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type',
           '_processor_check_aggregate_use', '_processor_close_sql', '_processor_combinable_aggregate',
           '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
-          '_processor_record_watermark', '_processor_running_max',
-          '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_step_sql', '_processor_worker_step',
+          '_processor_record_watermark', '_processor_running_max', '_processor_sealable_state',
+          '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_state_refusal', '_processor_step_sql', '_processor_worker_step',
           '_register_join_processor', '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
@@ -141,8 +145,8 @@ SELECT is(
        FROM pg_extension e, unnest(e.extconfig) AS cfg(oid) JOIN pg_class c ON c.oid = cfg.oid
       WHERE e.extname = 'pg_eventlog'),
     ARRAY['compaction_catalog', 'group_catalog', 'group_offsets', 'kafka_source_offsets', 'partition_catalog', 'processor_catalog',
-          'processor_catalog_processor_id_seq', 'processor_runtime', 'producer_catalog', 'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
-    'catalog tables, group positions, relay --from-kafka''s Kafka positions, stream processors'' pause and failures, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
+          'processor_catalog_processor_id_seq', 'processor_runtime', 'processor_state_key', 'producer_catalog', 'producer_id_seq', 'producer_state', 'segment_catalog', 'topic_catalog', 'topic_catalog_topic_id_seq'],
+    'catalog tables, group positions, relay --from-kafka''s Kafka positions, stream processors'' pause and failures and the key of their sealed states, idempotent producers and their state, and the id sequences are marked for pg_dump (group members, live state, are not)');
 
 -- Every object of the extension is commented.
 SELECT is(
