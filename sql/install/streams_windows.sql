@@ -654,12 +654,16 @@ REVOKE ALL ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.proces
  * record is, unless late: its right window is open) and some record counts
  * in it (Kafka Streams makes no empty right window).  The records that are
  * not late go to the buffer ("nr"); the windows the batch changes ("c":
- * those a new record counts in, reached from the records of its key within
- * size + tick before it, whose right windows may hold it, and size after
- * it, whose left windows may, and each new record's own right window
- * unless its row exists, which the record does not change) are recomputed
- * from the buffer and the batch ("ar", only the keys and times the batch
- * can reach), and replace their rows.
+ * from each pair of a new record and a record of its key within size after
+ * it, the left window of the later, which may hold the new one; within
+ * size + tick before it, the right window of the earlier, which may; and
+ * each new record's own right window when a record comes after it in it,
+ * unless that window's row exists, as the record does not change it) are
+ * recomputed from the buffer and the batch ("ar", only the keys and times
+ * the batch can reach), and replace their rows.  One pass over the pairs
+ * makes both kinds of windows (a pair makes one), and a semi-join the
+ * right windows of the new records, so that records with no other within
+ * size (sparse keys) cost about what they did with left windows only.
  */
 CREATE FUNCTION @extschema@._processor_sliding_sql(p @extschema@.processor_catalog, partials text, cols text, sets text)
 RETURNS text
@@ -684,15 +688,18 @@ ar AS (SELECT r.* FROM %2$s AS r
           AND r.ts <= (SELECT max(nr.ts) FROM nr) + $8 + %8$L::interval
        UNION ALL SELECT * FROM nr),
 c AS (SELECT v.gk_, v.we_, bool_or(v.r_) AS r_
-        FROM (SELECT a.group_key AS gk_, x.we_, x.r_
+        FROM (SELECT a.group_key AS gk_,
+                     CASE WHEN a.ts >= nr.ts THEN a.ts ELSE a.ts + %8$L::interval + $8 END AS we_,
+                     a.ts < nr.ts AS r_
                 FROM nr JOIN ar AS a ON a.group_key = nr.group_key
                                     AND a.ts >= nr.ts - $8 - %8$L::interval AND a.ts <= nr.ts + $8
-                CROSS JOIN LATERAL (VALUES (a.ts, false), (a.ts + %8$L::interval + $8, true)) AS x(we_, r_)
-               WHERE x.we_ >= nr.ts AND x.we_ <= nr.ts + $8 AND x.we_ + $9 >= nr.lim
+               WHERE CASE WHEN a.ts >= nr.ts THEN a.ts ELSE a.ts + %8$L::interval + $8 END + $9 >= nr.lim
               UNION ALL
               SELECT nr.group_key, nr.ts + %8$L::interval + $8, true FROM nr
-               WHERE NOT EXISTS (SELECT FROM %4$s AS w WHERE w.window_start = nr.ts + %8$L::interval
-                                                        AND w.group_key = nr.group_key)) AS v
+               WHERE EXISTS (SELECT FROM ar AS a WHERE a.group_key = nr.group_key
+                                                   AND a.ts > nr.ts AND a.ts <= nr.ts + $8 + %8$L::interval)
+                 AND NOT EXISTS (SELECT FROM %4$s AS w WHERE w.window_start = nr.ts + %8$L::interval
+                                                          AND w.group_key = nr.group_key)) AS v
        GROUP BY v.gk_, v.we_),
 agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM ct)
           FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 >= a.lim
