@@ -905,7 +905,7 @@ BEGIN
     END IF;
     IF window_type = 'sliding' AND advance IS NOT NULL THEN
         RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'A sliding window ends at each record and reaches size back: pass only size.';
+            HINT = 'Sliding windows follow the records (one ends at each, one starts just after it): pass only size.';
     END IF;
     IF window_type = 'session' THEN
         IF gap IS NULL THEN
@@ -1062,7 +1062,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
-'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
 /*
  * One step: as the processor's owner, in the caller's transaction, poll a
