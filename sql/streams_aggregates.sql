@@ -85,6 +85,8 @@ SELECT name, records, late_records FROM eventlog.processor_progress('session_cha
 
 -- The reference: the same aggregates by GROUP BY over the records, per
 -- window type's windows; "phase" 1 are the records before the late ones.
+-- Sliding windows end at each record and start 1 µs after each (once
+-- each), those that hold records.
 CREATE VIEW recs AS
     SELECT key AS k, (value->>'y')::float8 AS y, (value->>'x')::float8 AS x, (value->>'ts')::timestamptz AS ts,
            offset_id < :late_from AS phase1
@@ -101,8 +103,9 @@ LANGUAGE sql AS $$
           FROM r, generate_series(date_bin('5 s', r.ts, '1970-01-01') - interval '5 s', date_bin('5 s', r.ts, '1970-01-01'), '5 s') AS g(ws)
          WHERE w = 'hopping' AND g.ws + interval '10 s' > r.ts
         UNION ALL
-        SELECT e.ts - interval '10 s', e.ts, r.*
-          FROM (SELECT DISTINCT k, ts FROM r) AS e JOIN r ON r.k = e.k AND r.ts BETWEEN e.ts - interval '10 s' AND e.ts
+        SELECT e.we - interval '10 s', e.we, r.*
+          FROM (SELECT k, ts AS we FROM r UNION SELECT k, ts + interval '10.000001 s' FROM r) AS e
+          JOIN r ON r.k = e.k AND r.ts BETWEEN e.we - interval '10 s' AND e.we
          WHERE w = 'sliding'
         UNION ALL
         SELECT min(s.ts) OVER i, max(s.ts) OVER i, s.k, s.y, s.x, s.ts, s.phase1

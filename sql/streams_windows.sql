@@ -12,8 +12,10 @@ SELECT eventlog.create_topic('late_taps', 1);
 CREATE FUNCTION tap(k text, amount int, t text) RETURNS void LANGUAGE sql AS $$
     SELECT NULL FROM eventlog.produce('taps', k, jsonb_build_object('amount', amount, 'ts', '2026-01-01 10:00:00+00'::timestamptz + t::interval)) $$;
 
--- Sliding windows of 10 seconds with 2 seconds of grace: a window per
--- record, ending at it, [t - 10 s, t] (both ends in).  slide: emit final,
+-- Sliding windows of 10 seconds with 2 seconds of grace: a window ending
+-- at each record, [t - 10 s, t] (both ends in), and one starting just
+-- after it, [t + 1 µs, t + 10.000001 s], when a later record is in it
+-- (streams_sliding_right has the edge cases).  slide: emit final,
 -- into a table and a topic, late records into late_taps; slide_upd: emit
 -- changes, late records update the closed windows kept for a minute.
 CREATE TABLE slide_final (window_start timestamptz, window_end timestamptz, k text, n bigint, total bigint);
@@ -31,13 +33,17 @@ CREATE VIEW slide_state AS
     SELECT 'final' AS sink, window_start::time AS ws, window_end::time AS we, k, n, total FROM slide_final
     UNION ALL SELECT 'changes', window_start::time, window_end::time, k, n, total FROM slide_changes;
 -- a at 0 s, 5 s and 12 s; b at 7 s.  The watermark (12 s) closes the
--- windows ending before 10 s: a's at 0 s and 5 s, b's at 7 s.
+-- windows ending before 10 s: a's at 0 s and 5 s, b's at 7 s; a's right
+-- windows after 0 s (= 5 s) and 5 s (= 12 s) are open; there are none
+-- after a's 12 s or b's 7 s (nothing after them).
 SELECT tap('a', 1, '0 s'), tap('a', 2, '5 s'), tap('b', 4, '7 s'), tap('a', 8, '12 s');
 SELECT * FROM slide_steps();
 SELECT * FROM slide_state ORDER BY sink, we, k;
 SELECT window_start::time, window_end::time, group_key, closed, aggregates FROM eventlog.processor_windows('slide');
 -- a at 3 s comes after its own window closed (3 s + 2 s <= 12 s), but a's
--- window ending at 12 s is open and holds it: [2 s, 12 s] = 5, 12 and 3 s.
+-- window ending at 12 s is open and holds it: [2 s, 12 s] = 5, 12 and 3 s;
+-- so does the right window after 0 s (= 3 and 5 s), and it makes its own
+-- right window, [3.000001 s, 13.000001 s] = 5 and 12 s.
 -- a at -20 s can be in no open window (-20 + 10 + 2 <= 12): late, to
 -- late_taps for slide; slide_upd keeps closed windows a minute, so it
 -- makes a's window ending at -20 s, closed at once, and writes it.
@@ -181,6 +187,9 @@ EXCEPT SELECT * FROM before;
 -- runs them, and go with it.  Without grace, the record at 3 s (watermark
 -- 12 s) counts in the window ending at 12 s, still open: a sliding window
 -- closes when the watermark passes its end; the one ending at 30 s is open.
+-- The right windows after 0, 3, 5 and 7 s hold the records that count in
+-- them: the record at 3 s is in none (late for the one after 0 s), and
+-- makes its own.
 SET SESSION AUTHORIZATION windows_other;
 SELECT eventlog.create_window_processor('theirs', 'taps', 'w3', size => '10 s', window_type => 'sliding', group_by => '{}',
     aggregates => ARRAY[$$bit_or((value->>'amount')::int)$$], event_time => $$(value->>'ts')::timestamptz$$);

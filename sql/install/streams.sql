@@ -333,7 +333,9 @@ BEGIN
      * each record.  A session window's record is late when the session of
      * that record alone would be closed (its time + gap + lateness before
      * the watermark), so that lateness does not depend on how the records
-     * of other partitions were cut into steps.  A record's watermark
+     * of other partitions were cut into steps.  A sliding window's record
+     * is late when its right window (which ends last, at its time + size +
+     * the tick, _processor_sliding_sql) is closed.  A record's watermark
      * ("wm_") is the largest event time before it in its partition (the
      * progress row's, or an earlier record's of the batch), less
      * max_out_of_orderness: _processor_record_watermark computes it as the
@@ -365,7 +367,7 @@ pe AS MATERIALIZED (
         CASE WHEN p.window_type = 'session'
              THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
              WHEN p.window_type = 'sliding'
-             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
+             THEN 'w_.ts_ + $8 + ''1 microsecond''::interval + $9 < greatest(w_.wm_, w_.c_)'
              ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, w_.c_)' END,
         CASE WHEN p.late = 'topic'
              THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
@@ -648,10 +650,13 @@ DECLARE
                         WHEN p.window_type = 'sliding' THEN 'window_end + $2 < $1'
                         ELSE 'window_end + $2 <= $1' END;
     -- sliding windows: the records no window that may still change holds
+    -- or starts just after (the last, their right window: its end is
+    -- their time + size + the tick, _processor_sliding_sql)
     rx text := CASE WHEN p.window_type = 'sliding'
                     THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval < $1), ',
                                 'processor_' || p.processor_id || '_records',
-                                p.size + p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
+                                p.size + interval '1 microsecond' + p.allowed_lateness
+                                + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
                     ELSE '' END;
 BEGIN
     IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
@@ -915,7 +920,7 @@ BEGIN
     END IF;
     IF window_type = 'sliding' AND advance IS NOT NULL THEN
         RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'A sliding window ends at each record and reaches size back: pass only size.';
+            HINT = 'Sliding windows follow the records (one ends at each, one starts just after it): pass only size.';
     END IF;
     IF window_type = 'session' THEN
         IF gap IS NULL THEN
@@ -1085,7 +1090,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
-'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
 /*
  * One step: as the processor's owner, in the caller's transaction, poll a

@@ -763,16 +763,33 @@ REVOKE ALL ON FUNCTION @extschema@._processor_drop_aggregates(@extschema@.proces
 /*
  * The body of a sliding window's step (after the CTE "e" of
  * _processor_step_sql; $8 the size, $9 how late a record may be, $12
- * allowed_lateness).  A record at t counts in the window of its key ending
- * at e (t <= e <= t + size) unless the watermark it came under (lim_) is
- * past e + $9: a window with both ends in is closed when the watermark
- * passes its end (Kafka Streams: stream time > end + grace), so that a
- * record at the watermark counts in its own window (with processing time,
- * every record).  The window ending at e exists when a record at e counts
- * in it.  The records that count in some window go to
- * the buffer ("nr"); the windows a new record counts in are recomputed
- * from the buffer and the batch ("ar", only the keys and times the batch
- * can reach), and replace their rows.
+ * allowed_lateness): Kafka Streams' SlidingWindows, with PostgreSQL's clock
+ * tick (one microsecond, timestamptz's: "tick") for Kafka's millisecond, so
+ * that a right window starts at the first time after its record that a
+ * record can have, as in Kafka Streams (docs/streams.md).  A group's
+ * windows are [t - size, t] (left) and [t + tick, t + tick + size] (right)
+ * for each record time t, both ends in; the two are the same window when
+ * their starts are (a window is its start and group: all have the length
+ * size).  A record at t counts in the window of its key ending at e
+ * (start <= t <= e) unless the watermark it came under (lim_) is past
+ * e + $9: a window with both ends in is closed when the watermark passes
+ * its end (Kafka Streams: stream time > end + grace), so that a record at
+ * the watermark counts in its own window (with processing time, every
+ * record).  A left window exists when a record at its end counts in it; a
+ * right window when a record at its start - tick is in the buffer (a
+ * record is, unless late: its right window is open) and some record counts
+ * in it (Kafka Streams makes no empty right window).  The records that are
+ * not late go to the buffer ("nr"); the windows the batch changes ("c":
+ * from each pair of a new record and a record of its key within size after
+ * it, the left window of the later, which may hold the new one; within
+ * size + tick before it, the right window of the earlier, which may; and
+ * each new record's own right window when a record comes after it in it,
+ * unless that window's row exists, as the record does not change it) are
+ * recomputed from the buffer and the batch ("ar", only the keys and times
+ * the batch can reach), and replace their rows.  One pass over the pairs
+ * makes both kinds of windows (a pair makes one), and a semi-join the
+ * right windows of the new records, so that records with no other within
+ * size (sparse keys) cost about what they did with left windows only.
  */
 CREATE FUNCTION @extschema@._processor_sliding_sql(p @extschema@.processor_catalog, partials text, cols text, sets text)
 RETURNS text
@@ -793,14 +810,26 @@ nr AS (SELECT e.gk_ AS group_key, e.ts_ AS ts, e.lim_ AS lim %1$s FROM e WHERE e
 ins AS (INSERT INTO %2$s SELECT * FROM nr),
 ar AS (SELECT r.* FROM %2$s AS r
         WHERE r.group_key IN (SELECT nr.group_key FROM nr)
-          AND r.ts >= (SELECT min(nr.ts) FROM nr) - $8 AND r.ts <= (SELECT max(nr.ts) FROM nr) + $8
+          AND r.ts >= (SELECT min(nr.ts) FROM nr) - $8 - %8$L::interval
+          AND r.ts <= (SELECT max(nr.ts) FROM nr) + $8 + %8$L::interval
        UNION ALL SELECT * FROM nr),
-c AS (SELECT DISTINCT a.group_key AS gk_, a.ts AS we_
-        FROM nr JOIN ar AS a ON a.group_key = nr.group_key AND a.ts >= nr.ts AND a.ts <= nr.ts + $8
-       WHERE a.ts + $9 >= nr.lim),
+c AS (SELECT v.gk_, v.we_, bool_or(v.r_) AS r_
+        FROM (SELECT a.group_key AS gk_,
+                     CASE WHEN a.ts >= nr.ts THEN a.ts ELSE a.ts + %8$L::interval + $8 END AS we_,
+                     a.ts < nr.ts AS r_
+                FROM nr JOIN ar AS a ON a.group_key = nr.group_key
+                                    AND a.ts >= nr.ts - $8 - %8$L::interval AND a.ts <= nr.ts + $8
+               WHERE CASE WHEN a.ts >= nr.ts THEN a.ts ELSE a.ts + %8$L::interval + $8 END + $9 >= nr.lim
+              UNION ALL
+              SELECT nr.group_key, nr.ts + %8$L::interval + $8, true FROM nr
+               WHERE EXISTS (SELECT FROM ar AS a WHERE a.group_key = nr.group_key
+                                                   AND a.ts > nr.ts AND a.ts <= nr.ts + $8 + %8$L::interval)
+                 AND NOT EXISTS (SELECT FROM %4$s AS w WHERE w.window_start = nr.ts + %8$L::interval
+                                                          AND w.group_key = nr.group_key)) AS v
+       GROUP BY v.gk_, v.we_),
 agg AS (SELECT c.we_ - $8, c.we_, c.gk_ %3$s, c.we_ + $12 < (SELECT ct.c_ FROM ct)
           FROM c JOIN ar AS a ON a.group_key = c.gk_ AND a.ts >= c.we_ - $8 AND a.ts <= c.we_ AND c.we_ + $9 >= a.lim
-         GROUP BY c.we_, c.gk_ HAVING bool_or(a.ts = c.we_)),
+         GROUP BY c.we_, c.gk_, c.r_ HAVING c.r_ OR bool_or(a.ts = c.we_)),
 u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
       SELECT * FROM agg
       ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %6$s,
@@ -808,7 +837,9 @@ u AS (INSERT INTO %4$s AS t (window_start, window_end, group_key %5$s, closed)
       RETURNING t.*),
 %7$s,$f$,
         ecols, records, partials, windows, cols, sets,
-        @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL),
+        -- the tick (_processor_step_sql and _processor_close_sql use it too)
+        '1 microsecond');
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_sliding_sql(@extschema@.processor_catalog, text, text, text) IS

@@ -54,12 +54,14 @@ push @{ $events[2] }, [ $keys[ int(rand(@keys)) ], 1 + int(rand(100)), $base + i
 # (+ retention) is below that watermark; the others, per key, make
 # sessions where they come within gap of each other; a session is closed
 # when its last time + gap + grace is below the final watermark.  Sliding
-# windows: a record at t counts in the window of its key ending at e
-# (t <= e <= t + size, both ends in) unless its watermark is above e + grace
-# (+ retention); the window ending at e exists when a record at e counts in
-# it; a record that can count in no window (t + size + grace (+ retention)
-# below its watermark) is late; a window is closed when its end + grace is
-# below the final watermark.
+# windows (in microseconds, the tick): a record at t counts in the window
+# of its key ending at e (e - size <= t <= e, both ends in) unless its
+# watermark is above e + grace (+ retention); the window ending at e (left)
+# exists when a record at e counts in it, the window starting at t + 1 µs
+# (right) when a record at t is not late and some record counts in it; a
+# record is late when even its right window is closed (t + size + 1 µs +
+# grace (+ retention) below its watermark); a window is closed when its end
+# + grace is below the final watermark.
 sub add
 {
     my ($g, $t, $amount) = @_;
@@ -93,7 +95,9 @@ sub model
             }
             if ($type eq 'sliding')
             {
-                if (defined $wm && $t + $size + $grace + $R < $wm) { push @late, "$amount\@$t"; next; }
+                # late when its right window (ending last) is closed:
+                # t + size + 1 µs + grace (+ retention) < watermark
+                if (defined $wm && ($t + $size + $grace + $R) * 1_000_000 + 1 < $wm * 1_000_000) { push @late, "$amount\@$t"; next; }
                 push @{ $acc{ $k // '<null>' } }, [ $t, $amount, $wm ];
                 next;
             }
@@ -111,18 +115,30 @@ sub model
         }
         push @maxts, $max;
     }
-    # Sliding windows: per key, a window ending at each record that counts
-    # in its own window, holding the records that count in it.
+    # Sliding windows, in microseconds (the tick): per key, the candidate
+    # windows, ending at each record (left) and starting a tick after each
+    # (right), once each; a left window is made when a record at its end
+    # counts in it, a right window when some record counts in it (its
+    # record, not late, is in the buffer); each holds the records that
+    # count in it.
     for my $k ($type eq 'sliding' ? keys %acc : ())
     {
-        my $counts = sub { my ($r, $e) = @_; !defined $r->[2] || $e + $grace + $R >= $r->[2] };
+        my $us = 1_000_000;
+        my $counts = sub { my ($r, $e) = @_; !defined $r->[2] || $e + ($grace + $R) * $us >= $r->[2] * $us };
+        my %ends;
         for my $r (@{ $acc{$k} })
         {
-            my $e = $r->[0];
-            next if !$counts->($r, $e) || $w{ ($e - $size) . "|$k" };
-            my $g = $w{ ($e - $size) . "|$k" } = { s => $e - $size, e => $e, k => $k, n => 0, sum => 0 };
-            add($g, $_->[0], $_->[1])
-              for grep { $_->[0] >= $e - $size && $_->[0] <= $e && $counts->($_, $e) } @{ $acc{$k} };
+            $ends{ $r->[0] * $us } = 1;
+            $ends{ $r->[0] * $us + 1 + $size * $us } = 1;
+        }
+        for my $e (sort { $a <=> $b } keys %ends)
+        {
+            my @in = grep { $_->[0] * $us >= $e - $size * $us && $_->[0] * $us <= $e && $counts->($_, $e) } @{ $acc{$k} };
+            my $left = grep { $_->[0] * $us == $e } @in;
+            my $right = grep { $_->[0] * $us + 1 + $size * $us == $e } @{ $acc{$k} };
+            next unless @in && ($left || $right);
+            my $g = $w{ ($e - $size * $us) . "|$k" } = { s => $e - $size * $us, e => $e, k => $k, n => 0, sum => 0 };
+            add($g, $_->[0], $_->[1]) for @in;
         }
     }
     # Sessions: per key, the accepted records in time order, cut where the
@@ -144,6 +160,9 @@ sub model
     # Once every partition is idle, the watermark is the greatest.
     my ($final) = sort { $b <=> $a } @maxts;
     $final -= $ooo;
+    # sliding windows' times are in microseconds
+    my $fin = $type eq 'sliding' ? $final * 1_000_000 : $final;
+    my $gr = $type eq 'sliding' ? $grace * 1_000_000 : $grace;
     my (@all, @closed);
     for my $g (sort { $a->{s} <=> $b->{s} || $a->{k} cmp $b->{k} } values %w)
     {
@@ -153,7 +172,7 @@ sub model
         push @all, $line;
         push @closed, $line
           if $type eq 'session' ? $g->{e} + $size + $grace < $final
-           : $type eq 'sliding' ? $g->{e} + $grace < $final : $g->{e} + $grace <= $final;
+           : $type eq 'sliding' ? $g->{e} + $gr < $fin : $g->{e} + $grace <= $final;
     }
     return { all => join("\n", @all), closed => join("\n", @closed),
              late => scalar(@late), late_list => join(',', sort @late), nulls => $nulls // 0,
@@ -291,8 +310,11 @@ sub finish_and_check
         else
         {
             my $aggs = $generic ? 'n, bo, extract(epoch FROM tm)::bigint, ba' : 'n, s, mn, mx';
+            # sliding windows' ends in microseconds (a right window starts
+            # 1 µs after its record)
+            my $scale = $type eq 'sliding' ? 1_000_000 : 1;
             $got = $node->safe_psql('postgres', qq{
-                SELECT string_agg(concat_ws('|', extract(epoch FROM ws)::bigint, extract(epoch FROM we)::bigint,
+                SELECT string_agg(concat_ws('|', (extract(epoch FROM ws) * $scale)::bigint, (extract(epoch FROM we) * $scale)::bigint,
                                             coalesce(k, '<null>'), $aggs), E'\\n'
                                   ORDER BY ws, coalesce(k, '<null>'))
                   FROM $name});
@@ -332,6 +354,9 @@ cmp_ok($sl->{late}, '>', 10, 'the model has records late for sliding windows');
 cmp_ok(model('sliding', 10, 0, 15)->{late}, '<', $sl->{late}, 'the retention lets late records update sliding windows');
 cmp_ok(scalar(grep { my @f = split /\|/; $f[3] > 5 } split /\n/, $sl->{all}), '>', 50,
        'the model has sliding windows of many records');
+# right windows start 1 µs after a record (whole seconds here)
+cmp_ok(scalar(grep { my @f = split /\|/; $f[0] % 1_000_000 == 1 } split /\n/, $sl->{all}), '>', 50,
+       'the model has right windows');
 # The aggregates with states of their own see both values.
 my $g = model('hopping', 20, 5, 0, 1);
 cmp_ok(scalar(grep { my @f = split /\|/; $f[6] eq 't' } split /\n/, $g->{all}), '>', 10, 'bool_or is true in some windows');
