@@ -115,12 +115,14 @@ CREATE VIEW ia_sessions AS
       FROM (SELECT *, count(*) FILTER (WHERE prev IS NULL OR ts > prev + interval '3 s') OVER (PARTITION BY k ORDER BY ts) AS s_
               FROM (SELECT *, lag(ts) OVER (PARTITION BY k ORDER BY ts) AS prev FROM ia_src) AS l) AS g
      GROUP BY k, s_;
+-- (sliding: a left window ending at each record, and a right window
+-- starting 1 microsecond after it when a record is in it)
 CREATE VIEW ia_sliding AS
-    SELECT e.ts - interval '10 s' AS window_start, e.ts AS window_end, e.k,
+    SELECT e.we - interval '10 s' AS window_start, e.we AS window_end, e.k,
            stddev_samp(r.x) AS sd, var_pop(r.x) AS vp, variance(r.x) AS v, sum(r.b) AS s, avg(r.b) AS a
-      FROM (SELECT DISTINCT k, ts FROM ia_src) AS e
-      JOIN ia_src AS r ON r.k = e.k AND r.ts BETWEEN e.ts - interval '10 s' AND e.ts
-     GROUP BY e.k, e.ts;
+      FROM (SELECT k, ts AS we FROM ia_src UNION SELECT k, ts + interval '10.000001 s' FROM ia_src) AS e
+      JOIN ia_src AS r ON r.k = e.k AND r.ts BETWEEN e.we - interval '10 s' AND e.we
+     GROUP BY e.k, e.we;
 -- Rows, sessions, and the rows on one side only (none).
 SELECT (SELECT count(*) FROM ia_tumbling) AS tumbling, (SELECT count(*) FROM ia_sessions) AS sessions,
        (SELECT count(*) FROM ia_sliding) AS sliding;
