@@ -4,7 +4,8 @@
 # eventlog.run_processor in steps of STEP records, against the batch lower
 # bound, one INSERT ... SELECT ... GROUP BY date_bin(...) over the same rows
 # read from the topic.  The two alternate, RUNS times, each into a fresh
-# sink; the ratio of the medians is printed (processor time / batch time).
+# sink; the ratio of the medians is printed (batch time / processor time),
+# for the wall clock and for the CPU time of each side's backend.
 #
 # Both are timed inside their session (clock_timestamp before and after),
 # so that neither pays for starting psql or a backend: the steps run in one
@@ -46,15 +47,22 @@ SELECT count(*) FROM eventlog.produce_batch('bench',
 SQL
 
 ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
-# in_session SQL: the milliseconds SQL takes, timed in its own session.
+# The backend's own CPU time (user + system, /proc/self/stat fields 14 and
+# 15, in clock ticks), read by the backend itself: a load beside the bench
+# slows the wall clock of both sides, but changes their CPU time less.
+tick_ms=$((1000 / $(getconf CLK_TCK)))
+cpu_sql="(SELECT (f[12]::bigint + f[13]::bigint) * $tick_ms
+            FROM regexp_split_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f)"
+# in_session SQL: the milliseconds SQL takes in its own session, wall
+# clock and the backend's CPU ("WALL CPU").
 in_session() {
     psql -X -qAt -v ON_ERROR_STOP=1 <<SQL
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0, $cpu_sql AS c0 \\gset
 $1
-SELECT round((extract(epoch FROM clock_timestamp()) - :t0) * 1000);
+SELECT round((extract(epoch FROM clock_timestamp()) - :t0) * 1000) || ' ' || ($cpu_sql - :c0);
 SQL
 }
-proc_times=(); batch_times=()
+proc_times=(); batch_times=(); proc_cpu=(); batch_cpu=()
 for run in $(seq 1 "$RUNS"); do
     psql -X -q -v ON_ERROR_STOP=1 -c "
         DROP TABLE IF EXISTS sink_p, sink_b;
@@ -75,10 +83,11 @@ for run in $(seq 1 "$RUNS"); do
         t2=$(ms)
         p=$((t1 - t0)); b=$((t2 - t1))
     else
-        p=$(in_session "DO \$\$DECLARE n bigint; BEGIN
+        read -r p pc < <(in_session "DO \$\$DECLARE n bigint; BEGIN
                             LOOP n := eventlog.run_processor('bench', $STEP); EXIT WHEN n = 0; COMMIT; END LOOP;
                         END\$\$;")
-        b=$(in_session "$batch")
+        read -r b bc < <(in_session "$batch")
+        proc_cpu+=("$pc"); batch_cpu+=("$bc")
     fi
     # The processor's output must equal the batch's, but for the last
     # window, which the watermark (the last event time) has not closed.
@@ -87,13 +96,17 @@ for run in $(seq 1 "$RUNS"); do
         SELECT count(*) FROM ((TABLE sink_p EXCEPT TABLE sink_b) UNION ALL (TABLE sink_b EXCEPT TABLE sink_p)) d")
     [ "$diff" = 0 ] || el_die "processor and batch differ in $diff rows"
     proc_times+=("$p"); batch_times+=("$b")
-    echo "run $run: processor $p ms, batch $b ms"
+    echo "run $run: processor $p ms${pc:+ (CPU $pc ms)}, batch $b ms${bc:+ (CPU $bc ms)}"
 done
-python3 - "${proc_times[*]}" "${batch_times[*]}" "$RECORDS" <<'PY'
+python3 - "${proc_times[*]}" "${batch_times[*]}" "$RECORDS" "${proc_cpu[*]:-}" "${batch_cpu[*]:-}" <<'PY'
 import statistics, sys
 p = statistics.median(map(int, sys.argv[1].split()))
 b = statistics.median(map(int, sys.argv[2].split()))
 n = int(sys.argv[3])
 print(f"median: processor {p} ms ({n * 1000 / p:.0f} records/s), batch {b} ms ({n * 1000 / b:.0f} records/s), "
       f"batch/processor throughput ratio {b / p:.2f}")
+if sys.argv[4].strip():
+    pc = statistics.median(map(int, sys.argv[4].split()))
+    bc = statistics.median(map(int, sys.argv[5].split()))
+    print(f"median backend CPU: processor {pc} ms, batch {bc} ms, batch/processor CPU ratio {bc / pc:.2f}")
 PY
