@@ -94,5 +94,31 @@ SELECT eventlog.run_processor('st', 10);
 SELECT count(*) AS rows, count(DISTINCT (window_start, k)) AS windows FROM st_sink_local;
 
 SELECT eventlog.drop_processor('st');
+
+-- Two processors writing one sink (a new one made to take over from an
+-- old one, which runs on until it is dropped): each one's sink_through
+-- misses the other's windows, so while both exist every window is looked
+-- up, and once alone a processor takes sink_through from the sink.
+TRUNCATE st_sink;
+SELECT eventlog.create_topic('st2', 1);
+SELECT count(*) FROM eventlog.produce_batch('st2', ARRAY['a', 'a', 'a', 'a', 'a'], ARRAY['{}', '{}', '{}', '{}', '{}']::jsonb[],
+    event_time => ARRAY['2026-01-01 00:00:10+00', '2026-01-01 00:01:10+00', '2026-01-01 00:02:10+00',
+                        '2026-01-01 00:03:10+00', '2026-01-01 00:04:10+00']::timestamptz[]);
+SELECT eventlog.create_window_processor('st_old', 'st2', 'st_sink', size => '1 minute', idle_timeout => '1 hour');
+SELECT eventlog.run_processor('st_old', 2);
+SELECT eventlog.create_window_processor('st_new', 'st2', 'st_sink', size => '1 minute', idle_timeout => '1 hour');
+SELECT format('eventlog.%I', 'processor_' || processor_id || '_progress') AS st_progress
+  FROM eventlog.processor_catalog WHERE name = 'st_new' \gset
+SELECT sink_through AT TIME ZONE 'UTC' AS sink_through FROM :st_progress WHERE partition = -1;
+SELECT eventlog.run_processor('st_old', 10);
+SELECT eventlog.run_processor('st_new', 1);
+SELECT sink_through FROM :st_progress WHERE partition = -1;
+SELECT eventlog.drop_processor('st_old');
+SELECT eventlog.run_processor('st_new', 10);
+SELECT sink_through AT TIME ZONE 'UTC' AS sink_through FROM :st_progress WHERE partition = -1;
+SELECT window_start AT TIME ZONE 'UTC' AS window_start, k, n FROM st_sink ORDER BY 1, 2;
+SELECT eventlog.drop_processor('st_new');
+SELECT eventlog.drop_topic('st2');
+
 SELECT eventlog.drop_topic('st');
 DROP TABLE st_sink, st_sink_local;

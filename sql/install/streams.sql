@@ -1079,13 +1079,14 @@ BEGIN
     -- those rows up to overwrite them (_processor_emit_sql), not the later
     -- ones it alone writes.  Read as the caller, who may select the sink; a
     -- window end column of another type than the processor's is compared
-    -- through a cast that depends on the session: it is always looked up.
+    -- through a cast that depends on the session: it is always looked up
+    -- (NULL, as run_processor keeps it).
     IF sink_table IS NOT NULL THEN
         EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
                        'processor_' || pid || '_progress',
                        CASE WHEN p.sink_types[2] = 'timestamp with time zone'
                             THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
-                            ELSE '''infinity''' END);
+                            ELSE 'NULL' END);
     END IF;
 END
 $$;
@@ -1160,6 +1161,23 @@ BEGIN
     END;
     IF p.kind = 'join' THEN
         RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
+    /*
+     * sink_through (_processor_emit_sql) covers the windows this processor
+     * wrote, not another's: while another processor writes the same sink
+     * table (one made to take over from it, say), forget it (NULL: every
+     * window written is looked up); alone again, take it from the sink
+     * once.  A sink whose window end is not a timestamptz keeps NULL.
+     */
+    IF p.kind = 'window' AND p.sink_table IS NOT NULL THEN
+        PERFORM @extschema@._processor_exec(format(
+            'UPDATE %1$s SET sink_through = CASE WHEN $1 THEN NULL '
+            '                                    ELSE coalesce((SELECT max(s.%2$I) FROM %3$s AS s), ''-infinity'') END '
+            ' WHERE partition = -1 AND CASE WHEN $1 THEN sink_through IS NOT NULL ELSE sink_through IS NULL AND $2 END',
+            progress, p.sink_columns[2], p.sink_table), NULL::bigint,
+            EXISTS (SELECT FROM @extschema@.processor_catalog c
+                     WHERE c.sink_table = p.sink_table AND c.processor_id <> p.processor_id),
+            p.sink_types[2] = 'timestamp with time zone');
     END IF;
 
     -- The step's statements run through plans the session keeps
