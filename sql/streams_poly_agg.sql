@@ -233,6 +233,23 @@ SELECT eventlog.create_window_processor('pa_x', 'pa', 'pa_sink', size => '10 s',
     aggregates => ARRAY[$$public.pa_span((value->>'x')::int, (value->>'n')::numeric)$$]);
 ROLLBACK;
 
+-- Types with a default length when named without one: an anyelement
+-- given bit(8) keeps bit values of any length (as streams_agg_typmod: the
+-- casts and columns name the type without a modifier), not bit(1).
+SELECT eventlog.create_topic('pb', 1);
+SELECT eventlog.produce('pb', 'k', '{"b": "00001111"}', event_time => '2026-01-01 10:00:00+00') IS NOT NULL AS produced;
+SELECT eventlog.produce('pb', 'k', '{"b": "01110000"}', event_time => '2026-01-01 10:00:01+00') IS NOT NULL AS produced;
+CREATE TABLE pa_bits (window_start timestamptz, window_end timestamptz, v varbit);
+SELECT eventlog.create_window_processor('pa_bits', 'pb', 'pa_bits', size => '1 hour', emit => 'changes', group_by => '{}',
+                                        aggregates => ARRAY[$$public.pa_big((value->>'b')::bit(8))$$]);
+SELECT agg_types FROM eventlog.processor_catalog WHERE name = 'pa_bits';
+SELECT eventlog.run_processor('pa_bits');
+SELECT v FROM pa_bits;
+SELECT pa_big((value->>'b')::bit(8)) AS expected FROM eventlog.read('pb', 0, 0);
+SELECT eventlog.drop_processor('pa_bits');
+SELECT eventlog.drop_topic('pb');
+DROP TABLE pa_bits;
+
 -- PostgreSQL's rules, case by case: the types given (declared, actual,
 -- to resolve), and what they resolve to or why not.
 CREATE DOMAIN pa_ints AS int[];
