@@ -17812,3 +17812,1193 @@ $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
 'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
+
+-- Window aggregates of polymorphic aggregates (max and min of arrays and
+-- enums, the user's of anyelement or anycompatible): the catalog keeps the
+-- types their arguments resolve to; the resolution, the lookup, and the
+-- parsers, checks and state that take them.
+ALTER TABLE @extschema@.processor_catalog ADD COLUMN agg_types text[];
+CREATE FUNCTION @extschema@._processor_array_elem(t oid)
+RETURNS oid
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE b(o, d) AS (SELECT t, 0
+                               UNION ALL
+                               SELECT ty.typbasetype, b.d + 1 FROM b JOIN pg_type ty ON ty.oid = b.o
+                                WHERE ty.typtype = 'd')
+    SELECT ty.typelem FROM pg_type ty
+     WHERE ty.oid = (SELECT b.o FROM b ORDER BY b.d DESC LIMIT 1)
+       AND ty.typelem <> 0 AND ty.typlen = -1
+       AND ty.typsubscript = 'pg_catalog.array_subscript_handler'::regproc
+$$;
+COMMENT ON FUNCTION @extschema@._processor_array_elem(oid) IS
+'internal: the element type of an array type (or of a domain over one), else NULL';
+
+CREATE FUNCTION @extschema@._processor_poly_resolve(declared oid[], actual oid[], targets oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    elem oid;
+    arr oid;
+    rng oid;
+    mrng oid;
+    ctypes oid[] := '{}';
+    crng oid;
+    crng_elem oid;
+    cmrng oid;
+    cmrng_rng oid;
+    common oid;
+    carr oid;
+    t oid;
+    e oid;
+    d oid;
+    j integer;
+    fam1 boolean := false;
+    fam2 boolean := false;
+    want oid[];
+    res oid[] := '{}';
+BEGIN
+    -- subscripts from 1 (an oidvector cast to oid[] starts at 0)
+    declared := ARRAY(SELECT unnest(declared));
+    actual := ARRAY(SELECT unnest(actual));
+    targets := ARRAY(SELECT unnest(targets));
+    want := declared || targets;
+    IF cardinality(declared) <> cardinality(actual) THEN
+        RAISE EXCEPTION 'an aggregate of % arguments given % types', cardinality(declared), cardinality(actual)
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    FOR j IN 1 .. cardinality(declared) LOOP
+        d := declared[j];
+        t := actual[j];
+        IF d IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype) THEN
+            fam1 := true;
+            IF elem IS NOT NULL AND t <> elem THEN
+                RAISE EXCEPTION 'arguments declared "anyelement" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(elem, NULL), format_type(t, NULL));
+            END IF;
+            elem := t;
+            CONTINUE;
+        ELSIF d NOT IN ('anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                        'anycompatible'::regtype, 'anycompatiblenonarray'::regtype, 'anycompatiblearray'::regtype,
+                        'anycompatiblerange'::regtype, 'anycompatiblemultirange'::regtype) THEN
+            CONTINUE;
+        END IF;
+        -- the others take a domain over an array or range as its base type
+        IF d NOT IN ('anycompatible'::regtype, 'anycompatiblenonarray'::regtype) THEN
+            WHILE (SELECT ty.typtype FROM pg_type ty WHERE ty.oid = t) = 'd' LOOP
+                t := (SELECT ty.typbasetype FROM pg_type ty WHERE ty.oid = t);
+            END LOOP;
+        END IF;
+        IF d = 'anyarray'::regtype THEN
+            fam1 := true;
+            IF arr IS NOT NULL AND t <> arr THEN
+                RAISE EXCEPTION 'arguments declared "anyarray" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(arr, NULL), format_type(t, NULL));
+            END IF;
+            arr := t;
+        ELSIF d = 'anyrange'::regtype THEN
+            fam1 := true;
+            IF rng IS NOT NULL AND t <> rng THEN
+                RAISE EXCEPTION 'arguments declared "anyrange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(rng, NULL), format_type(t, NULL));
+            END IF;
+            rng := t;
+        ELSIF d = 'anymultirange'::regtype THEN
+            fam1 := true;
+            IF mrng IS NOT NULL AND t <> mrng THEN
+                RAISE EXCEPTION 'arguments declared "anymultirange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(mrng, NULL), format_type(t, NULL));
+            END IF;
+            mrng := t;
+        ELSIF d IN ('anycompatible'::regtype, 'anycompatiblenonarray'::regtype) THEN
+            fam2 := true;
+            ctypes := ctypes || t;
+        ELSIF d = 'anycompatiblearray'::regtype THEN
+            fam2 := true;
+            e := @extschema@._processor_array_elem(t);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anycompatiblearray is not an array but type %', format_type(t, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            END IF;
+            ctypes := ctypes || e;
+        ELSIF d = 'anycompatiblerange'::regtype THEN
+            fam2 := true;
+            IF crng IS NOT NULL AND t <> crng THEN
+                RAISE EXCEPTION 'arguments declared "anycompatiblerange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(crng, NULL), format_type(t, NULL));
+            ELSIF crng IS NULL THEN
+                crng := t;
+                crng_elem := (SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = t);
+                IF crng_elem IS NULL THEN
+                    RAISE EXCEPTION 'argument declared anycompatiblerange is not a range type but type %', format_type(t, NULL)
+                        USING ERRCODE = 'datatype_mismatch';
+                END IF;
+                ctypes := ctypes || crng_elem;
+            END IF;
+        ELSE
+            fam2 := true;
+            IF cmrng IS NOT NULL AND t <> cmrng THEN
+                RAISE EXCEPTION 'arguments declared "anycompatiblemultirange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(cmrng, NULL), format_type(t, NULL));
+            END IF;
+            cmrng := t;
+            cmrng_rng := (SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = t);
+            IF cmrng_rng IS NULL THEN
+                RAISE EXCEPTION 'argument declared anycompatiblemultirange is not a multirange type but type %', format_type(t, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            END IF;
+        END IF;
+    END LOOP;
+
+    -- The anyelement family: one element type that every argument agrees on.
+    IF fam1 THEN
+        IF arr IS NOT NULL THEN
+            e := @extschema@._processor_array_elem(arr);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anyarray is not an array but type %', format_type(arr, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            ELSIF elem IS NULL THEN
+                elem := e;
+            ELSIF e <> elem THEN
+                RAISE EXCEPTION 'argument declared anyarray is not consistent with argument declared anyelement'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(arr, NULL), format_type(elem, NULL));
+            END IF;
+        END IF;
+        IF mrng IS NOT NULL THEN
+            e := (SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = mrng);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anymultirange is not a multirange type but type %', format_type(mrng, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            ELSIF rng IS NULL THEN
+                rng := e;
+            ELSIF e <> rng THEN
+                RAISE EXCEPTION 'argument declared anymultirange is not consistent with argument declared anyrange'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(mrng, NULL), format_type(rng, NULL));
+            END IF;
+        ELSIF rng IS NOT NULL THEN
+            mrng := (SELECT r.rngmultitypid FROM pg_range r WHERE r.rngtypid = rng);
+        END IF;
+        IF rng IS NOT NULL THEN
+            e := (SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = rng);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anyrange is not a range type but type %', format_type(rng, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            ELSIF elem IS NULL THEN
+                elem := e;
+            ELSIF e <> elem THEN
+                RAISE EXCEPTION 'argument declared anyrange is not consistent with argument declared anyelement'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(rng, NULL), format_type(elem, NULL));
+            END IF;
+        END IF;
+        IF 'anynonarray'::regtype = ANY (want) AND @extschema@._processor_array_elem(elem) IS NOT NULL THEN
+            RAISE EXCEPTION 'type matched to anynonarray is an array type: %', format_type(elem, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        IF 'anyenum'::regtype = ANY (want) AND (SELECT ty.typtype FROM pg_type ty WHERE ty.oid = elem) <> 'e' THEN
+            RAISE EXCEPTION 'type matched to anyenum is not an enum type: %', format_type(elem, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+    END IF;
+
+    -- The anycompatible family: the common type of its arguments.
+    IF fam2 THEN
+        IF cmrng IS NOT NULL THEN
+            IF crng IS NOT NULL AND cmrng_rng <> crng THEN
+                RAISE EXCEPTION 'argument declared anycompatiblemultirange is not consistent with argument declared anycompatiblerange'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(cmrng, NULL), format_type(crng, NULL));
+            ELSIF crng IS NULL THEN
+                crng := cmrng_rng;
+                crng_elem := (SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = crng);
+                ctypes := ctypes || crng_elem;
+            END IF;
+        ELSIF crng IS NOT NULL THEN
+            cmrng := (SELECT r.rngmultitypid FROM pg_range r WHERE r.rngtypid = crng);
+        END IF;
+        IF (SELECT count(DISTINCT u) FROM unnest(ctypes) u) = 1 THEN
+            common := ctypes[1];
+        ELSIF NOT probe THEN
+            RAISE EXCEPTION 'arguments of anycompatible family are not of one type' USING ERRCODE = 'datatype_mismatch',
+                DETAIL = format('The types are %s.', (SELECT string_agg(format_type(u, NULL), ', ') FROM unnest(ctypes) u));
+        ELSE
+            BEGIN
+                EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                               '(SELECT COALESCE(%s) AS x_ WHERE false) AS s_ ON true',
+                               (SELECT string_agg(format('NULL::%s', format_type(u, NULL)), ', ' ORDER BY o)
+                                  FROM unnest(ctypes) WITH ORDINALITY AS x(u, o))) INTO common;
+            EXCEPTION WHEN datatype_mismatch OR cannot_coerce THEN
+                RAISE EXCEPTION 'arguments of anycompatible family cannot be cast to a common type' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('The types are %s.', (SELECT string_agg(format_type(u, NULL), ', ') FROM unnest(ctypes) u));
+            END;
+        END IF;
+        IF 'anycompatiblearray'::regtype = ANY (want) THEN
+            carr := (SELECT nullif(ty.typarray, 0) FROM pg_type ty WHERE ty.oid = common);
+            IF carr IS NULL THEN
+                RAISE EXCEPTION 'could not find array type for data type %', format_type(common, NULL)
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+        END IF;
+        IF ('anycompatiblerange'::regtype = ANY (want) OR 'anycompatiblemultirange'::regtype = ANY (want))
+           AND crng_elem IS DISTINCT FROM common THEN
+            RAISE EXCEPTION 'anycompatiblerange type % does not match anycompatible type %',
+                            format_type(crng, NULL), format_type(common, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        IF 'anycompatiblenonarray'::regtype = ANY (want) AND @extschema@._processor_array_elem(common) IS NOT NULL THEN
+            RAISE EXCEPTION 'type matched to anycompatiblenonarray is an array type: %', format_type(common, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+    END IF;
+
+    FOREACH d IN ARRAY targets LOOP
+        t := CASE WHEN d IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype) THEN elem
+                  WHEN d = 'anyarray'::regtype THEN coalesce(arr, (SELECT nullif(ty.typarray, 0) FROM pg_type ty WHERE ty.oid = elem))
+                  WHEN d = 'anyrange'::regtype THEN rng
+                  WHEN d = 'anymultirange'::regtype THEN mrng
+                  WHEN d IN ('anycompatible'::regtype, 'anycompatiblenonarray'::regtype) THEN common
+                  WHEN d = 'anycompatiblearray'::regtype THEN carr
+                  WHEN d = 'anycompatiblerange'::regtype THEN crng
+                  WHEN d = 'anycompatiblemultirange'::regtype THEN cmrng
+                  ELSE d END;
+        IF t IS NULL THEN
+            RAISE EXCEPTION 'could not determine polymorphic type % from the arguments'' types', format_type(d, NULL)
+                USING ERRCODE = CASE WHEN d = 'anyarray'::regtype AND elem IS NOT NULL THEN 'undefined_object' ELSE 'datatype_mismatch' END,
+                      DETAIL = format('The arguments are of types %s.',
+                                      (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(actual) WITH ORDINALITY AS x(u, o)));
+        END IF;
+        res := res || t;
+    END LOOP;
+    RETURN res;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_poly_resolve(oid[], oid[], oid[], boolean) IS
+'internal: the types polymorphic types resolve to for an aggregate''s declared and actual argument types, by PostgreSQL''s rules';
+
+CREATE FUNCTION @extschema@._processor_poly_aggregate(fn text, typs oid[])
+RETURNS regprocedure
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    names text[] := parse_ident(fn);
+    cands oid[];
+    fits oid[] := '{}';
+    c oid;
+BEGIN
+    SELECT array_agg(pr.oid ORDER BY pr.oid) INTO cands FROM pg_proc pr
+     WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+       AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                ELSE pg_function_is_visible(pr.oid) END
+       AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                    WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                  'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                  'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                  'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                  'anycompatiblemultirange'::regtype));
+    IF cardinality(cands) = 1 THEN
+        PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+           FROM pg_proc pr WHERE pr.oid = cands[1];
+        RETURN cands[1];
+    END IF;
+    FOREACH c IN ARRAY coalesce(cands, '{}') LOOP
+        BEGIN
+            PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+               FROM pg_proc pr WHERE pr.oid = c;
+            fits := fits || c;
+        EXCEPTION WHEN datatype_mismatch OR undefined_object THEN
+            NULL;
+        END;
+    END LOOP;
+    IF cardinality(fits) > 1 THEN
+        RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                        (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+            USING ERRCODE = 'ambiguous_function',
+                  DETAIL = format('The aggregates %s all take these types.',
+                                  (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(fits) u)),
+                  HINT = 'Cast the arguments to types only one of them takes.';
+    END IF;
+    RETURN fits[1];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
+'internal: the polymorphic aggregate of a name whose polymorphic types resolve from given argument types (42725 if several do), else NULL';
+
+CREATE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    declared oid[] := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc);
+    r oid[];
+    bad oid;
+    poly boolean;
+BEGIN
+    IF ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag);
+    END IF;
+    r := @extschema@._processor_poly_resolve(declared, actual, declared || ag.aggtranstype::oid, probe);
+    poly := r[cardinality(r)] <> ag.aggtranstype;
+    ag.aggtranstype := r[cardinality(r)];
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       AND NOT @extschema@._processor_sealable_state(ag) THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = CASE WHEN poly THEN 'Cast the argument to a type of its own (a composite type rather than a ROW()).'
+                        ELSE 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type for which the aggregate has a state a window can keep.' END;
+    END IF;
+    SELECT u INTO bad FROM unnest(r[1:cardinality(declared)]) u JOIN pg_type t ON t.oid = u WHERE t.typtype = 'p' LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s arguments in columns of their types, which cannot be pseudo-types; an argument of this aggregate is of type %s.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
+'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_state_refusal(ag pg_catalog.pg_aggregate)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN ag.aggfinalextra
+                THEN 'A window keeps an aggregate''s state in a column and finishes it with the final function alone; this aggregate''s final function takes extra arguments (as array_agg''s does on PostgreSQL 16 and later, to find its result type).'
+                WHEN ag.aggtranstype = 'internal'::regtype AND NOT @extschema@._processor_sealable_state(ag)
+                THEN 'A window keeps an internal state in a column as the bytes of the aggregate''s serial function, read back with its deserial function and finished with its final function; this aggregate lacks one of them.'
+                ELSE format('A window keeps an aggregate''s state in a column of its type, which cannot be a pseudo-type; the state of this aggregate is of type %s.',
+                            format_type(ag.aggtranstype, NULL)) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_state_refusal(pg_catalog.pg_aggregate) IS
+'internal: why a window processor cannot keep the state of an aggregate, as the DETAIL of its 0A000';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    args text[];
+    r oid[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    args := @extschema@._processor_split_args(m[2]);
+    IF args IS NULL THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A parenthesis, bracket, quote or comment in its arguments is not closed, or a parenthesis not opened.';
+    END IF;
+    IF cardinality(args) > 1 THEN
+        IF '' = ANY (args) OR '*' = ANY (args) THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate of several arguments takes an expression over the record for each, separated by commas.';
+        END IF;
+        RETURN @extschema@._processor_parse_aggregate_n(a, m, args);
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- a polymorphic aggregate whose types resolve from the argument's
+        proc := @extschema@._processor_poly_aggregate(regexp_replace(m[1], '\s', '', 'g'), ARRAY[typ]);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+           AND pr.proargtypes[0] NOT IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                         'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                         'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                         'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                         'anycompatiblemultirange'::regtype)
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- the argument and state types, a polymorphic aggregate's resolved
+    r := @extschema@._processor_agg_types(proc, ag, ARRAY[typ], true);
+    ag.aggtranstype := r[2];
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:1] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:1]::regtype[]::text END];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name, a polymorphic aggregate''s resolved argument types';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate_n(a text, m text[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn text := regexp_replace(m[1], '\s', '', 'g');
+    typs oid[] := '{}';
+    typ oid;
+    x text;
+    tnames text;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    r oid[];
+BEGIN
+    FOREACH x IN ARRAY args LOOP
+        -- The argument's type, without evaluating it (an outer join's NULL).
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       x) INTO typ;
+        typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
+    END LOOP;
+    tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
+    proc := to_regprocedure(format('%s(%s)', fn, tnames));
+    IF proc IS NULL THEN
+        -- a polymorphic aggregate whose types resolve from the arguments'
+        proc := @extschema@._processor_poly_aggregate(fn, typs);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
+        names := parse_ident(fn);
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                            WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                          'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                          'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                          'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                          'anycompatiblemultirange'::regtype))
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], tnames
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- the argument and state types, a polymorphic aggregate's resolved
+    -- (internal is a pseudo-type too: kept sealed if it can be serialized)
+    r := @extschema@._processor_agg_types(proc, ag, typs, true);
+    ag.aggtranstype := r[cardinality(r)];
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:cardinality(typs)] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:cardinality(typs)]::regtype[]::text END];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
+'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_argv(p @extschema@.processor_catalog, i integer,
+                                                OUT exprs text[], OUT types text[], OUT cols text[])
+RETURNS record
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    argtypes oid[];
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') = 0 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        types := ARRAY['numeric'];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    SELECT pr.proargtypes::oid[] INTO argtypes FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure;
+    -- a polymorphic aggregate: the types its arguments resolved to
+    IF p.agg_types[i] IS NOT NULL THEN
+        IF cardinality(p.agg_types[i]::regtype[]) <> cardinality(argtypes) THEN
+            RAISE EXCEPTION 'aggregate % of processor "%" has argument types "%" that are not %',
+                            p.agg_funcs[i], p.name, p.agg_types[i], cardinality(argtypes)
+                USING ERRCODE = 'data_corrupted';
+        END IF;
+        argtypes := p.agg_types[i]::regtype[]::oid[];
+    END IF;
+    types := (SELECT array_agg(format_type(u.t, -1) ORDER BY u.o) FROM unnest(argtypes) WITH ORDINALITY AS u(t, o));
+    IF cardinality(argtypes) = 1 THEN
+        exprs := ARRAY[p.agg_args[i]];
+        cols := ARRAY['x_' || i];
+        RETURN;
+    END IF;
+    exprs := @extschema@._processor_split_args(p.agg_args[i]);
+    IF exprs IS NULL OR cardinality(exprs) <> cardinality(argtypes) THEN
+        RAISE EXCEPTION 'aggregate % of processor "%" has arguments "%" that do not split into %',
+                        p.agg_funcs[i], p.name, p.agg_args[i], cardinality(argtypes)
+            USING ERRCODE = 'data_corrupted';
+    END IF;
+    cols := (SELECT array_agg(format('x_%s_%s', i, j) ORDER BY j) FROM generate_series(1, cardinality(argtypes)) j);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_argv(@extschema@.processor_catalog, integer) IS
+'internal: the argument expressions of a window processor''s aggregate, their types, and the columns a step keeps them in';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_type(p @extschema@.processor_catalog, i integer, what text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
+                -- an internal state is kept as sealed bytes (src/agg_state.c)
+                WHEN what = 'state' THEN (SELECT CASE WHEN g.aggtranstype = 'internal'::regtype THEN 'bytea'
+                                                      WHEN p.agg_types[i] IS NULL THEN format_type(g.aggtranstype, -1)
+                                                      ELSE format_type((@extschema@._processor_poly_resolve(
+                                                                            ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), p.agg_types[i]::regtype[]::oid[],
+                                                                            ARRAY[g.aggtranstype::oid], false))[1], -1) END
+                                            FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                                           WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
+                WHEN p.agg_types[i] IS NOT NULL THEN format_type((p.agg_types[i]::regtype[])[1], -1)
+                ELSE (SELECT format_type(pr.proargtypes[0], -1) FROM pg_proc pr
+                       WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_type(@extschema@.processor_catalog, integer, text) IS
+'internal: the type of the state or the argument of a window processor''s aggregate';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    part text;
+    comb text;
+    fin text;
+    sup text;
+    sealed boolean;
+    declared oid[];
+    actual oid[];
+    r oid[];
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        /*
+         * The argument and state types, a polymorphic aggregate's resolved
+         * from the argument types the specification gives (agg_types[i]),
+         * which must be what they resolve to (the types of a resolved
+         * signature resolve to themselves) and of one type where the
+         * anycompatible family takes a common one: this runs no query
+         * over the user's types.  A final function with extra arguments,
+         * a state that cannot be sealed or a pseudo-type are refused.
+         */
+        declared := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure);
+        actual := coalesce(p.agg_types[i]::regtype[]::oid[], declared);
+        r := @extschema@._processor_agg_types(p.agg_funcs[i]::regprocedure, ag, actual, false);
+        IF r[1:cardinality(declared)] <> actual THEN
+            RAISE EXCEPTION 'aggregate % cannot take arguments of types %', p.agg_funcs[i], p.agg_types[i]
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        ag.aggtranstype := r[cardinality(r)];
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
+        part := 'processor_' || p.processor_id || '_partial_' || i;
+        comb := 'processor_' || p.processor_id || '_combine_' || i;
+        fin := 'processor_' || p.processor_id || '_final_' || i;
+        sealed := ag.aggtranstype = 'internal'::regtype;
+        IF sealed THEN
+            /*
+             * An internal state, kept sealed (src/agg_state.c): the
+             * partial and combine aggregates end in _agg_state_seal, the
+             * combine and final ones take sealed states with
+             * _agg_state_merge; each carries the aggregate's combine,
+             * serial and deserial functions, which those two call.  The
+             * database's key first, if this is the first.
+             */
+            INSERT INTO @extschema@.processor_state_key (key)
+            VALUES (pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())))
+            ON CONFLICT (id) DO NOTHING;
+            st := 'bytea';
+            sup := format(', COMBINEFUNC = %s, SERIALFUNC = %s, DESERIALFUNC = %s',
+                          ag.aggcombinefn::text, ag.aggserialfn::text, ag.aggdeserialfn::text);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           part, argt, ag.aggtransfn::text, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           comb, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = %s, FINALFUNC_MODIFY = %s%s)',
+                           fin, ag.aggfinalfn::text,
+                           CASE ag.aggfinalmodify WHEN 'r' THEN 'READ_ONLY' WHEN 's' THEN 'SHAREABLE' ELSE 'READ_WRITE' END, sup);
+        ELSE
+            st := format_type(ag.aggtranstype, -1);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           part, argt, ag.aggtransfn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            -- Combining starts from the aggregate's initial value, as
+            -- PostgreSQL's own combine phase does.
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           comb, st, ag.aggcombinefn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            IF ag.aggfinalfn <> 0 THEN
+                EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                               fin, st, ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                               CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            END IF;
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN (part, comb, fin)
+                      AND (g.aggtransfn::oid <> CASE WHEN pr.proname = part THEN ag.aggtransfn::oid
+                                                     WHEN sealed THEN '@extschema@._agg_state_merge(internal, bytea)'::regprocedure::oid
+                                                     ELSE ag.aggcombinefn::oid END
+                           OR g.aggfinalfn::oid <> CASE WHEN pr.proname = fin THEN ag.aggfinalfn::oid
+                                                        WHEN sealed THEN '@extschema@._agg_state_seal(internal)'::regprocedure::oid
+                                                        ELSE 0 END
+                           OR (sealed AND (g.aggcombinefn <> ag.aggcombinefn OR g.aggserialfn <> ag.aggserialfn
+                                           OR g.aggdeserialfn <> ag.aggdeserialfn)))) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine, serial, deserial or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', part, argt, caller);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', comb, st, caller);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', fin, st, caller);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', %s %s', u.c, u.t), '' ORDER BY j, u.o)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                               LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                               LATERAL unnest(av.cols, av.types) WITH ORDINALITY AS u(c, t, o)));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+    pid integer;
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Sliding windows follow the records (one ends at each, one starts just after it): pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := @extschema@._processor_hours(retention);
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    p.agg_types := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+        -- a polymorphic aggregate's resolved argument types
+        p.agg_types := p.agg_types || m[5];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    -- The latest window end of a row the sink holds already (a processor
+    -- made again over it, one that wrote it before): the processor looks
+    -- those rows up to overwrite them (_processor_emit_sql), not the later
+    -- ones it alone writes.  Read as the caller, who may select the sink; a
+    -- window end column of another type than the processor's is compared
+    -- through a cast that depends on the session: it is always looked up.
+    IF sink_table IS NOT NULL THEN
+        EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
+                       'processor_' || pid || '_progress',
+                       CASE WHEN p.sink_types[2] = 'timestamp with time zone'
+                            THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
+                            ELSE '''infinity''' END);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+
+-- create_window_processor with both polymorphic aggregates and sink_through.
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+    pid integer;
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Sliding windows follow the records (one ends at each, one starts just after it): pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := @extschema@._processor_hours(retention);
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    p.agg_types := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+        -- a polymorphic aggregate's resolved argument types
+        p.agg_types := p.agg_types || m[5];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    -- The latest window end of a row the sink holds already (a processor
+    -- made again over it, one that wrote it before): the processor looks
+    -- those rows up to overwrite them (_processor_emit_sql), not the later
+    -- ones it alone writes.  Read as the caller, who may select the sink; a
+    -- window end column of another type than the processor's is compared
+    -- through a cast that depends on the session: it is always looked up
+    -- (NULL, as run_processor keeps it).
+    IF sink_table IS NOT NULL THEN
+        EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
+                       'processor_' || pid || '_progress',
+                       CASE WHEN p.sink_types[2] = 'timestamp with time zone'
+                            THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
+                            ELSE 'NULL' END);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';

@@ -61,7 +61,10 @@ CREATE TABLE @extschema@.processor_catalog (
     agg_names             text[],
     -- joins (streams_join.sql): the right topic, its id, the join's type,
     -- bounds and expressions; the left topic is source_topic
-    join_spec             jsonb
+    join_spec             jsonb,
+    -- per aggregate: for a polymorphic one, the types its arguments
+    -- resolved to (a regtype[] as text, streams_windows.sql); else NULL
+    agg_types             text[]
 );
 COMMENT ON TABLE @extschema@.processor_catalog IS
 'pg_eventlog stream processors (eventlog.create_processor, eventlog.create_window_processor): definitions; state lives in eventlog.processor_<id>_progress and eventlog.processor_<id>_windows';
@@ -1011,6 +1014,7 @@ BEGIN
     p.agg_funcs := '{}';
     p.agg_args := '{}';
     p.agg_names := '{}';
+    p.agg_types := '{}';
     FOREACH a IN ARRAY aggregates LOOP
         -- count, sum, min, max and avg of numbers (or text), or any
         -- aggregate with a combine function (streams_windows.sql)
@@ -1019,6 +1023,8 @@ BEGIN
         p.agg_args := p.agg_args || m[2];
         p.agg_names := p.agg_names || m[3];
         fnames := fnames || m[4];
+        -- a polymorphic aggregate's resolved argument types
+        p.agg_types := p.agg_types || m[5];
     END LOOP;
     -- The sink's columns in order: window start, window end, one per
     -- group_by expression, one per aggregate.

@@ -7,8 +7,10 @@
  * combines with the state of the batch's records: count, sum, min, max and
  * avg of numbers keep a numeric and a count (streams.sql).  Any other
  * aggregate of one argument with a combine function
- * (pg_aggregate.aggcombinefn) and a state of an SQL type (not internal nor
- * polymorphic) keeps its own state: agg_funcs holds the aggregate as a
+ * (pg_aggregate.aggcombinefn) and a state of an SQL type keeps its own
+ * state (a polymorphic aggregate's state and arguments of the types they
+ * resolve to from the arguments', kept in agg_types: see
+ * _processor_poly_resolve): agg_funcs holds the aggregate as a
  * regprocedure ("bit_or(integer)"; the "(" tells it apart), and the
  * processor has aggregates of its own, made at creation from the
  * aggregate's functions: processor_<id>_partial_<i> (the transition
@@ -30,8 +32,9 @@
  * state with _agg_state_merge (the seal checked, then the deserial and
  * combine functions); the window table's column is a bytea.  The seal
  * exists because the window table is its owner's to write, and deserial
- * functions trust their bytes (src/agg_state.c).  Polymorphic aggregates
- * are refused, internal state or not.
+ * functions trust their bytes (src/agg_state.c).  A final function with
+ * extra arguments (FINALFUNC_EXTRA: array_agg on PostgreSQL 16 and later,
+ * whose final function finds its result type from them) is refused.
  *
  * Aggregates of several arguments (corr(y, x), regr_slope(y, x), a user's
  * aggregate of two or more arguments) take the same path.  agg_args keeps
@@ -253,10 +256,10 @@ LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN ag.aggfinalextra
-                THEN 'A window keeps an aggregate''s state in a column and finishes it with the final function alone; this aggregate''s final function takes extra arguments.'
+                THEN 'A window keeps an aggregate''s state in a column and finishes it with the final function alone; this aggregate''s final function takes extra arguments (as array_agg''s does on PostgreSQL 16 and later, to find its result type).'
                 WHEN ag.aggtranstype = 'internal'::regtype AND NOT @extschema@._processor_sealable_state(ag)
                 THEN 'A window keeps an internal state in a column as the bytes of the aggregate''s serial function, read back with its deserial function and finished with its final function; this aggregate lacks one of them.'
-                ELSE format('A window keeps an aggregate''s state and arguments in columns of their types, which cannot be polymorphic; the state of this aggregate is of type %s.',
+                ELSE format('A window keeps an aggregate''s state in a column of its type, which cannot be a pseudo-type; the state of this aggregate is of type %s.',
                             format_type(ag.aggtranstype, NULL)) END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_state_refusal(pg_catalog.pg_aggregate) IS
@@ -299,8 +302,408 @@ COMMENT ON FUNCTION @extschema@._processor_check_aggregate_use(regprocedure, pg_
 'internal: refuses an aggregate a window processor cannot set up safely (an initial value of a state type of the user''s) or that the caller may not run';
 
 /*
+ * The element type of an array type (of a domain's base type): what
+ * PostgreSQL's get_element_type finds, a true array (not a fixed-length
+ * one such as point, nor a type with another subscript handler); NULL for
+ * any other type.
+ */
+CREATE FUNCTION @extschema@._processor_array_elem(t oid)
+RETURNS oid
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE b(o, d) AS (SELECT t, 0
+                               UNION ALL
+                               SELECT ty.typbasetype, b.d + 1 FROM b JOIN pg_type ty ON ty.oid = b.o
+                                WHERE ty.typtype = 'd')
+    SELECT ty.typelem FROM pg_type ty
+     WHERE ty.oid = (SELECT b.o FROM b ORDER BY b.d DESC LIMIT 1)
+       AND ty.typelem <> 0 AND ty.typlen = -1
+       AND ty.typsubscript = 'pg_catalog.array_subscript_handler'::regproc
+$$;
+COMMENT ON FUNCTION @extschema@._processor_array_elem(oid) IS
+'internal: the element type of an array type (or of a domain over one), else NULL';
+
+/*
+ * Polymorphic aggregates (max and min of arrays and enums, a user's
+ * aggregate of anyelement or anycompatible).  A window keeps an
+ * aggregate's arguments and state in columns, which need real types: the
+ * processor's own aggregates are made with the types PostgreSQL would
+ * resolve for a call with the arguments as typed (parse_agg.c's
+ * resolve_aggregate_transtype: enforce_generic_type_consistency with the
+ * transition type as the result).  This follows those rules: the
+ * anyelement family takes one element type from every argument (an
+ * anyarray's element, an anyrange's subtype, an anymultirange's range;
+ * domains over arrays and ranges as their base types; anynonarray no
+ * array, anyenum an enum), the anycompatible family the common type of
+ * its arguments, as a UNION or COALESCE of them would choose it.  Given
+ * the declared argument types of an aggregate, the actual ones, and the
+ * types to resolve (declared types, or the transition type), it returns
+ * those resolved, or fails with PostgreSQL's SQLSTATE (42804, 42704).
+ * The common type is found by PostgreSQL itself (a COALESCE of typed
+ * NULLs, in a subquery that never runs, so that no domain's CHECK is
+ * evaluated), unless all the types are the same one: with "probe" false
+ * (the extension owner checking a specification, which never runs a
+ * query of types the user named) they must be.
+ */
+CREATE FUNCTION @extschema@._processor_poly_resolve(declared oid[], actual oid[], targets oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    elem oid;
+    arr oid;
+    rng oid;
+    mrng oid;
+    ctypes oid[] := '{}';
+    crng oid;
+    crng_elem oid;
+    cmrng oid;
+    cmrng_rng oid;
+    common oid;
+    carr oid;
+    t oid;
+    e oid;
+    d oid;
+    j integer;
+    fam1 boolean := false;
+    fam2 boolean := false;
+    want oid[];
+    res oid[] := '{}';
+BEGIN
+    -- subscripts from 1 (an oidvector cast to oid[] starts at 0)
+    declared := ARRAY(SELECT unnest(declared));
+    actual := ARRAY(SELECT unnest(actual));
+    targets := ARRAY(SELECT unnest(targets));
+    want := declared || targets;
+    IF cardinality(declared) <> cardinality(actual) THEN
+        RAISE EXCEPTION 'an aggregate of % arguments given % types', cardinality(declared), cardinality(actual)
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    FOR j IN 1 .. cardinality(declared) LOOP
+        d := declared[j];
+        t := actual[j];
+        IF d IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype) THEN
+            fam1 := true;
+            IF elem IS NOT NULL AND t <> elem THEN
+                RAISE EXCEPTION 'arguments declared "anyelement" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(elem, NULL), format_type(t, NULL));
+            END IF;
+            elem := t;
+            CONTINUE;
+        ELSIF d NOT IN ('anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                        'anycompatible'::regtype, 'anycompatiblenonarray'::regtype, 'anycompatiblearray'::regtype,
+                        'anycompatiblerange'::regtype, 'anycompatiblemultirange'::regtype) THEN
+            CONTINUE;
+        END IF;
+        -- the others take a domain over an array or range as its base type
+        IF d NOT IN ('anycompatible'::regtype, 'anycompatiblenonarray'::regtype) THEN
+            WHILE (SELECT ty.typtype FROM pg_type ty WHERE ty.oid = t) = 'd' LOOP
+                t := (SELECT ty.typbasetype FROM pg_type ty WHERE ty.oid = t);
+            END LOOP;
+        END IF;
+        IF d = 'anyarray'::regtype THEN
+            fam1 := true;
+            IF arr IS NOT NULL AND t <> arr THEN
+                RAISE EXCEPTION 'arguments declared "anyarray" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(arr, NULL), format_type(t, NULL));
+            END IF;
+            arr := t;
+        ELSIF d = 'anyrange'::regtype THEN
+            fam1 := true;
+            IF rng IS NOT NULL AND t <> rng THEN
+                RAISE EXCEPTION 'arguments declared "anyrange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(rng, NULL), format_type(t, NULL));
+            END IF;
+            rng := t;
+        ELSIF d = 'anymultirange'::regtype THEN
+            fam1 := true;
+            IF mrng IS NOT NULL AND t <> mrng THEN
+                RAISE EXCEPTION 'arguments declared "anymultirange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(mrng, NULL), format_type(t, NULL));
+            END IF;
+            mrng := t;
+        ELSIF d IN ('anycompatible'::regtype, 'anycompatiblenonarray'::regtype) THEN
+            fam2 := true;
+            ctypes := ctypes || t;
+        ELSIF d = 'anycompatiblearray'::regtype THEN
+            fam2 := true;
+            e := @extschema@._processor_array_elem(t);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anycompatiblearray is not an array but type %', format_type(t, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            END IF;
+            ctypes := ctypes || e;
+        ELSIF d = 'anycompatiblerange'::regtype THEN
+            fam2 := true;
+            IF crng IS NOT NULL AND t <> crng THEN
+                RAISE EXCEPTION 'arguments declared "anycompatiblerange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(crng, NULL), format_type(t, NULL));
+            ELSIF crng IS NULL THEN
+                crng := t;
+                crng_elem := (SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = t);
+                IF crng_elem IS NULL THEN
+                    RAISE EXCEPTION 'argument declared anycompatiblerange is not a range type but type %', format_type(t, NULL)
+                        USING ERRCODE = 'datatype_mismatch';
+                END IF;
+                ctypes := ctypes || crng_elem;
+            END IF;
+        ELSE
+            fam2 := true;
+            IF cmrng IS NOT NULL AND t <> cmrng THEN
+                RAISE EXCEPTION 'arguments declared "anycompatiblemultirange" are not all alike' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('%s versus %s', format_type(cmrng, NULL), format_type(t, NULL));
+            END IF;
+            cmrng := t;
+            cmrng_rng := (SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = t);
+            IF cmrng_rng IS NULL THEN
+                RAISE EXCEPTION 'argument declared anycompatiblemultirange is not a multirange type but type %', format_type(t, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            END IF;
+        END IF;
+    END LOOP;
+
+    -- The anyelement family: one element type that every argument agrees on.
+    IF fam1 THEN
+        IF arr IS NOT NULL THEN
+            e := @extschema@._processor_array_elem(arr);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anyarray is not an array but type %', format_type(arr, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            ELSIF elem IS NULL THEN
+                elem := e;
+            ELSIF e <> elem THEN
+                RAISE EXCEPTION 'argument declared anyarray is not consistent with argument declared anyelement'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(arr, NULL), format_type(elem, NULL));
+            END IF;
+        END IF;
+        IF mrng IS NOT NULL THEN
+            e := (SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = mrng);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anymultirange is not a multirange type but type %', format_type(mrng, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            ELSIF rng IS NULL THEN
+                rng := e;
+            ELSIF e <> rng THEN
+                RAISE EXCEPTION 'argument declared anymultirange is not consistent with argument declared anyrange'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(mrng, NULL), format_type(rng, NULL));
+            END IF;
+        ELSIF rng IS NOT NULL THEN
+            mrng := (SELECT r.rngmultitypid FROM pg_range r WHERE r.rngtypid = rng);
+        END IF;
+        IF rng IS NOT NULL THEN
+            e := (SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = rng);
+            IF e IS NULL THEN
+                RAISE EXCEPTION 'argument declared anyrange is not a range type but type %', format_type(rng, NULL)
+                    USING ERRCODE = 'datatype_mismatch';
+            ELSIF elem IS NULL THEN
+                elem := e;
+            ELSIF e <> elem THEN
+                RAISE EXCEPTION 'argument declared anyrange is not consistent with argument declared anyelement'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(rng, NULL), format_type(elem, NULL));
+            END IF;
+        END IF;
+        IF 'anynonarray'::regtype = ANY (want) AND @extschema@._processor_array_elem(elem) IS NOT NULL THEN
+            RAISE EXCEPTION 'type matched to anynonarray is an array type: %', format_type(elem, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        IF 'anyenum'::regtype = ANY (want) AND (SELECT ty.typtype FROM pg_type ty WHERE ty.oid = elem) <> 'e' THEN
+            RAISE EXCEPTION 'type matched to anyenum is not an enum type: %', format_type(elem, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+    END IF;
+
+    -- The anycompatible family: the common type of its arguments.
+    IF fam2 THEN
+        IF cmrng IS NOT NULL THEN
+            IF crng IS NOT NULL AND cmrng_rng <> crng THEN
+                RAISE EXCEPTION 'argument declared anycompatiblemultirange is not consistent with argument declared anycompatiblerange'
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('%s versus %s', format_type(cmrng, NULL), format_type(crng, NULL));
+            ELSIF crng IS NULL THEN
+                crng := cmrng_rng;
+                crng_elem := (SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = crng);
+                ctypes := ctypes || crng_elem;
+            END IF;
+        ELSIF crng IS NOT NULL THEN
+            cmrng := (SELECT r.rngmultitypid FROM pg_range r WHERE r.rngtypid = crng);
+        END IF;
+        IF (SELECT count(DISTINCT u) FROM unnest(ctypes) u) = 1 THEN
+            common := ctypes[1];
+        ELSIF NOT probe THEN
+            RAISE EXCEPTION 'arguments of anycompatible family are not of one type' USING ERRCODE = 'datatype_mismatch',
+                DETAIL = format('The types are %s.', (SELECT string_agg(format_type(u, NULL), ', ') FROM unnest(ctypes) u));
+        ELSE
+            BEGIN
+                EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                               '(SELECT COALESCE(%s) AS x_ WHERE false) AS s_ ON true',
+                               (SELECT string_agg(format('NULL::%s', format_type(u, NULL)), ', ' ORDER BY o)
+                                  FROM unnest(ctypes) WITH ORDINALITY AS x(u, o))) INTO common;
+            EXCEPTION WHEN datatype_mismatch OR cannot_coerce THEN
+                RAISE EXCEPTION 'arguments of anycompatible family cannot be cast to a common type' USING ERRCODE = 'datatype_mismatch',
+                    DETAIL = format('The types are %s.', (SELECT string_agg(format_type(u, NULL), ', ') FROM unnest(ctypes) u));
+            END;
+        END IF;
+        IF 'anycompatiblearray'::regtype = ANY (want) THEN
+            carr := (SELECT nullif(ty.typarray, 0) FROM pg_type ty WHERE ty.oid = common);
+            IF carr IS NULL THEN
+                RAISE EXCEPTION 'could not find array type for data type %', format_type(common, NULL)
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+        END IF;
+        IF ('anycompatiblerange'::regtype = ANY (want) OR 'anycompatiblemultirange'::regtype = ANY (want))
+           AND crng_elem IS DISTINCT FROM common THEN
+            RAISE EXCEPTION 'anycompatiblerange type % does not match anycompatible type %',
+                            format_type(crng, NULL), format_type(common, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        IF 'anycompatiblenonarray'::regtype = ANY (want) AND @extschema@._processor_array_elem(common) IS NOT NULL THEN
+            RAISE EXCEPTION 'type matched to anycompatiblenonarray is an array type: %', format_type(common, NULL)
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+    END IF;
+
+    FOREACH d IN ARRAY targets LOOP
+        t := CASE WHEN d IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype) THEN elem
+                  WHEN d = 'anyarray'::regtype THEN coalesce(arr, (SELECT nullif(ty.typarray, 0) FROM pg_type ty WHERE ty.oid = elem))
+                  WHEN d = 'anyrange'::regtype THEN rng
+                  WHEN d = 'anymultirange'::regtype THEN mrng
+                  WHEN d IN ('anycompatible'::regtype, 'anycompatiblenonarray'::regtype) THEN common
+                  WHEN d = 'anycompatiblearray'::regtype THEN carr
+                  WHEN d = 'anycompatiblerange'::regtype THEN crng
+                  WHEN d = 'anycompatiblemultirange'::regtype THEN cmrng
+                  ELSE d END;
+        IF t IS NULL THEN
+            RAISE EXCEPTION 'could not determine polymorphic type % from the arguments'' types', format_type(d, NULL)
+                USING ERRCODE = CASE WHEN d = 'anyarray'::regtype AND elem IS NOT NULL THEN 'undefined_object' ELSE 'datatype_mismatch' END,
+                      DETAIL = format('The arguments are of types %s.',
+                                      (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(actual) WITH ORDINALITY AS x(u, o)));
+        END IF;
+        res := res || t;
+    END LOOP;
+    RETURN res;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_poly_resolve(oid[], oid[], oid[], boolean) IS
+'internal: the types polymorphic types resolve to for an aggregate''s declared and actual argument types, by PostgreSQL''s rules';
+
+/*
+ * The polymorphic aggregate "fn" (a name, schema-qualified or in
+ * pg_catalog) that takes arguments of the types "typs", when no aggregate
+ * of exactly those types exists: among the aggregates of that name and
+ * number of arguments with an argument of a polymorphic type, the one
+ * whose polymorphic types resolve from the arguments'
+ * (_processor_poly_resolve).  When there is only one, why it does not
+ * resolve is the error (42804); several that resolve are 42725, as
+ * PostgreSQL calls an ambiguous function; none is NULL.
+ */
+CREATE FUNCTION @extschema@._processor_poly_aggregate(fn text, typs oid[])
+RETURNS regprocedure
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    names text[] := parse_ident(fn);
+    cands oid[];
+    fits oid[] := '{}';
+    c oid;
+BEGIN
+    SELECT array_agg(pr.oid ORDER BY pr.oid) INTO cands FROM pg_proc pr
+     WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+       AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                ELSE pg_function_is_visible(pr.oid) END
+       AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                    WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                  'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                  'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                  'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                  'anycompatiblemultirange'::regtype));
+    IF cardinality(cands) = 1 THEN
+        PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+           FROM pg_proc pr WHERE pr.oid = cands[1];
+        RETURN cands[1];
+    END IF;
+    FOREACH c IN ARRAY coalesce(cands, '{}') LOOP
+        BEGIN
+            PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+               FROM pg_proc pr WHERE pr.oid = c;
+            fits := fits || c;
+        EXCEPTION WHEN datatype_mismatch OR undefined_object THEN
+            NULL;
+        END;
+    END LOOP;
+    IF cardinality(fits) > 1 THEN
+        RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                        (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+            USING ERRCODE = 'ambiguous_function',
+                  DETAIL = format('The aggregates %s all take these types.',
+                                  (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(fits) u)),
+                  HINT = 'Cast the arguments to types only one of them takes.';
+    END IF;
+    RETURN fits[1];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
+'internal: the polymorphic aggregate of a name whose polymorphic types resolve from given argument types (42725 if several do), else NULL';
+
+/*
+ * The argument types a window processor's aggregate "proc" (its
+ * pg_aggregate row "ag") takes for arguments of the types "actual", and
+ * its state type after them: for a polymorphic aggregate, resolved
+ * (_processor_poly_resolve; an anycompatible argument takes the common
+ * type, so that a step casts each argument to it, as a call would); else
+ * its own.  Refuses (0A000) what a window cannot keep: a final function
+ * with extra arguments, an internal state that cannot be sealed, an
+ * argument or state of a pseudo-type (record, from a ROW() given to an
+ * anyelement).
+ */
+CREATE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    declared oid[] := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc);
+    r oid[];
+    bad oid;
+    poly boolean;
+BEGIN
+    IF ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag);
+    END IF;
+    r := @extschema@._processor_poly_resolve(declared, actual, declared || ag.aggtranstype::oid, probe);
+    poly := r[cardinality(r)] <> ag.aggtranstype;
+    ag.aggtranstype := r[cardinality(r)];
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       AND NOT @extschema@._processor_sealable_state(ag) THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = CASE WHEN poly THEN 'Cast the argument to a type of its own (a composite type rather than a ROW()).'
+                        ELSE 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type for which the aggregate has a state a window can keep.' END;
+    END IF;
+    SELECT u INTO bad FROM unnest(r[1:cardinality(declared)]) u JOIN pg_type t ON t.oid = u WHERE t.typtype = 'p' LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s arguments in columns of their types, which cannot be pseudo-types; an argument of this aggregate is of type %s.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
+'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+/*
  * An aggregate of create_window_processor's "aggregates", checked as the
- * caller: {agg_funcs entry, argument, name given with AS, function name}.
+ * caller: {agg_funcs entry, argument, name given with AS, function name,
+ * and for a polymorphic aggregate the types its arguments resolve to
+ * (agg_types entry, else NULL)}.
  * The argument of an aggregate of several arguments is their list as
  * written ("y, x"), which _processor_agg_argv splits again.
  */
@@ -319,6 +722,7 @@ DECLARE
     ag pg_aggregate;
     names text[];
     args text[];
+    r oid[];
 BEGIN
     IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
         RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
@@ -362,13 +766,23 @@ BEGIN
     END IF;
     proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
     IF proc IS NULL THEN
-        -- A polymorphic aggregate of that name (refused below, with why).
+        -- a polymorphic aggregate whose types resolve from the argument's
+        proc := @extschema@._processor_poly_aggregate(regexp_replace(m[1], '\s', '', 'g'), ARRAY[typ]);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
         names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
         SELECT pr.oid INTO proc FROM pg_proc pr
          WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
            AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
                     ELSE pg_function_is_visible(pr.oid) END
            AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+           AND pr.proargtypes[0] NOT IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                         'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                         'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                         'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                         'anycompatiblemultirange'::regtype)
          ORDER BY pr.oid LIMIT 1;
     END IF;
     IF proc IS NULL THEN
@@ -377,19 +791,17 @@ BEGIN
                   HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
     END IF;
     ag := @extschema@._processor_combinable_aggregate(proc);
-    IF ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
-        AND NOT @extschema@._processor_sealable_state(ag))
-       OR (SELECT t.typtype FROM pg_type t WHERE t.oid = typ) = 'p' OR ag.aggfinalextra THEN
-        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = @extschema@._processor_state_refusal(ag),
-            HINT = 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type the aggregate takes without a polymorphic argument or state.';
-    END IF;
+    -- the argument and state types, a polymorphic aggregate's resolved
+    r := @extschema@._processor_agg_types(proc, ag, ARRAY[typ], true);
+    ag.aggtranstype := r[2];
     PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
-    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:1] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:1]::regtype[]::text END];
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
-'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name';
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name, a polymorphic aggregate''s resolved argument types';
 
 /*
  * _processor_parse_aggregate for an aggregate of several arguments "args"
@@ -414,6 +826,7 @@ DECLARE
     proc regprocedure;
     ag pg_aggregate;
     names text[];
+    r oid[];
 BEGIN
     FOREACH x IN ARRAY args LOOP
         -- The argument's type, without evaluating it (an outer join's NULL).
@@ -425,13 +838,24 @@ BEGIN
     tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
     proc := to_regprocedure(format('%s(%s)', fn, tnames));
     IF proc IS NULL THEN
-        -- A polymorphic aggregate of that name (refused below, with why).
+        -- a polymorphic aggregate whose types resolve from the arguments'
+        proc := @extschema@._processor_poly_aggregate(fn, typs);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
         names := parse_ident(fn);
         SELECT pr.oid INTO proc FROM pg_proc pr
          WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
            AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
                     ELSE pg_function_is_visible(pr.oid) END
            AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                            WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                          'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                          'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                          'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                          'anycompatiblemultirange'::regtype))
          ORDER BY pr.oid LIMIT 1;
     END IF;
     IF proc IS NULL THEN
@@ -440,17 +864,14 @@ BEGIN
                   HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
     END IF;
     ag := @extschema@._processor_combinable_aggregate(proc);
-    -- internal is a pseudo-type too: kept sealed if it can be serialized
-    IF ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
-        AND NOT @extschema@._processor_sealable_state(ag))
-       OR ag.aggfinalextra
-       OR EXISTS (SELECT FROM pg_proc pr, unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t
-                   WHERE pr.oid = proc AND ty.typtype = 'p') THEN
-        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
-            DETAIL = @extschema@._processor_state_refusal(ag);
-    END IF;
+    -- the argument and state types, a polymorphic aggregate's resolved
+    -- (internal is a pseudo-type too: kept sealed if it can be serialized)
+    r := @extschema@._processor_agg_types(proc, ag, typs, true);
+    ag.aggtranstype := r[cardinality(r)];
     PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
-    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc)];
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:cardinality(typs)] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:cardinality(typs)]::regtype[]::text END];
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
@@ -459,9 +880,10 @@ COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[
 /*
  * Aggregate i's arguments: the expressions (agg_args[i] split again for an
  * aggregate of several arguments, else agg_args[i] itself), their types
- * (the aggregate's argument types; numeric for count, sum, min, max, avg
- * of numbers), and the columns a step keeps them in (x_<i>, or x_<i>_<j>
- * for several).
+ * (the aggregate's argument types, or for a polymorphic aggregate the
+ * types they resolved to, agg_types[i]; numeric for count, sum, min, max,
+ * avg of numbers), and the columns a step keeps them in (x_<i>, or
+ * x_<i>_<j> for several).
  */
 CREATE FUNCTION @extschema@._processor_agg_argv(p @extschema@.processor_catalog, i integer,
                                                 OUT exprs text[], OUT types text[], OUT cols text[])
@@ -479,6 +901,15 @@ BEGIN
         RETURN;
     END IF;
     SELECT pr.proargtypes::oid[] INTO argtypes FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure;
+    -- a polymorphic aggregate: the types its arguments resolved to
+    IF p.agg_types[i] IS NOT NULL THEN
+        IF cardinality(p.agg_types[i]::regtype[]) <> cardinality(argtypes) THEN
+            RAISE EXCEPTION 'aggregate % of processor "%" has argument types "%" that are not %',
+                            p.agg_funcs[i], p.name, p.agg_types[i], cardinality(argtypes)
+                USING ERRCODE = 'data_corrupted';
+        END IF;
+        argtypes := p.agg_types[i]::regtype[]::oid[];
+    END IF;
     types := (SELECT array_agg(format_type(u.t, -1) ORDER BY u.o) FROM unnest(argtypes) WITH ORDINALITY AS u(t, o));
     IF cardinality(argtypes) = 1 THEN
         exprs := ARRAY[p.agg_args[i]];
@@ -497,7 +928,11 @@ $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_argv(@extschema@.processor_catalog, integer) IS
 'internal: the argument expressions of a window processor''s aggregate, their types, and the columns a step keeps them in';
 
-/* The type of aggregate i's state ('state') or argument ('argument'). */
+/*
+ * The type of aggregate i's state ('state') or first argument
+ * ('argument'); a polymorphic aggregate's resolved from the types of its
+ * arguments (agg_types[i]).
+ */
 CREATE FUNCTION @extschema@._processor_agg_type(p @extschema@.processor_catalog, i integer, what text)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -506,9 +941,13 @@ AS $$
     SELECT CASE WHEN strpos(p.agg_funcs[i], '(') = 0 THEN 'numeric'
                 -- an internal state is kept as sealed bytes (src/agg_state.c)
                 WHEN what = 'state' THEN (SELECT CASE WHEN g.aggtranstype = 'internal'::regtype THEN 'bytea'
-                                                      ELSE format_type(g.aggtranstype, -1) END
-                                            FROM pg_aggregate g
+                                                      WHEN p.agg_types[i] IS NULL THEN format_type(g.aggtranstype, -1)
+                                                      ELSE format_type((@extschema@._processor_poly_resolve(
+                                                                            ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), p.agg_types[i]::regtype[]::oid[],
+                                                                            ARRAY[g.aggtranstype::oid], false))[1], -1) END
+                                            FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
                                            WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure)
+                WHEN p.agg_types[i] IS NOT NULL THEN format_type((p.agg_types[i]::regtype[])[1], -1)
                 ELSE (SELECT format_type(pr.proargtypes[0], -1) FROM pg_proc pr
                        WHERE pr.oid = p.agg_funcs[i]::regprocedure) END
 $$;
@@ -636,16 +1075,34 @@ DECLARE
     fin text;
     sup text;
     sealed boolean;
+    declared oid[];
+    actual oid[];
+    r oid[];
     records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
 BEGIN
     FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
         CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
         SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
-        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 OR ag.aggfinalextra
-           OR ((SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
-               AND NOT @extschema@._processor_sealable_state(ag)) THEN
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
             RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
         END IF;
+        /*
+         * The argument and state types, a polymorphic aggregate's resolved
+         * from the argument types the specification gives (agg_types[i]),
+         * which must be what they resolve to (the types of a resolved
+         * signature resolve to themselves) and of one type where the
+         * anycompatible family takes a common one: this runs no query
+         * over the user's types.  A final function with extra arguments,
+         * a state that cannot be sealed or a pseudo-type are refused.
+         */
+        declared := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure);
+        actual := coalesce(p.agg_types[i]::regtype[]::oid[], declared);
+        r := @extschema@._processor_agg_types(p.agg_funcs[i]::regprocedure, ag, actual, false);
+        IF r[1:cardinality(declared)] <> actual THEN
+            RAISE EXCEPTION 'aggregate % cannot take arguments of types %', p.agg_funcs[i], p.agg_types[i]
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        ag.aggtranstype := r[cardinality(r)];
         -- This runs as the extension's owner: no input function of a type
         -- of the user's may read an INITCOND here (_processor_parse_aggregate).
         IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
