@@ -208,6 +208,13 @@ SELECT ia_set('ia_tc', 'v_1', '(SELECT substring(v_1 FROM 1 FOR 33) FROM ia_save
 SELECT ia_try();
 SELECT ia_set('ia_tc', 'v_1', '''''::bytea');
 SELECT ia_try();
+-- written by the next major version of PostgreSQL (the first byte): a
+-- serial format is that version's own, refused with its own error (55000);
+-- a first byte that is no version (0) is a state changed (XX001)
+SELECT ia_set('ia_tc', 'v_1', '(SELECT set_byte(v_1, 0, current_setting(''server_version_num'')::int / 10000 + 1) FROM ia_saved)');
+SELECT regexp_replace(ia_try(), 'PostgreSQL [0-9]+', 'PostgreSQL N') AS try;
+SELECT ia_set('ia_tc', 'v_1', '(SELECT set_byte(v_1, 0, 0) FROM ia_saved)');
+SELECT ia_try();
 -- var_pop's state (the same serial function) as stddev_samp's
 SELECT ia_set('ia_tc', 'v_1', '(SELECT v_2 FROM ia_saved)');
 SELECT ia_try();
@@ -271,6 +278,21 @@ BEGIN;
 DELETE FROM eventlog.processor_state_key;
 SELECT window_start::time, group_key, closed, aggregates FROM eventlog.processor_windows('ia_tc');
 ROLLBACK;
+-- nor is a new key made beside the processors whose states the lost one
+-- sealed (it would leave them unreadable)
+BEGIN;
+DELETE FROM eventlog.processor_state_key;
+CREATE TABLE ia_sink3 (window_start timestamptz, window_end timestamptz, sd numeric);
+SELECT eventlog.create_window_processor('ia_x', 'ia', 'ia_sink3', size => '10 s', group_by => '{}',
+    aggregates => ARRAY[$$stddev_samp((value->>'x')::numeric)$$]);
+ROLLBACK;
+
+-- The processors' aggregates are their owner's alone: PUBLIC may not run
+-- them (nor seal states in their slots).
+SELECT count(*) > 0 AS aggregates,
+       count(*) FILTER (WHERE has_function_privilege('public', p.oid, 'EXECUTE')) AS public_may_run,
+       count(*) FILTER (WHERE NOT has_function_privilege(p.proowner, p.oid, 'EXECUTE')) AS owner_may_not
+  FROM pg_proc p WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname ~ '^processor_[0-9]+_';
 
 -- Refused still (0A000): an internal state without serial functions, an
 -- aggregate without a combine function (string_agg on 15); and 42501 when

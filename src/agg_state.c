@@ -25,7 +25,15 @@
  * type from the bytes, numeric's does not check its digits).  So a sealed
  * state is
  *
- *	version byte (1) | HMAC-SHA256 (32 bytes) | the serial function's bytes
+ *	major version (1 byte) | HMAC-SHA256 (32 bytes) | the serial function's bytes
+ *
+ * The first byte is the major version of the PostgreSQL server that wrote
+ * the state (15 for 15.x).  A serial format is a private matter of one
+ * server version, as parallel query passes states between processes of one
+ * binary; PostgreSQL 16 changed numeric's, and reads the old bytes without
+ * a check.  A state written by another major version (a dump restored into
+ * a newer server, pg_upgrade) is refused before its bytes are read, with
+ * its own error: its processor is reset, and computes it again.
  *
  * where the HMAC, keyed with the database's 32 secret bytes in
  * eventlog.processor_state_key (no privileges for PUBLIC; read here with
@@ -83,7 +91,8 @@ PG_FUNCTION_INFO_V1(el_agg_state_merge);
 #define EL_STATE_KEY_TABLE	"processor_state_key"
 #define EL_STATE_KEY_LEN	32
 #define EL_STATE_MAC_LEN	PG_SHA256_DIGEST_LENGTH
-#define EL_STATE_VERSION	1
+#define EL_STATE_VERSION	1		/* of the format, in the HMAC's context */
+#define EL_STATE_MAJOR		(PG_VERSION_NUM / 10000)	/* the first byte */
 #define EL_STATE_HEADER		(1 + EL_STATE_MAC_LEN)
 
 /* What a support function finds once per query (fn_extra). */
@@ -245,7 +254,8 @@ el_agg_state_fns(FunctionCallInfo fcinfo)
 	 * contexts run into each other.
 	 */
 	initStringInfo(&f->context);
-	appendStringInfo(&f->context, "pg_eventlog window state %d", EL_STATE_VERSION);
+	appendStringInfo(&f->context, "pg_eventlog window state %d, PostgreSQL %d",
+					 EL_STATE_VERSION, EL_STATE_MAJOR);
 	appendStringInfoChar(&f->context, '\0');
 	appendStringInfoString(&f->context, format_procedure_qualified(agg->aggserialfn));
 	appendStringInfoChar(&f->context, '\0');
@@ -312,7 +322,7 @@ el_agg_state_seal(PG_FUNCTION_ARGS)
 	n = VARSIZE_ANY_EXHDR(raw);
 	out = palloc(VARHDRSZ + EL_STATE_HEADER + n);
 	SET_VARSIZE(out, VARHDRSZ + EL_STATE_HEADER + n);
-	((uint8 *) VARDATA(out))[0] = EL_STATE_VERSION;
+	((uint8 *) VARDATA(out))[0] = EL_STATE_MAJOR;
 	memcpy(VARDATA(out) + EL_STATE_HEADER, VARDATA_ANY(raw), n);
 	el_state_mac(f, VARDATA_ANY(raw), n, (uint8 *) VARDATA(out) + 1);
 	PG_RETURN_BYTEA_P(out);
@@ -345,7 +355,17 @@ el_agg_state_merge(PG_FUNCTION_ARGS)
 	}
 	sealed = PG_GETARG_BYTEA_PP(1);
 	n = VARSIZE_ANY_EXHDR(sealed);
-	if (n >= EL_STATE_HEADER && ((const uint8 *) VARDATA_ANY(sealed))[0] == EL_STATE_VERSION)
+	/* a major version (10 to 99): another's state; anything else, bytes changed */
+	if (n >= EL_STATE_HEADER && ((const uint8 *) VARDATA_ANY(sealed))[0] != EL_STATE_MAJOR
+		&& ((const uint8 *) VARDATA_ANY(sealed))[0] >= 10 && ((const uint8 *) VARDATA_ANY(sealed))[0] <= 99)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("window state of processor aggregate \"%s\" was written by PostgreSQL %d", f->aggname,
+						((const uint8 *) VARDATA_ANY(sealed))[0]),
+				 errdetail("This server is PostgreSQL %d; a state is kept in the serial format of the major version that wrote it, which another one may read differently.",
+						   EL_STATE_MAJOR),
+				 errhint("Reset the processor (eventlog.reset_processor) to compute its windows again from its source topic.")));
+	if (n >= EL_STATE_HEADER && ((const uint8 *) VARDATA_ANY(sealed))[0] == EL_STATE_MAJOR)
 	{
 		el_state_mac(f, VARDATA_ANY(sealed) + EL_STATE_HEADER, n - EL_STATE_HEADER, mac);
 		/* in constant time: nothing to learn from how long a guess took */

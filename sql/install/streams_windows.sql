@@ -1121,13 +1121,24 @@ BEGIN
              * combine and final ones take sealed states with
              * _agg_state_merge; each carries the aggregate's combine,
              * serial and deserial functions, which those two call.  The
-             * database's key first, if this is the first.
+             * database's key first, if this is the first; but not a new key
+             * beside processors whose states the lost one sealed, which it
+             * would leave unreadable (the key is restored from a dump).
              */
-            INSERT INTO @extschema@.processor_state_key (key)
-            VALUES (pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
-                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
-                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())))
-            ON CONFLICT (id) DO NOTHING;
+            IF NOT EXISTS (SELECT FROM @extschema@.processor_state_key) THEN
+                IF EXISTS (SELECT FROM pg_aggregate g
+                            WHERE g.aggfinalfn = '@extschema@._agg_state_seal(internal)'::regprocedure) THEN
+                    RAISE EXCEPTION 'the key sealing window states is missing'
+                        USING ERRCODE = 'object_not_in_prerequisite_state',
+                              DETAIL = 'Processors made before keep states sealed with that key; a new key would leave them unreadable.',
+                              HINT = 'Restore the row of eventlog.processor_state_key from a dump of this database, or drop the processors whose aggregates have an internal state.';
+                END IF;
+                INSERT INTO @extschema@.processor_state_key (key)
+                VALUES (pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                          || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                          || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())))
+                ON CONFLICT (id) DO NOTHING;
+            END IF;
             st := 'bytea';
             sup := format(', COMBINEFUNC = %s, SERIALFUNC = %s, DESERIALFUNC = %s',
                           ag.aggcombinefn::text, ag.aggserialfn::text, ag.aggdeserialfn::text);
@@ -1174,10 +1185,16 @@ BEGIN
                       DETAIL = 'Another function of the same name as the aggregate''s transition, combine, serial, deserial or final function takes closer argument types.',
                       HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
         END IF;
+        -- The owner's, and only the owner's (steps run as the owner): no
+        -- other role has a use for them, nor should seal states in their
+        -- slot (src/agg_state.c).
         EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', part, argt, caller);
+        EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', part, argt);
         EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', comb, st, caller);
+        EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', comb, st);
         IF ag.aggfinalfn <> 0 THEN
             EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', fin, st, caller);
+            EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', fin, st);
         END IF;
     END LOOP;
     IF p.window_type = 'sliding' THEN
