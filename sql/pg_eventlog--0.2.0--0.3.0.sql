@@ -19158,3 +19158,485 @@ $$;
 COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
 'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
 REVOKE ALL ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) FROM PUBLIC;
+
+-- A sink's window columns: timestamptz, or timestamp in UTC.
+CREATE OR REPLACE FUNCTION @extschema@._processor_emit_sql(p @extschema@.processor_catalog, flag text, gone_flag text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    gcols text := '';
+    gmatch text := '';
+    gmatch_gone text := '';
+    outs text := '';
+    sets text := '';
+    jvals text := '';
+    k text;
+    o text;
+    i integer;
+    ctes text := '';
+    -- A window's bounds as the sink's columns hold them: a timestamp
+    -- (without time zone) column gets them in UTC, so that what is written
+    -- and looked up does not depend on the session's TimeZone (a replay in
+    -- another session would not find its rows).
+    ws text := CASE WHEN p.sink_types[1]::regtype = 'timestamp'::regtype
+                    THEN '(%1$s.window_start AT TIME ZONE ''UTC'')' ELSE '%1$s.window_start' END;
+    we text := CASE WHEN p.sink_types[2]::regtype = 'timestamp'::regtype
+                    THEN '(%1$s.window_end AT TIME ZONE ''UTC'')' ELSE '%1$s.window_end' END;
+BEGIN
+    FOR i IN 1 .. ng LOOP
+        IF p.sink_table IS NOT NULL THEN
+            gcols := gcols || format(', (u.group_key ->> %s)::%s', i - 1, p.sink_types[2 + i]);
+            gmatch := gmatch || format(' AND s.%I IS NOT DISTINCT FROM (u.group_key ->> %s)::%s',
+                                       p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+            gmatch_gone := gmatch_gone || format(' AND s.%I IS NOT DISTINCT FROM (gone.group_key ->> %s)::%s',
+                                                 p.sink_columns[2 + i], i - 1, p.sink_types[2 + i]);
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. na LOOP
+        o := @extschema@._processor_agg_out(p, i, 'u');
+        outs := outs || ', ' || o;
+        IF p.sink_table IS NOT NULL THEN
+            sets := sets || format('%s%I = %s', CASE WHEN i > 1 THEN ', ' ELSE '' END,
+                                   p.sink_columns[2 + ng + i], o);
+        END IF;
+        jvals := jvals || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], o);
+    END LOOP;
+    IF p.sink_table IS NOT NULL THEN
+        IF gone_flag IS NOT NULL THEN
+            ctes := format($f$sd AS (DELETE FROM %1$s AS s USING gone
+        WHERE %2$s AND s.%3$I = %6$s AND s.%4$I = %7$s %5$s),
+$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone,
+                           format(ws, 'gone'), format(we, 'gone'));
+        END IF;
+        /*
+         * "sx": the windows written that have rows in the sink, found by
+         * one scan of the sink (with the windows hashed, a small set, where
+         * a NOT EXISTS would hash the whole sink at every step).  Only
+         * windows ending at or before sink_through ("st") can have one: the
+         * latest window end the processor wrote (or the sink held when the
+         * processor was made), which a replay keeps.  So the scan is
+         * skipped (the EXISTS is evaluated once, first) in the usual step,
+         * whose windows end after every window written before: without
+         * that the sink is read whole at every step, and a step's time
+         * grows with the sink.  "sw" moves sink_through on (never back; a
+         * NULL, from a processor made before it was kept, stays NULL: the
+         * sink is then always looked up).
+         */
+        ctes := ctes || format($f$st AS (SELECT coalesce(max(sink_through), 'infinity') AS t_ FROM %9$s WHERE partition = -1),
+sw AS (UPDATE %9$s AS p SET sink_through = x.m_
+         FROM (SELECT max(u.window_end) AS m_ FROM u WHERE %3$s) AS x
+        WHERE p.partition = -1 AND x.m_ > p.sink_through),
+sx AS (SELECT u.window_start AS s_, u.window_end AS e_, u.group_key AS g_
+        FROM u JOIN %1$s AS s ON s.%4$I = %10$s AND s.%5$I = %11$s %6$s
+        WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st)
+          AND EXISTS (SELECT FROM u WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st))),
+su AS (UPDATE %1$s AS s SET %2$s FROM u
+        WHERE %3$s AND EXISTS (SELECT FROM sx) AND s.%4$I = %10$s AND s.%5$I = %11$s %6$s
+          AND EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
+si AS (INSERT INTO %1$s SELECT %10$s, %11$s %7$s %8$s FROM u
+        WHERE %3$s AND NOT EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
+$f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs,
+                 format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress'),
+                 format(ws, 'u'), format(we, 'u'));
+    END IF;
+    IF p.sink_topic IS NULL THEN
+        RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
+    END IF;
+    -- The record's key: the group value (one group_by expression) or the
+    -- JSON array of them; its value: the window and the aggregates by name.
+    k := CASE ng WHEN 0 THEN 'NULL::text' WHEN 1 THEN '%1$s.group_key ->> 0' ELSE '%1$s.group_key::text' END;
+    RETURN ctes || format($f$so AS MATERIALIZED (
+    SELECT count(@extschema@.produce(%1$L, x.k_, x.v_, NULL, NULL, x.t_)) AS n
+      FROM (%2$s
+            SELECT 1 AS o_, u.window_start AS s_, %3$s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', u.window_start, 'window_end', u.window_end,
+                                                 'group_key', u.group_key) %4$s AS v_,
+                   u.window_end AS t_
+              FROM u WHERE %5$s
+             ORDER BY 1, 2, 3) AS x)$f$,
+        p.sink_topic,
+        CASE WHEN gone_flag IS NULL THEN ''
+             ELSE format($g$SELECT 0 AS o_, gone.window_start AS s_, %s AS k_,
+                   pg_catalog.jsonb_build_object('window_start', gone.window_start, 'window_end', gone.window_end,
+                                                 'group_key', gone.group_key, 'deleted', true) AS v_,
+                   gone.window_end AS t_
+              FROM gone WHERE %s
+            UNION ALL
+            $g$, format(k, 'gone'), gone_flag) END,
+        format(k, 'u'), jvals, flag);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_emit_sql(@extschema@.processor_catalog, text, text) IS
+'internal: the CTEs writing window rows to a processor''s sink table and sink topic';
+
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+    pid integer;
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Sliding windows follow the records (one ends at each, one starts just after it): pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := @extschema@._processor_hours(retention);
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    p.agg_types := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+        -- a polymorphic aggregate's resolved argument types
+        p.agg_types := p.agg_types || m[5];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF p.sink_types[1]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype)
+           OR p.sink_types[2]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
+            RAISE EXCEPTION 'sink table %''s window columns % and % are of types % and %', sink_table,
+                            quote_ident(p.sink_columns[1]), quote_ident(p.sink_columns[2]), p.sink_types[1], p.sink_types[2]
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = 'A window''s start and end go to the sink''s first two columns, which must be timestamptz (or timestamp, which gets them in UTC).';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    -- The latest window end of a row the sink holds already (a processor
+    -- made again over it, one that wrote it before): the processor looks
+    -- those rows up to overwrite them (_processor_emit_sql), not the later
+    -- ones it alone writes.  Read as the caller, who may select the sink; a
+    -- window end column of another type than the processor's is compared
+    -- through a cast that depends on the session: it is always looked up
+    -- (NULL, as run_processor keeps it).
+    IF sink_table IS NOT NULL THEN
+        EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
+                       'processor_' || pid || '_progress',
+                       CASE WHEN p.sink_types[2]::regtype = 'timestamptz'::regtype
+                            THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
+                            ELSE 'NULL' END);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+
+CREATE OR REPLACE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    tid integer;
+    n integer;
+    consumed bigint;
+    waited interval;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    -- The processor worker (src/processor_worker.c) runs this as the owner
+    -- already, in a security-restricted operation, which forbids SET ROLE.
+    IF NOT @extschema@._processor_worker_step(p.processor_id) THEN
+        -- The owner's SQL could SET ROLE to any role the session user may
+        -- (PL/pgSQL cannot make this a security-restricted operation): run it
+        -- only in sessions whose user has no role the owner does not have.
+        IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+            RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
+                      HINT = format('Run it in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+        END IF;
+        -- Run the owner's SQL as the owner, never as the caller: the function's
+        -- SET clause restores the role on exit.
+        PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    END IF;
+
+    SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
+    IF tid IS DISTINCT FROM p.source_topic_id THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', p.source_topic, p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+
+    -- One step of a processor at a time: the others wait, or skip.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', progress);
+    EXCEPTION WHEN lock_not_available THEN
+        IF NOT wait THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+        -- The step we waited for released this lock a moment before the
+        -- partitions its poll held (advisory locks go last): a poll now
+        -- would skip them and read nothing.  Let it look again (a long
+        -- poll retries partitions other transactions hold every second).
+        waited := interval '2 seconds';
+    END;
+    IF p.kind = 'join' THEN
+        RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
+    /*
+     * sink_through (_processor_emit_sql) covers the windows this processor
+     * wrote, not another's: while another processor writes the same sink
+     * table (one made to take over from it, say), forget it (NULL: every
+     * window written is looked up); alone again, take it from the sink
+     * once.  A sink whose window end is not a timestamptz keeps NULL.
+     */
+    IF p.kind = 'window' AND p.sink_table IS NOT NULL THEN
+        PERFORM @extschema@._processor_exec(format(
+            'UPDATE %1$s SET sink_through = CASE WHEN $1 THEN NULL '
+            '                                    ELSE coalesce((SELECT max(s.%2$I) FROM %3$s AS s), ''-infinity'') END '
+            ' WHERE partition = -1 AND CASE WHEN $1 THEN sink_through IS NOT NULL ELSE sink_through IS NULL AND $2 END',
+            progress, p.sink_columns[2], p.sink_table), NULL::bigint,
+            EXISTS (SELECT FROM @extschema@.processor_catalog c
+                     WHERE c.sink_table = p.sink_table AND c.processor_id <> p.processor_id),
+            p.sink_types[2]::regtype = 'timestamptz'::regtype);
+    END IF;
+
+    -- The step's statements run through plans the session keeps
+    -- (_processor_exec), as EXECUTE ... USING would run them.
+    consumed := @extschema@._processor_exec(
+        @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)'),
+        NULL::bigint,
+        p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+        p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+        p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+        p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic);
+    IF p.kind = 'map' THEN
+        RETURN consumed;
+    END IF;
+
+    -- The processor's watermark: processing time, or the least watermark of
+    -- the partitions that are active (read recently, or with records left
+    -- to read); when every partition is idle, the greatest.
+    IF p.time_mode = 'processing' THEN
+        wm := now();
+    ELSE
+        wm := @extschema@._processor_exec(format($q$
+            SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                        ELSE max(m) END - $3
+              FROM (SELECT t.max_event_time AS m,
+                           NOT (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                AND coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p)) AS active
+                      FROM generate_series(0, $5 - 1) AS g(p)
+                      LEFT JOIN %s t ON t.partition = g.p
+                      LEFT JOIN @extschema@.group_offsets o
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p) s$q$, progress),
+            NULL::timestamptz,
+            p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid);
+    END IF;
+    ct := @extschema@._processor_exec(format('SELECT closed_through FROM %s WHERE partition = -1', progress),
+                                      NULL::timestamptz, 0);
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        PERFORM @extschema@._processor_exec(@extschema@._processor_close_sql(p), NULL::bigint,
+            wm, p.allowed_lateness, p.emit = 'final',
+            coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap,
+            coalesce(ct, '-infinity'));
+        PERFORM @extschema@._processor_exec(
+            format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                   'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress),
+            NULL::bigint, wm);
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
+'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+

@@ -81,17 +81,27 @@ SELECT eventlog.run_processor('st', 10);
 SELECT * FROM st_sink ORDER BY 1, 3;
 SELECT eventlog.drop_processor('st');
 
--- A sink whose window end is not a timestamptz is always looked up (its
--- comparison with the window's end casts through the session's time zone).
-CREATE TABLE st_sink_local (window_start timestamp, window_end timestamp, k text, n bigint);
+-- A sink whose window end is not a timestamptz is always looked up
+-- (sink_through NULL).  Window columns of type timestamp get the bounds in
+-- UTC, whatever the session's TimeZone, so that a replay in a session of
+-- another time zone finds and overwrites its rows.
+CREATE TABLE st_sink_local (window_start timestamp, window_end timestamp(3), k text, n bigint);
 SELECT eventlog.create_window_processor('st', 'st', 'st_sink_local', size => '1 minute', idle_timeout => '1 hour');
 SELECT format('eventlog.%I', 'processor_' || processor_id || '_progress') AS st_progress
   FROM eventlog.processor_catalog WHERE name = 'st' \gset
 SELECT sink_through FROM :st_progress WHERE partition = -1;
 SELECT eventlog.run_processor('st', 10);
 SELECT eventlog.reset_processor('st');
+SET TimeZone = 'Asia/Tokyo';
 SELECT eventlog.run_processor('st', 10);
+RESET TimeZone;
 SELECT count(*) AS rows, count(DISTINCT (window_start, k)) AS windows FROM st_sink_local;
+SELECT * FROM st_sink_local ORDER BY 1, 3;
+
+-- Window columns of another type are refused when the processor is made.
+CREATE TABLE st_sink_text (window_start text, window_end timestamptz, k text, n bigint);
+SELECT eventlog.create_window_processor('st_text', 'st', 'st_sink_text', size => '1 minute');
+DROP TABLE st_sink_text;
 
 SELECT eventlog.drop_processor('st');
 

@@ -548,6 +548,14 @@ DECLARE
     o text;
     i integer;
     ctes text := '';
+    -- A window's bounds as the sink's columns hold them: a timestamp
+    -- (without time zone) column gets them in UTC, so that what is written
+    -- and looked up does not depend on the session's TimeZone (a replay in
+    -- another session would not find its rows).
+    ws text := CASE WHEN p.sink_types[1]::regtype = 'timestamp'::regtype
+                    THEN '(%1$s.window_start AT TIME ZONE ''UTC'')' ELSE '%1$s.window_start' END;
+    we text := CASE WHEN p.sink_types[2]::regtype = 'timestamp'::regtype
+                    THEN '(%1$s.window_end AT TIME ZONE ''UTC'')' ELSE '%1$s.window_end' END;
 BEGIN
     FOR i IN 1 .. ng LOOP
         IF p.sink_table IS NOT NULL THEN
@@ -570,8 +578,9 @@ BEGIN
     IF p.sink_table IS NOT NULL THEN
         IF gone_flag IS NOT NULL THEN
             ctes := format($f$sd AS (DELETE FROM %1$s AS s USING gone
-        WHERE %2$s AND s.%3$I = gone.window_start AND s.%4$I = gone.window_end %5$s),
-$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone);
+        WHERE %2$s AND s.%3$I = %6$s AND s.%4$I = %7$s %5$s),
+$f$, p.sink_table, gone_flag, p.sink_columns[1], p.sink_columns[2], gmatch_gone,
+                           format(ws, 'gone'), format(we, 'gone'));
         END IF;
         /*
          * "sx": the windows written that have rows in the sink, found by
@@ -592,16 +601,17 @@ sw AS (UPDATE %9$s AS p SET sink_through = x.m_
          FROM (SELECT max(u.window_end) AS m_ FROM u WHERE %3$s) AS x
         WHERE p.partition = -1 AND x.m_ > p.sink_through),
 sx AS (SELECT u.window_start AS s_, u.window_end AS e_, u.group_key AS g_
-        FROM u JOIN %1$s AS s ON s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+        FROM u JOIN %1$s AS s ON s.%4$I = %10$s AND s.%5$I = %11$s %6$s
         WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st)
           AND EXISTS (SELECT FROM u WHERE %3$s AND u.window_end <= (SELECT st.t_ FROM st))),
 su AS (UPDATE %1$s AS s SET %2$s FROM u
-        WHERE %3$s AND EXISTS (SELECT FROM sx) AND s.%4$I = u.window_start AND s.%5$I = u.window_end %6$s
+        WHERE %3$s AND EXISTS (SELECT FROM sx) AND s.%4$I = %10$s AND s.%5$I = %11$s %6$s
           AND EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
-si AS (INSERT INTO %1$s SELECT u.window_start, u.window_end %7$s %8$s FROM u
+si AS (INSERT INTO %1$s SELECT %10$s, %11$s %7$s %8$s FROM u
         WHERE %3$s AND NOT EXISTS (SELECT FROM sx WHERE sx.s_ = u.window_start AND sx.g_ = u.group_key AND sx.e_ = u.window_end)),
 $f$, p.sink_table, sets, flag, p.sink_columns[1], p.sink_columns[2], gmatch, gcols, outs,
-                 format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress'));
+                 format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress'),
+                 format(ws, 'u'), format(we, 'u'));
     END IF;
     IF p.sink_topic IS NULL THEN
         RETURN ctes || 'so AS (SELECT 0::bigint AS n)';
@@ -1040,6 +1050,13 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value',
                       DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
         END IF;
+        IF p.sink_types[1]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype)
+           OR p.sink_types[2]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
+            RAISE EXCEPTION 'sink table %''s window columns % and % are of types % and %', sink_table,
+                            quote_ident(p.sink_columns[1]), quote_ident(p.sink_columns[2]), p.sink_types[1], p.sink_types[2]
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = 'A window''s start and end go to the sink''s first two columns, which must be timestamptz (or timestamp, which gets them in UTC).';
+        END IF;
         IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
             RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
                 DETAIL = 'A window processor selects, inserts and updates its sink table.';
@@ -1090,7 +1107,7 @@ BEGIN
     IF sink_table IS NOT NULL THEN
         EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
                        'processor_' || pid || '_progress',
-                       CASE WHEN p.sink_types[2] = 'timestamp with time zone'
+                       CASE WHEN p.sink_types[2]::regtype = 'timestamptz'::regtype
                             THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
                             ELSE 'NULL' END);
     END IF;
@@ -1183,7 +1200,7 @@ BEGIN
             progress, p.sink_columns[2], p.sink_table), NULL::bigint,
             EXISTS (SELECT FROM @extschema@.processor_catalog c
                      WHERE c.sink_table = p.sink_table AND c.processor_id <> p.processor_id),
-            p.sink_types[2] = 'timestamp with time zone');
+            p.sink_types[2]::regtype = 'timestamptz'::regtype);
     END IF;
 
     -- The step's statements run through plans the session keeps
