@@ -34,6 +34,10 @@
  * to a minute, while the others keep running.  Its first successful step
  * sets failures back to 0.  A step that finds another step of the
  * processor in progress (someone called run_processor) is retried shortly.
+ * A step that eventlog.processor_step_timeout canceled is retried with half
+ * the records (el_step_records), so that a processor whose records cost
+ * much still moves; its steps grow back while they stay well under the
+ * timeout.
  *
  * The worker exits when the database has no enabled processor left, when
  * eventlog.processors_enabled goes off, when the extension is dropped, and
@@ -91,6 +95,10 @@ typedef struct ElProc
 	TimestampTz retry_at;		/* no step before this (0: none) */
 	TimestampTz last_step;		/* when its last step began */
 	bool		more;			/* step again: a full step, a retry */
+	int32		step_records;	/* most records its next step reads (0: the
+								 * setting's), below the setting after a step
+								 * that eventlog.processor_step_timeout
+								 * canceled */
 } ElProc;
 
 static ElDbWorker *el_my_entry = NULL;
@@ -280,6 +288,7 @@ el_load_processors(void)
 				if (el_procs[k].id == p->id)
 				{
 					p->last_step = el_procs[k].last_step;
+					p->step_records = el_procs[k].step_records;
 					if (p->failures > 0 || el_procs[k].failures == 0)
 						p->retry_at = el_procs[k].retry_at;
 					break;
@@ -362,11 +371,47 @@ el_record_failure(ElProc *p, ErrorData *edata, MemoryContext cxt)
 }
 
 /*
+ * The most records the next step of "p" reads: eventlog.processor_max_records,
+ * or less after steps that eventlog.processor_step_timeout canceled.  A step
+ * of a processor whose records each cost much would otherwise time out at
+ * every retry, at the same size, and never move; so a canceled step halves
+ * the size, and a full step that took under a quarter of the timeout
+ * doubles it back (el_step_done), so that the size settles where steps
+ * finish instead of swinging back into the timeout.
+ */
+static int32
+el_step_records(ElProc *p)
+{
+	if (p->step_records <= 0 || el_processor_step_timeout_ms <= 0)
+		return el_processor_max_records;
+	return Min(p->step_records, el_processor_max_records);
+}
+
+/* After a step of "p" that read n records (-2: failed) in elapsed_ms. */
+static void
+el_step_done(ElProc *p, int64 n, bool canceled, long elapsed_ms)
+{
+	int32		asked = el_step_records(p);
+
+	if (canceled && el_processor_step_timeout_ms > 0 && asked > 1)
+	{
+		p->step_records = asked / 2;
+		ereport(LOG,
+				(errmsg("pg_eventlog processor \"%s\": steps of at most %d records after a step canceled by eventlog.processor_step_timeout",
+						p->name, p->step_records)));
+	}
+	else if (n >= asked && p->step_records > 0 && p->step_records < el_processor_max_records
+			 && elapsed_ms < el_processor_step_timeout_ms / 4)
+		p->step_records = Min((int64) p->step_records * 2, el_processor_max_records);
+}
+
+/*
  * One step of "p": returns the records it read, 0 for none; -1 when another
  * step of it was in progress; -2 when it failed (recorded and logged).
+ * *canceled: it failed because eventlog.processor_step_timeout canceled it.
  */
 static int64
-el_step(ElProc *p, MemoryContext cxt)
+el_step(ElProc *p, MemoryContext cxt, bool *canceled)
 {
 	volatile int64 result = 0;
 
@@ -387,7 +432,7 @@ el_step(ElProc *p, MemoryContext cxt)
 		activity = psprintf("eventlog processor step: %s", p->name);
 		pgstat_report_activity(STATE_RUNNING, activity);
 		args[0] = CStringGetTextDatum(p->name);
-		args[1] = Int32GetDatum(el_processor_max_records);
+		args[1] = Int32GetDatum(el_step_records(p));
 
 		/*
 		 * As the owner, in a security-restricted operation; the owner's
@@ -452,6 +497,7 @@ el_step(ElProc *p, MemoryContext cxt)
 				 errmsg("pg_eventlog processor \"%s\" failed: %s", p->name, edata->message),
 				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
 				 edata->context ? errcontext("%s", edata->context) : 0));
+		*canceled = edata->sqlerrcode == ERRCODE_QUERY_CANCELED;
 		el_record_failure(p, edata, cxt);
 		FreeErrorData(edata);
 		result = -2;
@@ -539,6 +585,7 @@ el_processor_worker_main(Datum main_arg)
 			ElProc	   *p = &el_procs[i];
 			bool		due;
 			int64		n;
+			bool		full;
 
 			if (!p->enabled)
 				continue;
@@ -554,9 +601,20 @@ el_processor_worker_main(Datum main_arg)
 			p->last_step = now;
 			p->more = false;
 			p->retry_at = 0;
-			n = el_step(p, step_cxt);
-			MemoryContextReset(step_cxt);
-			now = GetCurrentTimestamp();
+			{
+				int32		asked = el_step_records(p);
+				bool		canceled = false;
+				TimestampTz began = now;
+				long		secs;
+				int			usecs;
+
+				n = el_step(p, step_cxt, &canceled);
+				MemoryContextReset(step_cxt);
+				now = GetCurrentTimestamp();
+				TimestampDifference(began, now, &secs, &usecs);
+				el_step_done(p, n, canceled, secs * 1000 + usecs / 1000);
+				full = n >= asked;
+			}
 			if (n == -1)
 			{
 				p->more = true;
@@ -568,7 +626,7 @@ el_processor_worker_main(Datum main_arg)
 				p->more = true;
 				p->retry_at = TimestampTzPlusMilliseconds(now, el_retry_delay_ms(p->failures));
 			}
-			else if (n >= el_processor_max_records)
+			else if (full)
 				p->more = true;
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);

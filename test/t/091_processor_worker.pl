@@ -162,6 +162,31 @@ ok($node->poll_query_until('postgres', q{
 produce(22601, 22605);
 ok($node->poll_query_until('postgres', $copy_ok), 'the other processors keep running');
 $node->safe_psql('postgres', q{SELECT eventlog.drop_processor('slow'); SELECT eventlog.drop_topic('slow')});
+
+# A processor whose full step never fits in the timeout (16 records of 50
+# ms, 0.8 s, against 300 ms) is retried with half the records, until its
+# steps fit (4 records, 0.2 s); it then reads all its records.  (The sleep
+# depends on the record, or the subquery would sleep once.)
+$node->append_conf('postgresql.conf', "eventlog.processor_max_records = 16\n");
+$node->reload;
+$node->safe_psql('postgres', q{
+    SELECT eventlog.create_topic('costly', 1);
+    CREATE TABLE costly_rows (v integer);
+    SELECT eventlog.create_processor('costly', 'costly', sink_table => 'costly_rows',
+        select_list => $$(SELECT (record.value->>'i')::integer FROM pg_sleep(0.05 * sign((record.value->>'i')::integer)))$$);
+    SELECT count(*) FROM eventlog.produce_batch('costly', array_fill(NULL::text, ARRAY[16]),
+        (SELECT array_agg(jsonb_build_object('i', i)) FROM generate_series(1, 16) i));
+});
+ok($node->poll_query_until('postgres', q{
+    SELECT count(*) = 16 AND count(DISTINCT v) = 16 FROM costly_rows}),
+   'a processor whose full steps time out moves in smaller steps');
+like(slurp_file($node->logfile),
+     qr/pg_eventlog processor "costly": steps of at most 8 records after a step canceled by eventlog.processor_step_timeout/,
+     'and says so in the log');
+is($node->safe_psql('postgres', q{SELECT failures || ' ' || lag FROM eventlog.processors WHERE name = 'costly'}),
+   '0 0', 'its failures are over');
+$node->safe_psql('postgres', q{SELECT eventlog.drop_processor('costly'); SELECT eventlog.drop_topic('costly')});
+$node->append_conf('postgresql.conf', "eventlog.processor_max_records = 200\n");
 $node->append_conf('postgresql.conf', "eventlog.processor_step_timeout = 0\n");
 $node->reload;
 
