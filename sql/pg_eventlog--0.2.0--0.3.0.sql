@@ -19640,3 +19640,49 @@ $$;
 COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
 'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
 
+
+-- processor_windows runs the owner's final functions as the owner.
+CREATE OR REPLACE FUNCTION @extschema@.processor_windows(name text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    jv text := '';
+    i integer;
+BEGIN
+    IF p.kind <> 'window' THEN
+        RAISE EXCEPTION 'processor "%" has no windows', p.name USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only window processors (eventlog.create_window_processor) keep windows.';
+    END IF;
+    IF NOT pg_has_role(current_user, p.owner, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied for processor "%"', p.name
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Only roles with the privileges of the processor''s owner role %s may see its windows.', p.owner);
+    END IF;
+    /*
+     * The aggregates' final functions, and the casts to json of their
+     * results, are the owner's code: run it as the owner, and, as
+     * run_processor does, only in a session whose user has no role the
+     * owner does not have (PL/pgSQL cannot make this a security-restricted
+     * operation, so the owner's code could SET ROLE to the session user's
+     * roles).  The function's SET clause restores the role on exit.
+     */
+    IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to read the windows of processor "%" in a session of role %', p.name, session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Its aggregates'' final functions run as its owner %s, and could take the roles of the session''s user.', p.owner),
+                  HINT = format('Read them in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+    END IF;
+    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        jv := jv || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], @extschema@._processor_agg_out(p, i, 'u'));
+    END LOOP;
+    RETURN QUERY EXECUTE format(
+        'SELECT u.window_start, u.window_end, u.group_key, u.closed, ''{}''::jsonb %s '
+        '  FROM @extschema@.%I AS u ORDER BY u.window_start, u.group_key', jv, 'processor_' || p.processor_id || '_windows');
+END
+$$;
+COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
+'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner, in sessions of users with no role its owner lacks; the final functions run as its owner';

@@ -147,8 +147,13 @@ SELECT 'ia_lf' AS sink, * FROM ia_diff('ia_lf', 'ia_sliding');
 SELECT 'ia_lc' AS sink, * FROM ia_diff('ia_lc', 'ia_sliding');
 -- A few values, to see them: sums past bigint, exact.
 SELECT window_start::time, k, round(sd, 6) AS sd, round(vp, 6) AS vp, s, a FROM ia_tf WHERE window_start::time = '10:00:10' ORDER BY k;
--- The open window of zz, through processor_windows (the final aggregates).
+-- The open window of zz, through processor_windows (the final aggregates),
+-- which run as the owner: in a session of the owner, not of a role the
+-- owner lacks (a superuser's).
 SELECT window_start::time, group_key, closed, aggregates FROM eventlog.processor_windows('ia_tc');
+SET SESSION AUTHORIZATION ia_owner;
+SELECT window_start::time, group_key, closed, aggregates FROM eventlog.processor_windows('ia_tc');
+RESET SESSION AUTHORIZATION;
 
 -- Tampering, as the owner, who may write the window table: a state
 -- changed, cut short, swapped with another aggregate's of the same serial
@@ -276,6 +281,7 @@ DO $$ BEGIN EXECUTE format('SELECT eventlog.%I(v_1) OVER () FROM %s', (SELECT 'p
 SELECT (SELECT key FROM eventlog.processor_state_key) = (SELECT key FROM ia_keep) AS same_key;
 BEGIN;
 DELETE FROM eventlog.processor_state_key;
+SET SESSION AUTHORIZATION ia_owner;
 SELECT window_start::time, group_key, closed, aggregates FROM eventlog.processor_windows('ia_tc');
 ROLLBACK;
 -- nor is a new key made beside the processors whose states the lost one

@@ -169,7 +169,9 @@ SELECT 'pa_lc' AS sink, * FROM pa_diff('pa_lc', 'pa_sliding');
 -- A few values, to see them.
 SELECT window_start::time, k, mxa, mna, mxm, mnm, big, span FROM pa_tf WHERE window_start::time = '10:00:10' ORDER BY k;
 -- The open window of zz, through processor_windows (the final aggregates).
+SET SESSION AUTHORIZATION pa_owner;
 SELECT window_start::time, group_key, closed, aggregates FROM eventlog.processor_windows('pa_tc');
+RESET SESSION AUTHORIZATION;
 
 -- What does not resolve.  max of a record (no max takes one: 42883); an
 -- anyelement given a record (a pseudo-type: 0A000); anycompatible

@@ -1326,7 +1326,7 @@ COMMENT ON FUNCTION @extschema@._processor_sliding_sql(@extschema@.processor_cat
  */
 CREATE FUNCTION @extschema@.processor_windows(name text)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -1343,6 +1343,21 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   DETAIL = format('Only roles with the privileges of the processor''s owner role %s may see its windows.', p.owner);
     END IF;
+    /*
+     * The aggregates' final functions, and the casts to json of their
+     * results, are the owner's code: run it as the owner, and, as
+     * run_processor does, only in a session whose user has no role the
+     * owner does not have (PL/pgSQL cannot make this a security-restricted
+     * operation, so the owner's code could SET ROLE to the session user's
+     * roles).  The function's SET clause restores the role on exit.
+     */
+    IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to read the windows of processor "%" in a session of role %', p.name, session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Its aggregates'' final functions run as its owner %s, and could take the roles of the session''s user.', p.owner),
+                  HINT = format('Read them in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+    END IF;
+    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
     FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
         jv := jv || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], @extschema@._processor_agg_out(p, i, 'u'));
     END LOOP;
@@ -1352,4 +1367,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
-'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner';
+'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner, in sessions of users with no role its owner lacks; the final functions run as its owner';
