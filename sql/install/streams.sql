@@ -435,7 +435,9 @@ agg (window_start, window_end, group_key %4$s, closed) AS (
     SELECT ws_, ws_ + $8, %5$s %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY %6$s),$f$,
             CASE WHEN p.size = p.advance
                  THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
-                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') - $8 + $10, '
+                 -- hopping: every multiple of advance in (ts - size, ts], a
+                 -- size that is no multiple of advance too
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_ - $8, ''1970-01-01 00:00:00+00''), '
                       'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
                       'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
             partials, windows, cols, gk, gby);
