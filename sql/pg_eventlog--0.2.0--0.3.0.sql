@@ -20047,3 +20047,820 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
 'internal: the statement of one step of a processor over a batch of records';
+
+-- Event times out of a processor's range, partitions without event times, the sliding buffer with months.
+CREATE FUNCTION @extschema@._processor_time_range(p @extschema@.processor_catalog)
+RETURNS timestamptz[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lim constant interval := interval '87600000 hours';
+    h interval;
+BEGIN
+    -- each first, so that their sum cannot overflow an interval
+    IF greatest(p.size, p.gap, p.advance, p.allowed_lateness, p.max_out_of_orderness, p.retention) <= lim THEN
+        h := 2 * (coalesce(p.size, '0') + coalesce(p.gap, '0') + coalesce(p.advance, '0'))
+             + coalesce(p.allowed_lateness, '0') + coalesce(p.max_out_of_orderness, '0')
+             + coalesce(p.retention, '0') + interval '1 day';
+    END IF;
+    IF h IS NULL OR h > lim THEN
+        RAISE EXCEPTION 'the intervals of processor "%" reach over 10,000 years', p.name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Twice its size, gap and advance, with its lateness, out-of-orderness and retention, are added to event times, which must stay within timestamptz''s range.',
+                  HINT = 'Give shorter intervals.';
+    END IF;
+    RETURN ARRAY['4714-11-24 00:00:00+00 BC'::timestamptz + h, '294276-12-31 23:59:59.999999+00'::timestamptz - h];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_time_range(@extschema@.processor_catalog) IS
+'internal: the least and greatest event time a window processor takes, far enough from the ends of timestamptz''s range for its intervals';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    filter text := coalesce('(' || p.where_clause || ')', 'true');
+    ts text;
+    gk text;
+    xs text := '';
+    partials text := '';
+    cols text := '';
+    merge text := '';
+    rv text := '';
+    comb text := '';
+    sets text := '';
+    fmerge text := '';
+    head text;
+    body text;
+    late_out text;
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    i integer;
+    f text;
+    g text[];
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
+    tsx text;
+    inx text;
+    lat text := '';
+    raw boolean;
+    gr text := '';
+    gby text := 'ws_';
+    typ regtype;
+    coll text;
+    rng text;
+BEGIN
+    IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS (INSERT INTO %s SELECT %s FROM b AS record WHERE %s) '
+                      'SELECT count(*) FROM b',
+                      batch, p.sink_table, p.select_list, filter);
+    ELSIF p.kind = 'map' THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS MATERIALIZED (SELECT count(@extschema@.produce($5, (%s)::text, (%s)::jsonb, NULL, NULL, (%s)::timestamptz)) AS n '
+                      '  FROM (SELECT * FROM b AS record WHERE %s ORDER BY record.partition, record.offset_id) AS record) '
+                      'SELECT (SELECT count(*) FROM b) FROM o',
+                      batch, p.key_expr, p.value_expr, p.event_time_expr, filter);
+    END IF;
+
+    -- Windows.
+    ts := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                           ELSE '(' || p.event_time_expr || ')::timestamptz' END;
+    /*
+     * A record's time ("tsx") and whether it counts ("inx"), each evaluated
+     * once per record: in a LATERAL subquery of their own, unless the time
+     * is the record's event_time column (or now(), the same all through
+     * the statement) and there is no filter, when reading them again is
+     * the same as keeping them, and the subquery (three executor nodes
+     * started again for every record) is not needed.
+     */
+    /*
+     * An event time too near either end of timestamptz's range for the
+     * processor's intervals to be added to it or taken from it (infinity,
+     * 294276 AD, 4714 BC) would make every step fail for ever: such a
+     * record counts as one without an event time (null_time_records).
+     */
+    IF p.time_mode = 'event' THEN
+        rng := (SELECT format('BETWEEN pg_catalog.to_timestamp(%s) AND pg_catalog.to_timestamp(%s)',
+                              extract(epoch FROM r[1]), extract(epoch FROM r[2]))
+                  FROM (SELECT @extschema@._processor_time_range(p) AS r) AS x);
+    END IF;
+    IF p.where_clause IS NULL
+       AND (p.time_mode = 'processing' OR p.event_time_expr ~* '^\s*(record\s*\.\s*)?event_time\s*$') THEN
+        tsx := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                                ELSE format('CASE WHEN record.event_time %s THEN record.event_time END', rng) END;
+        inx := format('(%s IS NOT NULL)', tsx);
+    ELSE
+        tsx := 't_.ts_';
+        inx := 't_.in_';
+        lat := format($f$
+                           CROSS JOIN LATERAL (SELECT CASE WHEN x_.ts_ %3$s THEN x_.ts_ END AS ts_,
+                                                      CASE WHEN x_.ts_ %3$s THEN (%1$s) IS TRUE ELSE false END AS in_
+                                                 FROM (SELECT %2$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_$f$,
+                      filter, ts, coalesce(rng, 'IS NOT NULL'));
+    END IF;
+    gk := 'pg_catalog.jsonb_build_array(';
+    FOR i IN 1 .. ng LOOP
+        gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || '(' || p.group_by[i] || ')';
+    END LOOP;
+    gk := gk || ')';
+    /*
+     * Tumbling and hopping windows group a batch by the group key, a jsonb
+     * array of the group_by values, built for every record.  Where equal
+     * values make equal jsonb and unequal values unequal jsonb (the types
+     * below; text only in a deterministic collation, where equal means the
+     * same bytes, as in jsonb: not citext nor a case-insensitive
+     * collation), grouping by the values themselves makes the same groups,
+     * and the jsonb is built once per group ("raw").  The types are found
+     * without evaluating the expressions (an outer join's NULL).
+     */
+    raw := p.window_type IN ('tumbling', 'hopping');
+    FOR i IN 1 .. ng LOOP
+        EXIT WHEN NOT raw;
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       p.group_by[i]) INTO typ;
+        raw := typ IN ('boolean'::regtype, 'smallint'::regtype, 'integer'::regtype, 'bigint'::regtype,
+                       'text'::regtype, 'character varying'::regtype, 'uuid'::regtype, 'date'::regtype,
+                       'timestamp without time zone'::regtype, 'timestamp with time zone'::regtype);
+        IF raw AND typ IN ('text'::regtype, 'character varying'::regtype) THEN
+            EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                           '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                           p.group_by[i]) INTO coll;
+            raw := coll IS NULL OR (SELECT c.collisdeterministic FROM pg_collation c WHERE c.oid = coll::regcollation);
+        END IF;
+        gr := gr || format(', CASE WHEN %s THEN (%s) END AS gr%s_', inx, p.group_by[i], i);
+        gby := gby || format(', gr%s_', i);
+    END LOOP;
+    IF raw THEN
+        gk := 'pg_catalog.jsonb_build_array(';
+        FOR i IN 1 .. ng LOOP
+            gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || format('gr%s_', i);
+        END LOOP;
+        gk := gk || ')';
+    ELSE
+        gr := format(', CASE WHEN %s THEN %s END AS gk_', inx, gk);
+        gk := 'gk_';
+        gby := 'ws_, gk_';
+    END IF;
+    FOR i IN 1 .. na LOOP
+        f := p.agg_funcs[i];
+        -- any other aggregate with a combine function (streams_windows.sql)
+        IF strpos(f, '(') > 0 THEN
+            g := @extschema@._processor_agg_sql(p, i);
+            -- its argument, or each of its arguments, in a column of its own
+            xs := xs || (SELECT string_agg(format(', CASE WHEN %s THEN (%s)::%s END AS %s', inx, u.x, u.t, u.c), '' ORDER BY u.o)
+                           FROM @extschema@._processor_agg_argv(p, i) AS av,
+                                LATERAL unnest(av.exprs, av.types, av.cols) WITH ORDINALITY AS u(x, t, c, o));
+            partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
+            sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+            CONTINUE;
+        END IF;
+        xs := xs || format(', CASE WHEN %s THEN (%s)::numeric END AS x_%s', inx,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
+                                WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
+                                ELSE p.agg_args[i] END, i);
+        partials := partials || format(', %s, %s',
+                                       CASE f WHEN 'min' THEN format('min(x_%s)', i)
+                                              WHEN 'max' THEN format('max(x_%s)', i)
+                                              WHEN 'count' THEN 'NULL::numeric'
+                                              ELSE format('sum(x_%s)', i) END,
+                                       CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'count(*)'
+                                            ELSE format('count(x_%s)', i) END);
+        cols := cols || format(', v_%s, n_%s', i, i);
+        merge := merge || format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = %2$s', i,
+                                 CASE f WHEN 'min' THEN format('least(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'max' THEN format('greatest(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'count' THEN 'NULL'
+                                        ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
+        -- sessions: a record as a partial (value, count), and partials combined
+        rv := rv || format(', %s AS v_%s, %s AS n_%s',
+                           CASE WHEN f = 'count' THEN 'NULL::numeric' ELSE format('e.x_%s', i) END, i,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN '1::bigint'
+                                ELSE format('CASE WHEN e.x_%s IS NULL THEN 0 ELSE 1 END::bigint', i) END, i);
+        comb := comb || format(', %s, sum(n_%s)::bigint',
+                               CASE f WHEN 'min' THEN format('min(v_%s)', i)
+                                      WHEN 'max' THEN format('max(v_%s)', i)
+                                      WHEN 'count' THEN 'NULL::numeric'
+                                      ELSE format('sum(v_%s)', i) END, i);
+        sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+        -- a window closed in the step: its row (dc, if any) and the batch's
+        -- partial (cl, if any) combined, as "merge" combines them
+        fmerge := fmerge || format(', %2$s, coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)', i,
+                                   CASE f WHEN 'min' THEN format('least(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'max' THEN format('greatest(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'count' THEN 'NULL::numeric'
+                                          ELSE format('CASE WHEN dc.v_%1$s IS NULL THEN cl.v_%1$s WHEN cl.v_%1$s IS NULL THEN dc.v_%1$s ELSE dc.v_%1$s + cl.v_%1$s END', i) END);
+    END LOOP;
+
+    /*
+     * The user's expressions are evaluated once per record, in "b" (the
+     * LATERAL subquery, kept apart by OFFSET 0, evaluates the event time and
+     * the filter once; the group keys and aggregate arguments only for the
+     * records that pass, as a WHERE would), so that only narrow rows are
+     * materialized.  A record is late for all its windows when it is late
+     * for the one that ends last (the one starting at date_bin(advance,
+     * ts)): "late_" decides late_records without grouping the windows of
+     * each record.  A session window's record is late when the session of
+     * that record alone would be closed (its time + gap + lateness before
+     * the watermark), so that lateness does not depend on how the records
+     * of other partitions were cut into steps.  A sliding window's record
+     * is late when its right window (which ends last, at its time + size +
+     * the tick, _processor_sliding_sql) is closed.  A record's watermark
+     * ("wm_") is the largest event time before it in its partition (the
+     * progress row's, or an earlier record's of the batch), less
+     * max_out_of_orderness: _processor_record_watermark computes it as the
+     * poll returns the records, each partition's in offset order, from the
+     * progress rows (read once, as arrays) and the records before.  "w_"
+     * is kept a subquery of its own (OFFSET 0), so that it is computed
+     * once per record as the poll returns it; so is closed_through ("c_",
+     * an InitPlan), where a join would cost a node per record.
+     */
+    head := format($f$
+WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
+e AS MATERIALIZED (
+    SELECT w_.*, greatest(w_.wm_, w_.c_) AS lim_,
+           (%7$s) AS late_
+      FROM (SELECT record.partition AS p_, record.offset_id AS o_, %1$s AS ts_, %6$s AS in_
+                   %4$s %5$s %8$s,
+                   @extschema@._processor_record_watermark(record.partition, record.offset_id, %1$s,
+                       (SELECT pg_catalog.array_agg(prev.p_ ORDER BY prev.p_) FROM prev),
+                       (SELECT pg_catalog.array_agg(prev.m_ ORDER BY prev.p_) FROM prev)) - $7 AS wm_,
+                   (SELECT ct.c_ FROM ct) AS c_
+              FROM %2$s AS record%9$s
+             OFFSET 0) AS w_),
+pe AS MATERIALIZED (
+    SELECT e.p_, max(e.ts_) AS m_, count(*) AS n_, count(*) FILTER (WHERE e.in_ AND e.late_) AS l_,
+           count(*) FILTER (WHERE e.ts_ IS NULL) AS z_
+      FROM e GROUP BY e.p_),$f$,
+        tsx, batch, progress, gr, xs, inx,
+        CASE WHEN p.window_type = 'session'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
+             WHEN p.window_type = 'sliding'
+             THEN 'w_.ts_ + $8 + ''1 microsecond''::interval + $9 < greatest(w_.wm_, w_.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, w_.c_)' END,
+        CASE WHEN p.late = 'topic'
+             THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
+             ELSE '' END,
+        lat);
+
+    -- Late records to the late-records topic, in offset order.
+    late_out := CASE WHEN p.late = 'topic'
+        THEN 'lt AS MATERIALIZED (SELECT count(@extschema@.produce($13, x.rk_, x.rv_, x.rh_, NULL, x.ret_)) AS n '
+             '  FROM (SELECT e.* FROM e WHERE e.in_ AND e.late_ ORDER BY e.p_, e.o_) AS x)'
+        ELSE 'lt AS (SELECT 0::bigint AS n)' END;
+
+    IF p.window_type = 'session' THEN
+        /*
+         * Sessions: the records that count ("r", each a session of one
+         * record), and the sessions in state that one of them reaches
+         * (within gap of its start or end, as Kafka Streams' findSessions)
+         * are laid on one line per group key and merged where they come
+         * within gap of each other (gaps and islands: a new session starts
+         * where a start is more than gap after every end before it).  The
+         * merged sessions replace the ones they absorbed: a merged session
+         * keeps the start of one of them (upserted) or deletes it.  Their
+         * rows in the sink go too ("gone": the absorbed sessions that were
+         * written, in full or as changes).
+         */
+        body := format($f$
+r AS (SELECT e.gk_, e.ts_ AS s_, e.ts_ AS e_ %1$s FROM e WHERE e.in_ AND NOT e.late_),
+o AS MATERIALIZED (SELECT w.* FROM %2$s AS w
+                    WHERE EXISTS (SELECT FROM r WHERE r.gk_ = w.group_key
+                                     AND r.s_ >= w.window_start - $8 AND r.s_ <= w.window_end + $8)),
+iv AS (SELECT r.* FROM r UNION ALL SELECT o.group_key, o.window_start, o.window_end %3$s FROM o),
+isl AS (SELECT y.*, count(*) FILTER (WHERE y.mx_ IS NULL OR y.s_ > y.mx_ + $8)
+                        OVER (PARTITION BY y.gk_ ORDER BY y.s_, y.e_ ROWS UNBOUNDED PRECEDING) AS i_
+          FROM (SELECT iv.*, max(iv.e_) OVER (PARTITION BY iv.gk_ ORDER BY iv.s_, iv.e_
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mx_
+                  FROM iv) AS y),
+agg AS (SELECT min(s_) AS ws_, max(e_) AS we_, gk_ %4$s FROM isl GROUP BY gk_, i_),
+gone AS (SELECT o.* FROM o WHERE NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key
+                                                AND agg.ws_ = o.window_start AND agg.we_ = o.window_end)),
+d AS (DELETE FROM %2$s AS w USING o
+       WHERE w.window_start = o.window_start AND w.group_key = o.group_key
+         AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
+u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
+      SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            rv, windows, cols, comb, sets,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSIF p.window_type = 'sliding' THEN
+        body := @extschema@._processor_sliding_sql(p, partials, cols, sets);
+    ELSE
+        /*
+         * Tumbling and hopping windows: the batch's partials combine with
+         * the window rows.  A window is written to the sink as it changes
+         * (emit changes), or when it closes, or, closed already, when a late
+         * record updates it (late => 'update', within the retention).
+         */
+        body := format($f$
+a AS (%1$s),
+agg (window_start, window_end, group_key %4$s, closed) AS (
+    SELECT ws_, ws_ + $8, %5$s %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY %6$s),$f$,
+            CASE WHEN p.size = p.advance
+                 THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+                 -- hopping: every multiple of advance in (ts - size, ts], a
+                 -- size that is no multiple of advance too
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_ - $8, ''1970-01-01 00:00:00+00''), '
+                      'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                      'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
+            partials, windows, cols, gk, gby);
+        IF p.time_mode = 'event' AND coalesce(p.retention, '0') = '0'
+           AND NOT (p.late = 'topic' AND p.late_topic IS NOT DISTINCT FROM p.sink_topic) THEN
+            /*
+             * Close in the step the windows that the step's own watermark
+             * closes, instead of writing them into the window rows for the
+             * closing statement to delete (most windows of a large step):
+             * "wl" is a lower bound of the watermark run_processor computes
+             * after this statement (the least over all partitions, active
+             * or idle, of the largest event time seen, this batch's
+             * included, minus max_out_of_orderness), NULL when it closes
+             * nothing new.  The batch's partials of the windows it closes
+             * ("cl") combine with their rows, deleted ("dc"), and are
+             * written as the closing statement would have written them
+             * (emit final: every window it closes; emit changes: those the
+             * batch changed); the other partials are upserted ("u0").  The
+             * closing statement then closes what the watermark passes
+             * beyond "wl" (usually nothing); windows close in the same
+             * order, in the same transaction.  Without a retention a
+             * closed window is deleted as it closes, so nothing else
+             * changes.
+             */
+            body := body || format($f$
+bm AS (SELECT pe.p_, pe.m_ FROM pe),
+wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
+         FROM (SELECT min(coalesce(greatest(prev.m_, bm.m_), '-infinity')) - $7 AS w_
+                 FROM pg_catalog.generate_series(0, $4 - 1) AS g(p_)
+                 LEFT JOIN prev ON prev.p_ = g.p_ LEFT JOIN bm ON bm.p_ = g.p_) AS x),
+cl AS (SELECT agg.* FROM agg, wl WHERE agg.window_end + $12 <= wl.w_),
+dc AS (DELETE FROM %1$s AS w USING wl
+        WHERE w.window_end + $12 <= wl.w_%8$s AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
+u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+       SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
+       ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                   closed = t.closed OR excluded.closed%6$s),
+u (window_start, window_end, group_key %2$s, closed) AS (%7$s
+      SELECT coalesce(cl.window_start, dc.window_start), coalesce(cl.window_end, dc.window_end),
+             coalesce(cl.group_key, dc.group_key) %4$s, true
+        FROM cl FULL JOIN dc ON dc.window_start = cl.window_start AND dc.group_key = cl.group_key
+       WHERE cl.window_start IS NOT NULL OR NOT ($11 OR dc.closed)),
+%5$s,$f$,
+                windows, cols, merge, fmerge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL),
+                -- With emit final, what "u0" upserts is never written: its
+                -- windows are open (a record of a window the watermark
+                -- closed is late, and without a retention no closed window
+                -- stays in the state), so it returns nothing to write.
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'\n       RETURNING t.*' END,
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'SELECT * FROM u0\n      UNION ALL' END,
+                @extschema@._processor_start_range(p, 'w', '(SELECT ct.c_ FROM ct)', 'wl.w_', '0'));
+        ELSE
+            body := body || format($f$
+u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%4$s,$f$,
+                windows, cols, merge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        END IF;
+    END IF;
+
+    RETURN head || body || format($f$
+%2$s,
+pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT pe.p_, pe.m_, pg_catalog.now(), pe.n_, pe.l_, pe.z_ FROM pe
+       ON CONFLICT (partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT (SELECT coalesce(sum(pe.n_), 0)::bigint FROM pe) FROM so, lt$f$, progress, late_out);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
+'internal: the statement of one step of a processor over a batch of records';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_close_sql(p @extschema@.processor_catalog)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    windows text := format('@extschema@.%I', 'processor_' || p.processor_id || '_windows');
+    closes text := CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 < $1'
+                        WHEN p.window_type = 'sliding' THEN 'window_end + $2 < $1'
+                        ELSE 'window_end + $2 <= $1' END;
+    -- sliding windows: the records no window that may still change holds
+    -- or starts just after (the last, their right window: its end is
+    -- their time + size + the tick, _processor_sliding_sql)
+    -- (added one after another, in the step's order, as the step judges a
+    -- record late: with months in the lateness, a sum of the intervals
+    -- first would reach another day across a month's end)
+    rx text := CASE WHEN p.window_type = 'sliding'
+                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval + ''1 microsecond''::interval + %L::interval < $1), ',
+                                'processor_' || p.processor_id || '_records', p.size,
+                                p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
+                    ELSE '' END;
+BEGIN
+    IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
+        RETURN format('WITH %s u AS (DELETE FROM %s AS w WHERE %s%s RETURNING *), %s SELECT count(*) FROM u, so',
+                      rx, windows, closes, @extschema@._processor_start_range(p, 'w', '$6', '$1', '0'),
+                      @extschema@._processor_emit_sql(p, '($3 AND NOT u.closed)', NULL));
+    END IF;
+    RETURN format('WITH %5$s u AS (UPDATE %1$s AS w SET closed = true WHERE NOT closed AND %2$s%6$s RETURNING *), %3$s, '
+                  'x AS (DELETE FROM %1$s AS w WHERE closed AND %4$s%7$s) SELECT count(*) FROM u, so',
+                  windows, closes, @extschema@._processor_emit_sql(p, '$3', NULL),
+                  CASE WHEN p.window_type = 'session' THEN 'window_end + $5 + $2 + $4 < $1'
+                       WHEN p.window_type = 'sliding' THEN 'window_end + $2 + $4 < $1'
+                       ELSE 'window_end + $2 + $4 <= $1' END, rx,
+                  @extschema@._processor_start_range(p, 'w', '$6', '$1', '0'),
+                  @extschema@._processor_start_range(p, 'w', NULL, '$1', coalesce(p.retention, '0')));
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_close_sql(@extschema@.processor_catalog) IS
+'internal: the statement closing the windows a watermark passed (written to the sink when emit is final) and removing the closed windows kept past their retention';
+
+CREATE OR REPLACE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    tid integer;
+    n integer;
+    consumed bigint;
+    waited interval;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    -- The processor worker (src/processor_worker.c) runs this as the owner
+    -- already, in a security-restricted operation, which forbids SET ROLE.
+    IF NOT @extschema@._processor_worker_step(p.processor_id) THEN
+        -- The owner's SQL could SET ROLE to any role the session user may
+        -- (PL/pgSQL cannot make this a security-restricted operation): run it
+        -- only in sessions whose user has no role the owner does not have.
+        IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+            RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
+                      HINT = format('Run it in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+        END IF;
+        -- Run the owner's SQL as the owner, never as the caller: the function's
+        -- SET clause restores the role on exit.
+        PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    END IF;
+
+    SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
+    IF tid IS DISTINCT FROM p.source_topic_id THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', p.source_topic, p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+
+    -- One step of a processor at a time: the others wait, or skip.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', progress);
+    EXCEPTION WHEN lock_not_available THEN
+        IF NOT wait THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+        -- The step we waited for released this lock a moment before the
+        -- partitions its poll held (advisory locks go last): a poll now
+        -- would skip them and read nothing.  Let it look again (a long
+        -- poll retries partitions other transactions hold every second).
+        waited := interval '2 seconds';
+    END;
+    IF p.kind = 'join' THEN
+        RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
+    /*
+     * sink_through (_processor_emit_sql) covers the windows this processor
+     * wrote, not another's: while another processor writes the same sink
+     * table (one made to take over from it, say), forget it (NULL: every
+     * window written is looked up); alone again, take it from the sink
+     * once.  A sink whose window end is not a timestamptz keeps NULL.
+     */
+    IF p.kind = 'window' AND p.sink_table IS NOT NULL THEN
+        PERFORM @extschema@._processor_exec(format(
+            'UPDATE %1$s SET sink_through = CASE WHEN $1 THEN NULL '
+            '                                    ELSE coalesce((SELECT max(s.%2$I) FROM %3$s AS s), ''-infinity'') END '
+            ' WHERE partition = -1 AND CASE WHEN $1 THEN sink_through IS NOT NULL ELSE sink_through IS NULL AND $2 END',
+            progress, p.sink_columns[2], p.sink_table), NULL::bigint,
+            EXISTS (SELECT FROM @extschema@.processor_catalog c
+                     WHERE c.sink_table = p.sink_table AND c.processor_id <> p.processor_id),
+            p.sink_types[2]::regtype = 'timestamptz'::regtype);
+    END IF;
+
+    -- The step's statements run through plans the session keeps
+    -- (_processor_exec), as EXECUTE ... USING would run them.
+    consumed := @extschema@._processor_exec(
+        @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)'),
+        NULL::bigint,
+        p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+        p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+        p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+        p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic);
+    IF p.kind = 'map' THEN
+        RETURN consumed;
+    END IF;
+
+    -- The processor's watermark: processing time, or the least watermark of
+    -- the partitions that are active (read recently, or with records left
+    -- to read); when every partition is idle, the greatest.  A partition
+    -- read to its end whose records all had no event time holds nothing:
+    -- it has no watermark, and would hold the others at -infinity for ever.
+    IF p.time_mode = 'processing' THEN
+        wm := now();
+    ELSE
+        wm := @extschema@._processor_exec(format($q$
+            SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                        ELSE max(m) END - $3
+              FROM (SELECT t.max_event_time AS m,
+                           NOT (c.caught AND (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                              OR (t.max_event_time IS NULL AND t.null_time_records > 0))) AS active
+                      FROM generate_series(0, $5 - 1) AS g(p)
+                      LEFT JOIN %s t ON t.partition = g.p
+                      LEFT JOIN @extschema@.group_offsets o
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p
+                      CROSS JOIN LATERAL (SELECT coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p) AS caught) c) s$q$,
+            progress),
+            NULL::timestamptz,
+            p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid);
+    END IF;
+    ct := @extschema@._processor_exec(format('SELECT closed_through FROM %s WHERE partition = -1', progress),
+                                      NULL::timestamptz, 0);
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        PERFORM @extschema@._processor_exec(@extschema@._processor_close_sql(p), NULL::bigint,
+            wm, p.allowed_lateness, p.emit = 'final',
+            coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap,
+            coalesce(ct, '-infinity'));
+        PERFORM @extschema@._processor_exec(
+            format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                   'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress),
+            NULL::bigint, wm);
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
+'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+    pid integer;
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Sliding windows follow the records (one ends at each, one starts just after it): pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := @extschema@._processor_hours(retention);
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    p.agg_types := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+        -- a polymorphic aggregate's resolved argument types
+        p.agg_types := p.agg_types || m[5];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        IF p.sink_types[1]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype)
+           OR p.sink_types[2]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
+            RAISE EXCEPTION 'sink table %''s window columns % and % are of types % and %', sink_table,
+                            quote_ident(p.sink_columns[1]), quote_ident(p.sink_columns[2]), p.sink_types[1], p.sink_types[2]
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = 'A window''s start and end go to the sink''s first two columns, which must be timestamptz (or timestamp, which gets them in UTC).';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    -- intervals that reach too far (22023)
+    PERFORM @extschema@._processor_time_range(p);
+    pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    -- The latest window end of a row the sink holds already (a processor
+    -- made again over it, one that wrote it before): the processor looks
+    -- those rows up to overwrite them (_processor_emit_sql), not the later
+    -- ones it alone writes.  Read as the caller, who may select the sink; a
+    -- window end column of another type than the processor's is compared
+    -- through a cast that depends on the session: it is always looked up
+    -- (NULL, as run_processor keeps it).
+    IF sink_table IS NOT NULL THEN
+        EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
+                       'processor_' || pid || '_progress',
+                       CASE WHEN p.sink_types[2]::regtype = 'timestamptz'::regtype
+                            THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
+                            ELSE 'NULL' END);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+

@@ -148,6 +148,41 @@ COMMENT ON FUNCTION @extschema@._processor_start_range(@extschema@.processor_cat
 'internal: the window_start range (an index range of the window table) holding the windows a closing statement may close';
 
 /*
+ * The event times a window processor takes ({least, greatest}): those far
+ * enough from the ends of timestamptz's range (4714 BC, 294276 AD) that
+ * the processor's intervals can be added to and taken from them: twice its
+ * size, gap and advance, its lateness, out-of-orderness and retention, and
+ * a day.  Intervals that reach over 10,000 years together are refused
+ * (22023), when the processor is made.
+ */
+CREATE FUNCTION @extschema@._processor_time_range(p @extschema@.processor_catalog)
+RETURNS timestamptz[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lim constant interval := interval '87600000 hours';
+    h interval;
+BEGIN
+    -- each first, so that their sum cannot overflow an interval
+    IF greatest(p.size, p.gap, p.advance, p.allowed_lateness, p.max_out_of_orderness, p.retention) <= lim THEN
+        h := 2 * (coalesce(p.size, '0') + coalesce(p.gap, '0') + coalesce(p.advance, '0'))
+             + coalesce(p.allowed_lateness, '0') + coalesce(p.max_out_of_orderness, '0')
+             + coalesce(p.retention, '0') + interval '1 day';
+    END IF;
+    IF h IS NULL OR h > lim THEN
+        RAISE EXCEPTION 'the intervals of processor "%" reach over 10,000 years', p.name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Twice its size, gap and advance, with its lateness, out-of-orderness and retention, are added to event times, which must stay within timestamptz''s range.',
+                  HINT = 'Give shorter intervals.';
+    END IF;
+    RETURN ARRAY['4714-11-24 00:00:00+00 BC'::timestamptz + h, '294276-12-31 23:59:59.999999+00'::timestamptz - h];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_time_range(@extschema@.processor_catalog) IS
+'internal: the least and greatest event time a window processor takes, far enough from the ends of timestamptz''s range for its intervals';
+
+/*
  * The statement of one step, over a batch: "batch" is a FROM item giving
  * eventlog.record rows (the poll, or an empty set when create checks the
  * expressions).  $1 topic, $2 group, $3 max_records, $4 partitions, $5 the
@@ -194,6 +229,7 @@ DECLARE
     gby text := 'ws_';
     typ regtype;
     coll text;
+    rng text;
 BEGIN
     IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
         RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
@@ -219,16 +255,30 @@ BEGIN
      * the same as keeping them, and the subquery (three executor nodes
      * started again for every record) is not needed.
      */
+    /*
+     * An event time too near either end of timestamptz's range for the
+     * processor's intervals to be added to it or taken from it (infinity,
+     * 294276 AD, 4714 BC) would make every step fail for ever: such a
+     * record counts as one without an event time (null_time_records).
+     */
+    IF p.time_mode = 'event' THEN
+        rng := (SELECT format('BETWEEN pg_catalog.to_timestamp(%s) AND pg_catalog.to_timestamp(%s)',
+                              extract(epoch FROM r[1]), extract(epoch FROM r[2]))
+                  FROM (SELECT @extschema@._processor_time_range(p) AS r) AS x);
+    END IF;
     IF p.where_clause IS NULL
        AND (p.time_mode = 'processing' OR p.event_time_expr ~* '^\s*(record\s*\.\s*)?event_time\s*$') THEN
-        tsx := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()' ELSE 'record.event_time' END;
+        tsx := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                                ELSE format('CASE WHEN record.event_time %s THEN record.event_time END', rng) END;
         inx := format('(%s IS NOT NULL)', tsx);
     ELSE
         tsx := 't_.ts_';
         inx := 't_.in_';
         lat := format($f$
-                           CROSS JOIN LATERAL (SELECT x_.ts_, CASE WHEN x_.ts_ IS NULL THEN false ELSE (%s) IS TRUE END AS in_
-                                                 FROM (SELECT %s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_$f$, filter, ts);
+                           CROSS JOIN LATERAL (SELECT CASE WHEN x_.ts_ %3$s THEN x_.ts_ END AS ts_,
+                                                      CASE WHEN x_.ts_ %3$s THEN (%1$s) IS TRUE ELSE false END AS in_
+                                                 FROM (SELECT %2$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_$f$,
+                      filter, ts, coalesce(rng, 'IS NOT NULL'));
     END IF;
     gk := 'pg_catalog.jsonb_build_array(';
     FOR i IN 1 .. ng LOOP
@@ -667,11 +717,13 @@ DECLARE
     -- sliding windows: the records no window that may still change holds
     -- or starts just after (the last, their right window: its end is
     -- their time + size + the tick, _processor_sliding_sql)
+    -- (added one after another, in the step's order, as the step judges a
+    -- record late: with months in the lateness, a sum of the intervals
+    -- first would reach another day across a month's end)
     rx text := CASE WHEN p.window_type = 'sliding'
-                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval < $1), ',
-                                'processor_' || p.processor_id || '_records',
-                                p.size + interval '1 microsecond' + p.allowed_lateness
-                                + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
+                    THEN format('rx AS (DELETE FROM @extschema@.%I WHERE ts + %L::interval + ''1 microsecond''::interval + %L::interval < $1), ',
+                                'processor_' || p.processor_id || '_records', p.size,
+                                p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END)
                     ELSE '' END;
 BEGIN
     IF p.window_type <> 'session' AND coalesce(p.retention, '0') = '0' THEN
@@ -1098,6 +1150,8 @@ BEGIN
             EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
         END LOOP;
     END IF;
+    -- intervals that reach too far (22023)
+    PERFORM @extschema@._processor_time_range(p);
     pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
     -- The latest window end of a row the sink holds already (a processor
     -- made again over it, one that wrote it before): the processor looks
@@ -1220,7 +1274,9 @@ BEGIN
 
     -- The processor's watermark: processing time, or the least watermark of
     -- the partitions that are active (read recently, or with records left
-    -- to read); when every partition is idle, the greatest.
+    -- to read); when every partition is idle, the greatest.  A partition
+    -- read to its end whose records all had no event time holds nothing:
+    -- it has no watermark, and would hold the others at -infinity for ever.
     IF p.time_mode = 'processing' THEN
         wm := now();
     ELSE
@@ -1228,12 +1284,14 @@ BEGIN
             SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
                         ELSE max(m) END - $3
               FROM (SELECT t.max_event_time AS m,
-                           NOT (coalesce(t.last_record_at, '-infinity') < now() - $4
-                                AND coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p)) AS active
+                           NOT (c.caught AND (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                              OR (t.max_event_time IS NULL AND t.null_time_records > 0))) AS active
                       FROM generate_series(0, $5 - 1) AS g(p)
                       LEFT JOIN %s t ON t.partition = g.p
                       LEFT JOIN @extschema@.group_offsets o
-                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p) s$q$, progress),
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p
+                      CROSS JOIN LATERAL (SELECT coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p) AS caught) c) s$q$,
+            progress),
             NULL::timestamptz,
             p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid);
     END IF;

@@ -72,7 +72,7 @@ SELECT is(
 -- window helpers build text or check a definition as the caller
 -- (_processor_split_args, _processor_parse_aggregate_n,
 -- _processor_check_aggregate_use, _processor_combinable_aggregate, _processor_agg_argv,
--- _processor_start_range, _processor_hours, _processor_sealable_state,
+-- _processor_start_range, _processor_hours, _processor_time_range, _processor_sealable_state,
 -- _processor_state_refusal, and for polymorphic aggregates
 -- _processor_poly_aggregate, _processor_poly_resolve, _processor_agg_types,
 -- _processor_array_elem): nothing that changes state.  _agg_state_seal
@@ -96,7 +96,8 @@ SELECT is(
           '_processor_check_aggregate_use', '_processor_close_sql', '_processor_combinable_aggregate',
           '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
           '_processor_poly_aggregate', '_processor_poly_resolve', '_processor_record_watermark', '_processor_running_max', '_processor_sealable_state',
-          '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_state_refusal', '_processor_step_sql', '_processor_worker_step',
+          '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_state_refusal', '_processor_step_sql', '_processor_time_range',
+          '_processor_worker_step',
           '_register_join_processor', '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(
