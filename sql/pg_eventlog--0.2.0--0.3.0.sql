@@ -19640,3 +19640,190 @@ $$;
 COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
 'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
 
+
+-- Review 3: an aggregate argument of a collation other than the database's refused.
+CREATE OR REPLACE FUNCTION @extschema@._processor_check_collation(a text, x text, typ oid)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    coll text;
+BEGIN
+    IF typ = 'unknown'::regtype OR (SELECT t.typcollation FROM pg_type t WHERE t.oid = typ) = 0 THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   x) INTO coll;
+    IF coll IS NOT NULL AND coll <> '"default"' THEN
+        RAISE EXCEPTION 'the collation of the argument of aggregate "%" cannot be kept in a window', a
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('A window combines states kept in the database''s collation, so the argument''s collation %s would be lost and the result would depend on how records were cut into steps.', coll),
+                  HINT = 'Compare in the database''s collation (leave out COLLATE), or aggregate a value whose order does not depend on a collation.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_check_collation(text, text, oid) IS
+'internal: refuses an aggregate argument of a window processor whose collation is not the database''s';
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    args text[];
+    r oid[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    args := @extschema@._processor_split_args(m[2]);
+    IF args IS NULL THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A parenthesis, bracket, quote or comment in its arguments is not closed, or a parenthesis not opened.';
+    END IF;
+    IF cardinality(args) > 1 THEN
+        IF '' = ANY (args) OR '*' = ANY (args) THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate of several arguments takes an expression over the record for each, separated by commas.';
+        END IF;
+        RETURN @extschema@._processor_parse_aggregate_n(a, m, args);
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    PERFORM @extschema@._processor_check_collation(a, arg, typ);
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- a polymorphic aggregate whose types resolve from the argument's
+        proc := @extschema@._processor_poly_aggregate(regexp_replace(m[1], '\s', '', 'g'), ARRAY[typ]);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+           AND pr.proargtypes[0] NOT IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                         'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                         'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                         'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                         'anycompatiblemultirange'::regtype)
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- the argument and state types, a polymorphic aggregate's resolved
+    r := @extschema@._processor_agg_types(proc, ag, ARRAY[typ], true);
+    ag.aggtranstype := r[2];
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:1] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:1]::regtype[]::text END];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name, a polymorphic aggregate''s resolved argument types';
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate_n(a text, m text[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn text := regexp_replace(m[1], '\s', '', 'g');
+    typs oid[] := '{}';
+    typ oid;
+    x text;
+    tnames text;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    r oid[];
+BEGIN
+    FOREACH x IN ARRAY args LOOP
+        -- The argument's type, without evaluating it (an outer join's NULL).
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       x) INTO typ;
+        PERFORM @extschema@._processor_check_collation(a, x, typ);
+        typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
+    END LOOP;
+    tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
+    proc := to_regprocedure(format('%s(%s)', fn, tnames));
+    IF proc IS NULL THEN
+        -- a polymorphic aggregate whose types resolve from the arguments'
+        proc := @extschema@._processor_poly_aggregate(fn, typs);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
+        names := parse_ident(fn);
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                            WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                          'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                          'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                          'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                          'anycompatiblemultirange'::regtype))
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], tnames
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- the argument and state types, a polymorphic aggregate's resolved
+    -- (internal is a pseudo-type too: kept sealed if it can be serialized)
+    r := @extschema@._processor_agg_types(proc, ag, typs, true);
+    ag.aggtranstype := r[cardinality(r)];
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:cardinality(typs)] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:cardinality(typs)]::regtype[]::text END];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
+'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';

@@ -283,6 +283,19 @@ SELECT pa_res('{anycompatible,anycompatible}', '{integer,bigint}', '{anycompatib
 DROP FUNCTION pa_res(text, text, text, boolean);
 DROP DOMAIN pa_ints;
 
+-- Review 3.  An argument of a collation other than the database's is
+-- refused (0A000): states are combined in the database's collation, so
+-- the result would depend on how records were cut into steps; one of the
+-- database's collation is taken.
+SET ROLE pa_owner;
+SELECT eventlog._processor_parse_aggregate($a$max(ARRAY[value->>'s'] COLLATE "C")$a$);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_big((value->>'s') COLLATE "POSIX")$a$);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_span(value->>'s', (value->>'s') COLLATE "C")$a$);
+SELECT eventlog._processor_parse_aggregate($a$max(ARRAY[value->>'s'] COLLATE "default")$a$);
+-- a number is taken as before (no collation kept)
+SELECT eventlog._processor_parse_aggregate($a$max((value->>'s') COLLATE "C")$a$);
+RESET ROLE;
+
 -- Dropping the processors drops their aggregates.
 SELECT eventlog.drop_processor(n) FROM unnest(ARRAY['pa_tf', 'pa_tc', 'pa_sf', 'pa_sc', 'pa_lf', 'pa_lc']) AS n;
 SELECT count(*) FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname ~ '^processor_[0-9]+_';

@@ -700,6 +700,39 @@ COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg
 'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
 
 /*
+ * Refuses (0A000) an argument "x" (of type "typ") of aggregate "a" whose
+ * collation is neither none nor the database's: a window keeps states in
+ * columns of the database's collation and combines them there, so the
+ * argument's collation would be lost when states are combined, and the
+ * result would depend on how records were cut into steps.  Probed as the
+ * type is (pg_collation_for refuses a type without collations).
+ */
+CREATE FUNCTION @extschema@._processor_check_collation(a text, x text, typ oid)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    coll text;
+BEGIN
+    IF typ = 'unknown'::regtype OR (SELECT t.typcollation FROM pg_type t WHERE t.oid = typ) = 0 THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   x) INTO coll;
+    IF coll IS NOT NULL AND coll <> '"default"' THEN
+        RAISE EXCEPTION 'the collation of the argument of aggregate "%" cannot be kept in a window', a
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('A window combines states kept in the database''s collation, so the argument''s collation %s would be lost and the result would depend on how records were cut into steps.', coll),
+                  HINT = 'Compare in the database''s collation (leave out COLLATE), or aggregate a value whose order does not depend on a collation.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_check_collation(text, text, oid) IS
+'internal: refuses an aggregate argument of a window processor whose collation is not the database''s';
+
+/*
  * An aggregate of create_window_processor's "aggregates", checked as the
  * caller: {agg_funcs entry, argument, name given with AS, function name,
  * and for a polymorphic aggregate the types its arguments resolve to
@@ -764,6 +797,7 @@ BEGIN
             RETURN ARRAY[fname, arg, m[3], fname];
         END IF;
     END IF;
+    PERFORM @extschema@._processor_check_collation(a, arg, typ);
     proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
     IF proc IS NULL THEN
         -- a polymorphic aggregate whose types resolve from the argument's
@@ -833,6 +867,7 @@ BEGIN
         EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
                        '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
                        x) INTO typ;
+        PERFORM @extschema@._processor_check_collation(a, x, typ);
         typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
     END LOOP;
     tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
