@@ -296,6 +296,16 @@ SELECT eventlog._processor_parse_aggregate($a$max(ARRAY[value->>'s'] COLLATE "de
 SELECT eventlog._processor_parse_aggregate($a$max((value->>'s') COLLATE "C")$a$);
 RESET ROLE;
 
+-- A resolved type the caller has no USAGE on is refused (42501), as a
+-- column of it would be.
+CREATE TYPE pa_secret AS ENUM ('x', 'y');
+REVOKE USAGE ON TYPE pa_secret FROM PUBLIC;
+SET ROLE pa_owner;
+SELECT eventlog._processor_parse_aggregate($a$max((value->>'c')::public.pa_secret)$a$);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_big((value->>'c')::public.pa_secret)$a$);
+RESET ROLE;
+DROP TYPE pa_secret;
+
 -- Dropping the processors drops their aggregates.
 SELECT eventlog.drop_processor(n) FROM unnest(ARRAY['pa_tf', 'pa_tc', 'pa_sf', 'pa_sc', 'pa_lf', 'pa_lc']) AS n;
 SELECT count(*) FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname ~ '^processor_[0-9]+_';

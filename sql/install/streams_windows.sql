@@ -659,7 +659,8 @@ COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
  * its own.  Refuses (0A000) what a window cannot keep: a final function
  * with extra arguments, an internal state that cannot be sealed, an
  * argument or state of a pseudo-type (record, from a ROW() given to an
- * anyelement).
+ * anyelement); and, when checking as the caller ("probe"), a type the
+ * caller has no USAGE on (42501).
  */
 CREATE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
 RETURNS oid[]
@@ -692,6 +693,18 @@ BEGIN
             DETAIL = format('A window keeps an aggregate''s arguments in columns of their types, which cannot be pseudo-types; an argument of this aggregate is of type %s.',
                             format_type(bad, NULL)),
             HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
+    END IF;
+    -- The window table, record buffer and aggregates are made of these
+    -- types by the extension's owner: the caller must be allowed to use
+    -- them, as for a column or function of their own (not checked again
+    -- in _processor_create_state, which runs as the extension's owner).
+    IF probe THEN
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', proc),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
     END IF;
     RETURN r;
 END
