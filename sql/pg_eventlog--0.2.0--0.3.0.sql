@@ -19878,3 +19878,63 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
 'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+-- Review 3: an argument or state type of a temporary schema refused.
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    declared oid[] := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc);
+    r oid[];
+    bad oid;
+    poly boolean;
+BEGIN
+    IF ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag);
+    END IF;
+    r := @extschema@._processor_poly_resolve(declared, actual, declared || ag.aggtranstype::oid, probe);
+    poly := r[cardinality(r)] <> ag.aggtranstype;
+    ag.aggtranstype := r[cardinality(r)];
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       AND NOT @extschema@._processor_sealable_state(ag) THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = CASE WHEN poly THEN 'Cast the argument to a type of its own (a composite type rather than a ROW()).'
+                        ELSE 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type for which the aggregate has a state a window can keep.' END;
+    END IF;
+    SELECT u INTO bad FROM unnest(r[1:cardinality(declared)]) u JOIN pg_type t ON t.oid = u WHERE t.typtype = 'p' LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s arguments in columns of their types, which cannot be pseudo-types; an argument of this aggregate is of type %s.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
+    END IF;
+    -- The window table, record buffer and aggregates are made of these
+    -- types by the extension's owner: the caller must be allowed to use
+    -- them, as for a column or function of their own (not checked again
+    -- in _processor_create_state, which runs as the extension's owner).
+    IF probe THEN
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', proc),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
+    END IF;
+    -- A processor outlives the session: no type of a temporary schema.
+    SELECT u INTO bad FROM unnest(r) u JOIN pg_type t ON t.oid = u
+     WHERE t.typnamespace = pg_my_temp_schema() OR pg_is_other_temp_schema(t.typnamespace) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('An argument or the state of this aggregate is of type %s, of a temporary schema, which goes with the session; a processor outlives it.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of a schema that is not temporary.';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
+'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';

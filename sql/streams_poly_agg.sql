@@ -306,6 +306,13 @@ SELECT eventlog._processor_parse_aggregate($a$public.pa_big((value->>'c')::publi
 RESET ROLE;
 DROP TYPE pa_secret;
 
+-- A type of a temporary schema is refused (0A000): the processor
+-- outlives the session.
+CREATE TYPE pg_temp.pa_tt AS (a int);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_big(ROW((value->>'x')::int)::pg_temp.pa_tt)$a$);
+SELECT eventlog._processor_parse_aggregate($a$max(ARRAY[ROW((value->>'x')::int)::pg_temp.pa_tt])$a$);
+DROP TYPE pg_temp.pa_tt;
+
 -- Dropping the processors drops their aggregates.
 SELECT eventlog.drop_processor(n) FROM unnest(ARRAY['pa_tf', 'pa_tc', 'pa_sf', 'pa_sc', 'pa_lf', 'pa_lc']) AS n;
 SELECT count(*) FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname ~ '^processor_[0-9]+_';

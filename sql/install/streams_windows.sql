@@ -659,8 +659,8 @@ COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
  * its own.  Refuses (0A000) what a window cannot keep: a final function
  * with extra arguments, an internal state that cannot be sealed, an
  * argument or state of a pseudo-type (record, from a ROW() given to an
- * anyelement); and, when checking as the caller ("probe"), a type the
- * caller has no USAGE on (42501).
+ * anyelement) or of a temporary schema; and, when checking as the caller
+ * ("probe"), a type the caller has no USAGE on (42501).
  */
 CREATE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
 RETURNS oid[]
@@ -705,6 +705,15 @@ BEGIN
                 DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', proc),
                 HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
         END IF;
+    END IF;
+    -- A processor outlives the session: no type of a temporary schema.
+    SELECT u INTO bad FROM unnest(r) u JOIN pg_type t ON t.oid = u
+     WHERE t.typnamespace = pg_my_temp_schema() OR pg_is_other_temp_schema(t.typnamespace) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('An argument or the state of this aggregate is of type %s, of a temporary schema, which goes with the session; a processor outlives it.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of a schema that is not temporary.';
     END IF;
     RETURN r;
 END
