@@ -19938,3 +19938,36 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
 'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+-- Review 3: whether to finish a state: the processor's own final aggregate, not the live original.
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') > 0 THEN
+        -- Whether there is a final function: whether the processor's final
+        -- aggregate was made (_processor_create_state), not the live
+        -- original's.  A sealed state always has one (a sealed state must
+        -- never be written as if it were the value).
+        IF NOT EXISTS (SELECT FROM pg_proc pr
+                        WHERE pr.pronamespace = '@extschema@'::regnamespace
+                          AND pr.proname = 'processor_' || p.processor_id || '_final_' || i)
+           AND NOT EXISTS (SELECT FROM pg_proc pr JOIN pg_aggregate g ON g.aggfnoid = pr.oid
+                            WHERE pr.pronamespace = '@extschema@'::regnamespace
+                              AND pr.proname = 'processor_' || p.processor_id || '_combine_' || i
+                              AND g.aggfinalfn = '@extschema@._agg_state_seal(internal)'::regprocedure) THEN
+            RETURN format('%s.v_%s', rel, i);
+        END IF;
+        RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
+    END IF;
+    RETURN CASE p.agg_funcs[i] WHEN 'count' THEN format('%s.n_%s', rel, i)
+                               WHEN 'avg' THEN format('%1$s.v_%2$s / NULLIF(%1$s.n_%2$s, 0)', rel, i)
+                               ELSE format('%s.v_%s', rel, i) END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
+'internal: the value of a window processor''s aggregate in a window row';

@@ -313,6 +313,32 @@ SELECT eventlog._processor_parse_aggregate($a$public.pa_big(ROW((value->>'x')::i
 SELECT eventlog._processor_parse_aggregate($a$max(ARRAY[ROW((value->>'x')::int)::pg_temp.pa_tt])$a$);
 DROP TYPE pg_temp.pa_tt;
 
+-- The user's aggregate replaced after the processor was made (its final
+-- function gone): the processor keeps finishing states with its own final
+-- aggregate, never writing a state as the value.
+SET SESSION AUTHORIZATION pa_owner;
+CREATE FUNCTION pa_acc(anyarray, anyelement) RETURNS anyarray LANGUAGE sql IMMUTABLE AS $$SELECT $1 || $2$$;
+CREATE FUNCTION pa_cat(anyarray, anyarray) RETURNS anyarray LANGUAGE sql IMMUTABLE AS $$SELECT $1 || $2$$;
+CREATE FUNCTION pa_lastof(anyarray) RETURNS anyelement LANGUAGE sql IMMUTABLE AS $$SELECT $1[cardinality($1)]$$;
+CREATE FUNCTION pa_keep(anyelement, anyelement) RETURNS anyelement LANGUAGE sql IMMUTABLE AS $$SELECT coalesce($2, $1)$$;
+CREATE AGGREGATE pa_lastv(anyelement) (SFUNC = pa_acc, STYPE = anyarray, COMBINEFUNC = pa_cat, FINALFUNC = pa_lastof);
+CREATE TABLE pa_rep (window_start timestamptz, window_end timestamptz, k text, l int);
+SELECT eventlog.create_window_processor('pa_rep', 'pa', 'pa_rep', size => '10 seconds', group_by => ARRAY['key'],
+    event_time => $e$(value->>'ts')::timestamptz$e$, aggregates => ARRAY[$a$public.pa_lastv((value->>'x')::int)$a$]);
+SELECT eventlog.run_processor('pa_rep', 1000) > 0 AS moved;
+CREATE OR REPLACE AGGREGATE pa_lastv(anyelement) (SFUNC = pa_keep, STYPE = anyelement, COMBINEFUNC = pa_keep);
+RESET SESSION AUTHORIZATION;
+SELECT pa('zz', '{1}', 'ok', 2, 1, 7200);
+SET SESSION AUTHORIZATION pa_owner;
+SELECT eventlog.run_processor('pa_rep', 1000);
+SELECT count(*) FROM pa_rep WHERE k <> 'zz';
+SELECT window_start, k, l FROM pa_rep WHERE k = 'zz';
+SELECT eventlog.drop_processor('pa_rep');
+DROP TABLE pa_rep;
+DROP AGGREGATE pa_lastv(anyelement);
+DROP FUNCTION pa_acc(anyarray, anyelement), pa_cat(anyarray, anyarray), pa_lastof(anyarray), pa_keep(anyelement, anyelement);
+RESET SESSION AUTHORIZATION;
+
 -- Dropping the processors drops their aggregates.
 SELECT eventlog.drop_processor(n) FROM unnest(ARRAY['pa_tf', 'pa_tc', 'pa_sf', 'pa_sc', 'pa_lf', 'pa_lc']) AS n;
 SELECT count(*) FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname ~ '^processor_[0-9]+_';

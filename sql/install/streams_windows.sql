@@ -1080,7 +1080,9 @@ COMMENT ON FUNCTION @extschema@._processor_agg_sql(@extschema@.processor_catalog
  * aggregate with a combine function and a final function is finished by
  * the processor's final aggregate, bound to the final function's OID when
  * it was made (a call of the function by name could reach another
- * function of that name put in the way since).
+ * function of that name put in the way since).  Whether there is one is
+ * the processor's own: the original aggregate may have been replaced
+ * (CREATE OR REPLACE AGGREGATE) with or without a final function since.
  */
 CREATE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
 RETURNS text
@@ -1091,10 +1093,17 @@ DECLARE
     fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
 BEGIN
     IF strpos(p.agg_funcs[i], '(') > 0 THEN
-        -- Whether there is a final function: the aggregate's, not whether
-        -- the final aggregate is there (a state must never be written as
-        -- if it were the value: a missing final aggregate is an error).
-        IF (SELECT g.aggfinalfn FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure) = 0 THEN
+        -- Whether there is a final function: whether the processor's final
+        -- aggregate was made (_processor_create_state), not the live
+        -- original's.  A sealed state always has one (a sealed state must
+        -- never be written as if it were the value).
+        IF NOT EXISTS (SELECT FROM pg_proc pr
+                        WHERE pr.pronamespace = '@extschema@'::regnamespace
+                          AND pr.proname = 'processor_' || p.processor_id || '_final_' || i)
+           AND NOT EXISTS (SELECT FROM pg_proc pr JOIN pg_aggregate g ON g.aggfnoid = pr.oid
+                            WHERE pr.pronamespace = '@extschema@'::regnamespace
+                              AND pr.proname = 'processor_' || p.processor_id || '_combine_' || i
+                              AND g.aggfinalfn = '@extschema@._agg_state_seal(internal)'::regprocedure) THEN
             RETURN format('%s.v_%s', rel, i);
         END IF;
         RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
