@@ -19971,3 +19971,95 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
 'internal: the value of a window processor''s aggregate in a window row';
+
+-- Review 3: a concrete signature PostgreSQL would call by implicit coercion beside a polymorphic one: 42725.
+CREATE OR REPLACE FUNCTION @extschema@._processor_implicit_coercion(src oid, dst oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH t AS (SELECT s.oid AS s, coalesce(nullif(s.typbasetype, 0), s.oid) AS sb,
+                      CASE WHEN s.typcategory = 'A' THEN s.typelem END AS se,
+                      CASE WHEN d.typcategory = 'A' THEN d.typelem END AS de
+                 FROM pg_type s, pg_type d WHERE s.oid = src AND d.oid = dst)
+    SELECT coalesce((SELECT t.s = dst OR t.sb = dst
+                            OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource IN (t.s, t.sb) AND c.casttarget = dst AND c.castcontext = 'i')
+                            OR (t.se <> 0 AND t.de <> 0
+                                AND (t.se = t.de OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource = t.se AND c.casttarget = t.de
+                                                                                   AND c.castcontext = 'i')))
+                       FROM t), false)
+$$;
+COMMENT ON FUNCTION @extschema@._processor_implicit_coercion(oid, oid) IS
+'internal: whether a value of one type is taken where another is by implicit coercion, as choosing an aggregate needs';
+CREATE OR REPLACE FUNCTION @extschema@._processor_poly_aggregate(fn text, typs oid[])
+RETURNS regprocedure
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    names text[] := parse_ident(fn);
+    cands oid[];
+    fits oid[] := '{}';
+    c oid;
+BEGIN
+    SELECT array_agg(pr.oid ORDER BY pr.oid) INTO cands FROM pg_proc pr
+     WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+       AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                ELSE pg_function_is_visible(pr.oid) END
+       AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                    WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                  'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                  'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                  'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                  'anycompatiblemultirange'::regtype));
+    /*
+     * PostgreSQL prefers an aggregate of that name that takes the
+     * arguments by implicit coercion (pick(text) for a varchar) to a
+     * polymorphic one: rather than call another aggregate than a query
+     * would, refuse and have the caller cast to the exact type.
+     */
+    IF cardinality(cands) > 0 THEN
+        SELECT pr.oid INTO c FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes::oid[], typs) AS u(d, s)
+                            WHERE NOT @extschema@._processor_implicit_coercion(u.s, u.d))
+         ORDER BY pr.oid LIMIT 1;
+        IF c IS NOT NULL THEN
+            RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                            (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = format('PostgreSQL would call %s, which takes these types by implicit coercion, rather than the polymorphic %s.',
+                                      c::regprocedure, (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(cands) u)),
+                      HINT = 'Cast the arguments to the exact types the aggregate you want takes.';
+        END IF;
+    END IF;
+    IF cardinality(cands) = 1 THEN
+        PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+           FROM pg_proc pr WHERE pr.oid = cands[1];
+        RETURN cands[1];
+    END IF;
+    FOREACH c IN ARRAY coalesce(cands, '{}') LOOP
+        BEGIN
+            PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+               FROM pg_proc pr WHERE pr.oid = c;
+            fits := fits || c;
+        EXCEPTION WHEN datatype_mismatch OR undefined_object THEN
+            NULL;
+        END;
+    END LOOP;
+    IF cardinality(fits) > 1 THEN
+        RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                        (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+            USING ERRCODE = 'ambiguous_function',
+                  DETAIL = format('The aggregates %s all take these types.',
+                                  (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(fits) u)),
+                  HINT = 'Cast the arguments to types only one of them takes.';
+    END IF;
+    RETURN fits[1];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
+'internal: the polymorphic aggregate of a name whose polymorphic types resolve from given argument types (42725 if several do), else NULL';

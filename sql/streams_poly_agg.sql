@@ -339,6 +339,25 @@ DROP AGGREGATE pa_lastv(anyelement);
 DROP FUNCTION pa_acc(anyarray, anyelement), pa_cat(anyarray, anyarray), pa_lastof(anyarray), pa_keep(anyelement, anyelement);
 RESET SESSION AUTHORIZATION;
 
+-- An aggregate of both concrete and polymorphic signatures: where
+-- PostgreSQL would call a concrete one by implicit coercion (pick(text)
+-- for a varchar, pick(numeric) for an int), 42725 rather than the
+-- polymorphic one; exact types are taken.
+CREATE FUNCTION pa_tag(text, anyelement) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT coalesce($1, '') || 'A'$$;
+CREATE FUNCTION pa_tag(text, text) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT coalesce($1, '') || 'T'$$;
+CREATE FUNCTION pa_tag(text, numeric) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT coalesce($1, '') || 'N'$$;
+CREATE FUNCTION pa_tag_cat(text, text) RETURNS text LANGUAGE sql IMMUTABLE STRICT AS $$SELECT $1 || $2$$;
+CREATE AGGREGATE pa_pick(anyelement) (SFUNC = pa_tag, STYPE = text, COMBINEFUNC = pa_tag_cat);
+CREATE AGGREGATE pa_pick(text) (SFUNC = pa_tag, STYPE = text, COMBINEFUNC = pa_tag_cat);
+CREATE AGGREGATE pa_pick(numeric) (SFUNC = pa_tag, STYPE = text, COMBINEFUNC = pa_tag_cat);
+SELECT pa_pick(x) FROM (VALUES ('q'::varchar)) v(x);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::varchar)$a$);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::int)$a$);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::text)$a$);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::date)$a$);
+DROP AGGREGATE pa_pick(anyelement), pa_pick(text), pa_pick(numeric);
+DROP FUNCTION pa_tag(text, anyelement), pa_tag(text, text), pa_tag(text, numeric), pa_tag_cat(text, text);
+
 -- Dropping the processors drops their aggregates.
 SELECT eventlog.drop_processor(n) FROM unnest(ARRAY['pa_tf', 'pa_tc', 'pa_sf', 'pa_sc', 'pa_lf', 'pa_lc']) AS n;
 SELECT count(*) FROM pg_proc WHERE pronamespace = 'eventlog'::regnamespace AND proname ~ '^processor_[0-9]+_';

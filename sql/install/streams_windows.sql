@@ -592,6 +592,30 @@ COMMENT ON FUNCTION @extschema@._processor_poly_resolve(oid[], oid[], oid[], boo
 'internal: the types polymorphic types resolve to for an aggregate''s declared and actual argument types, by PostgreSQL''s rules';
 
 /*
+ * Whether a value of type "src" is taken where type "dst" is by implicit
+ * coercion, as far as choosing among aggregates needs: the same type, a
+ * domain over it, an implicit cast, or arrays of such elements.
+ */
+CREATE FUNCTION @extschema@._processor_implicit_coercion(src oid, dst oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH t AS (SELECT s.oid AS s, coalesce(nullif(s.typbasetype, 0), s.oid) AS sb,
+                      CASE WHEN s.typcategory = 'A' THEN s.typelem END AS se,
+                      CASE WHEN d.typcategory = 'A' THEN d.typelem END AS de
+                 FROM pg_type s, pg_type d WHERE s.oid = src AND d.oid = dst)
+    SELECT coalesce((SELECT t.s = dst OR t.sb = dst
+                            OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource IN (t.s, t.sb) AND c.casttarget = dst AND c.castcontext = 'i')
+                            OR (t.se <> 0 AND t.de <> 0
+                                AND (t.se = t.de OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource = t.se AND c.casttarget = t.de
+                                                                                   AND c.castcontext = 'i')))
+                       FROM t), false)
+$$;
+COMMENT ON FUNCTION @extschema@._processor_implicit_coercion(oid, oid) IS
+'internal: whether a value of one type is taken where another is by implicit coercion, as choosing an aggregate needs';
+
+/*
  * The polymorphic aggregate "fn" (a name, schema-qualified or in
  * pg_catalog) that takes arguments of the types "typs", when no aggregate
  * of exactly those types exists: among the aggregates of that name and
@@ -599,7 +623,9 @@ COMMENT ON FUNCTION @extschema@._processor_poly_resolve(oid[], oid[], oid[], boo
  * whose polymorphic types resolve from the arguments'
  * (_processor_poly_resolve).  When there is only one, why it does not
  * resolve is the error (42804); several that resolve are 42725, as
- * PostgreSQL calls an ambiguous function; none is NULL.
+ * PostgreSQL calls an ambiguous function; none is NULL.  An aggregate of
+ * that name of no polymorphic type that takes the arguments by implicit
+ * coercion, which PostgreSQL would call instead, is 42725 too.
  */
 CREATE FUNCTION @extschema@._processor_poly_aggregate(fn text, typs oid[])
 RETURNS regprocedure
@@ -622,6 +648,30 @@ BEGIN
                                   'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
                                   'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
                                   'anycompatiblemultirange'::regtype));
+    /*
+     * PostgreSQL prefers an aggregate of that name that takes the
+     * arguments by implicit coercion (pick(text) for a varchar) to a
+     * polymorphic one: rather than call another aggregate than a query
+     * would, refuse and have the caller cast to the exact type.
+     */
+    IF cardinality(cands) > 0 THEN
+        SELECT pr.oid INTO c FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes::oid[], typs) AS u(d, s)
+                            WHERE NOT @extschema@._processor_implicit_coercion(u.s, u.d))
+         ORDER BY pr.oid LIMIT 1;
+        IF c IS NOT NULL THEN
+            RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                            (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = format('PostgreSQL would call %s, which takes these types by implicit coercion, rather than the polymorphic %s.',
+                                      c::regprocedure, (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(cands) u)),
+                      HINT = 'Cast the arguments to the exact types the aggregate you want takes.';
+        END IF;
+    END IF;
     IF cardinality(cands) = 1 THEN
         PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
            FROM pg_proc pr WHERE pr.oid = cands[1];
