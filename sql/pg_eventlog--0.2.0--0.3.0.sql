@@ -20063,3 +20063,167 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
 'internal: the polymorphic aggregate of a name whose polymorphic types resolve from given argument types (42725 if several do), else NULL';
+
+-- Review 3: USAGE on an aggregate's resolved types checked for the caller when the state is made too.
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    part text;
+    comb text;
+    fin text;
+    sup text;
+    sealed boolean;
+    declared oid[];
+    actual oid[];
+    r oid[];
+    bad oid;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        /*
+         * The argument and state types, a polymorphic aggregate's resolved
+         * from the argument types the specification gives (agg_types[i]),
+         * which must be what they resolve to (the types of a resolved
+         * signature resolve to themselves) and of one type where the
+         * anycompatible family takes a common one: this runs no query
+         * over the user's types.  A final function with extra arguments,
+         * a state that cannot be sealed or a pseudo-type are refused.
+         */
+        declared := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure);
+        actual := coalesce(p.agg_types[i]::regtype[]::oid[], declared);
+        r := @extschema@._processor_agg_types(p.agg_funcs[i]::regprocedure, ag, actual, false);
+        IF r[1:cardinality(declared)] <> actual THEN
+            RAISE EXCEPTION 'aggregate % cannot take arguments of types %', p.agg_funcs[i], p.agg_types[i]
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        -- USAGE on the types, the caller's (as _processor_agg_types checks
+        -- it when parsing; this runs as the extension's owner).
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(caller, u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', p.agg_funcs[i]),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
+        ag.aggtranstype := r[cardinality(r)];
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
+        part := 'processor_' || p.processor_id || '_partial_' || i;
+        comb := 'processor_' || p.processor_id || '_combine_' || i;
+        fin := 'processor_' || p.processor_id || '_final_' || i;
+        sealed := ag.aggtranstype = 'internal'::regtype;
+        IF sealed THEN
+            /*
+             * An internal state, kept sealed (src/agg_state.c): the
+             * partial and combine aggregates end in _agg_state_seal, the
+             * combine and final ones take sealed states with
+             * _agg_state_merge; each carries the aggregate's combine,
+             * serial and deserial functions, which those two call.  The
+             * database's key first, if this is the first; but not a new key
+             * beside processors whose states the lost one sealed, which it
+             * would leave unreadable (the key is restored from a dump).
+             */
+            IF NOT EXISTS (SELECT FROM @extschema@.processor_state_key) THEN
+                IF EXISTS (SELECT FROM pg_aggregate g
+                            WHERE g.aggfinalfn = '@extschema@._agg_state_seal(internal)'::regprocedure) THEN
+                    RAISE EXCEPTION 'the key sealing window states is missing'
+                        USING ERRCODE = 'object_not_in_prerequisite_state',
+                              DETAIL = 'Processors made before keep states sealed with that key; a new key would leave them unreadable.',
+                              HINT = 'Restore the row of eventlog.processor_state_key from a dump of this database, or drop the processors whose aggregates have an internal state.';
+                END IF;
+                INSERT INTO @extschema@.processor_state_key (key)
+                VALUES (pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                          || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                          || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())))
+                ON CONFLICT (id) DO NOTHING;
+            END IF;
+            st := 'bytea';
+            sup := format(', COMBINEFUNC = %s, SERIALFUNC = %s, DESERIALFUNC = %s',
+                          ag.aggcombinefn::text, ag.aggserialfn::text, ag.aggdeserialfn::text);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           part, argt, ag.aggtransfn::text, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           comb, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = %s, FINALFUNC_MODIFY = %s%s)',
+                           fin, ag.aggfinalfn::text,
+                           CASE ag.aggfinalmodify WHEN 'r' THEN 'READ_ONLY' WHEN 's' THEN 'SHAREABLE' ELSE 'READ_WRITE' END, sup);
+        ELSE
+            st := format_type(ag.aggtranstype, -1);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           part, argt, ag.aggtransfn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            -- Combining starts from the aggregate's initial value, as
+            -- PostgreSQL's own combine phase does.
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           comb, st, ag.aggcombinefn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            IF ag.aggfinalfn <> 0 THEN
+                EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                               fin, st, ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                               CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            END IF;
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN (part, comb, fin)
+                      AND (g.aggtransfn::oid <> CASE WHEN pr.proname = part THEN ag.aggtransfn::oid
+                                                     WHEN sealed THEN '@extschema@._agg_state_merge(internal, bytea)'::regprocedure::oid
+                                                     ELSE ag.aggcombinefn::oid END
+                           OR g.aggfinalfn::oid <> CASE WHEN pr.proname = fin THEN ag.aggfinalfn::oid
+                                                        WHEN sealed THEN '@extschema@._agg_state_seal(internal)'::regprocedure::oid
+                                                        ELSE 0 END
+                           OR (sealed AND (g.aggcombinefn <> ag.aggcombinefn OR g.aggserialfn <> ag.aggserialfn
+                                           OR g.aggdeserialfn <> ag.aggdeserialfn)))) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine, serial, deserial or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        -- The owner's, and only the owner's (steps run as the owner): no
+        -- other role has a use for them, nor should seal states in their
+        -- slot (src/agg_state.c).
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', part, argt, caller);
+        EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', part, argt);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', comb, st, caller);
+        EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', comb, st);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', fin, st, caller);
+            EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', fin, st);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', %s %s', u.c, u.t), '' ORDER BY j, u.o)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                               LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                               LATERAL unnest(av.cols, av.types) WITH ORDINALITY AS u(c, t, o)));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';

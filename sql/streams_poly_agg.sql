@@ -304,6 +304,18 @@ SET ROLE pa_owner;
 SELECT eventlog._processor_parse_aggregate($a$max((value->>'c')::public.pa_secret)$a$);
 SELECT eventlog._processor_parse_aggregate($a$public.pa_big((value->>'c')::public.pa_secret)$a$);
 RESET ROLE;
+-- nor when a specification is given directly
+SELECT eventlog.create_topic('pa_x', 1);
+SELECT eventlog.grant('pa_x', 'produce', 'pa_owner');
+SET SESSION AUTHORIZATION pa_owner;
+SELECT eventlog._register_processor(jsonb_build_object('name', 'pa_cr', 'kind', 'window', 'source_topic', 'pa',
+    'sink_topic', 'pa_x', 'window_type', 'tumbling', 'size', '10 seconds', 'advance', '10 seconds', 'group_by', ARRAY['key'],
+    'agg_funcs', ARRAY['max(anyenum)'], 'agg_args', ARRAY['NULL'], 'agg_names', ARRAY['x'], 'agg_types', ARRAY['{public.pa_secret}'],
+    'event_time_expr', 'event_time', 'time_mode', 'event', 'emit', 'final', 'late', 'drop', 'allowed_lateness', '0',
+    'max_out_of_orderness', '0', 'idle_timeout', '1 minute', 'retention', '0'));
+RESET SESSION AUTHORIZATION;
+SELECT count(*) FROM eventlog.processor_catalog WHERE name = 'pa_cr';
+SELECT eventlog.drop_topic('pa_x');
 DROP TYPE pa_secret;
 
 -- A type of a temporary schema is refused (0A000): the processor

@@ -1194,6 +1194,7 @@ DECLARE
     declared oid[];
     actual oid[];
     r oid[];
+    bad oid;
     records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
 BEGIN
     FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
@@ -1217,6 +1218,14 @@ BEGIN
         IF r[1:cardinality(declared)] <> actual THEN
             RAISE EXCEPTION 'aggregate % cannot take arguments of types %', p.agg_funcs[i], p.agg_types[i]
                 USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        -- USAGE on the types, the caller's (as _processor_agg_types checks
+        -- it when parsing; this runs as the extension's owner).
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(caller, u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', p.agg_funcs[i]),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
         END IF;
         ag.aggtranstype := r[cardinality(r)];
         -- This runs as the extension's owner: no input function of a type
