@@ -20864,3 +20864,590 @@ $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
 'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
+
+-- Review 3: an aggregate argument of a collation other than the database's refused.
+CREATE OR REPLACE FUNCTION @extschema@._processor_check_collation(a text, x text, typ oid)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    coll text;
+BEGIN
+    IF typ = 'unknown'::regtype OR (SELECT t.typcollation FROM pg_type t WHERE t.oid = typ) = 0 THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   x) INTO coll;
+    IF coll IS NOT NULL AND coll <> '"default"' THEN
+        RAISE EXCEPTION 'the collation of the argument of aggregate "%" cannot be kept in a window', a
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('A window combines states kept in the database''s collation, so the argument''s collation %s would be lost and the result would depend on how records were cut into steps.', coll),
+                  HINT = 'Compare in the database''s collation (leave out COLLATE), or aggregate a value whose order does not depend on a collation.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_check_collation(text, text, oid) IS
+'internal: refuses an aggregate argument of a window processor whose collation is not the database''s';
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate(a text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m text[] := regexp_match(a, '^\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)?)\s*\((.*)\)\s*(?:as\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$', 'i');
+    fname text;
+    arg text;
+    typ oid;
+    castable boolean;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    args text[];
+    r oid[];
+BEGIN
+    IF m IS NULL OR btrim(m[2]) = '' OR (btrim(m[2]) = '*' AND lower(m[1]) <> 'count') THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An aggregate is count(*), or an aggregate function of one expression over the record, optionally followed by AS and a name.';
+    END IF;
+    args := @extschema@._processor_split_args(m[2]);
+    IF args IS NULL THEN
+        RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A parenthesis, bracket, quote or comment in its arguments is not closed, or a parenthesis not opened.';
+    END IF;
+    IF cardinality(args) > 1 THEN
+        IF '' = ANY (args) OR '*' = ANY (args) THEN
+            RAISE EXCEPTION 'invalid aggregate "%"', a USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'An aggregate of several arguments takes an expression over the record for each, separated by commas.';
+        END IF;
+        RETURN @extschema@._processor_parse_aggregate_n(a, m, args);
+    END IF;
+    fname := lower(regexp_replace(m[1], '\s', '', 'g'));
+    arg := btrim(m[2]);
+    IF fname = 'count' THEN
+        RETURN ARRAY['count', arg, m[3], 'count'];
+    END IF;
+    -- The argument's type, without evaluating it (an outer join's NULL).
+    EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   arg) INTO typ;
+    IF typ = 'unknown'::regtype THEN
+        typ := 'text'::regtype;
+    END IF;
+    IF fname IN ('sum', 'min', 'max', 'avg') THEN
+        -- Numbers, and whatever casts to numeric, as before: a numeric state.
+        BEGIN
+            EXECUTE format('SELECT NULL::%s::numeric', format_type(typ, NULL));
+            castable := true;
+        EXCEPTION WHEN cannot_coerce THEN
+            castable := false;
+        END;
+        IF castable THEN
+            RETURN ARRAY[fname, arg, m[3], fname];
+        END IF;
+    END IF;
+    PERFORM @extschema@._processor_check_collation(a, arg, typ);
+    proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
+    IF proc IS NULL THEN
+        -- a polymorphic aggregate whose types resolve from the argument's
+        proc := @extschema@._processor_poly_aggregate(regexp_replace(m[1], '\s', '', 'g'), ARRAY[typ]);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
+        names := parse_ident(regexp_replace(m[1], '\s', '', 'g'));
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = 1
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND (SELECT t.typtype FROM pg_type t WHERE t.oid = pr.proargtypes[0]) = 'p'
+           AND pr.proargtypes[0] NOT IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                         'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                         'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                         'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                         'anycompatiblemultirange'::regtype)
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], format_type(typ, NULL)
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes one argument of a type it takes (cast it), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- the argument and state types, a polymorphic aggregate's resolved
+    r := @extschema@._processor_agg_types(proc, ag, ARRAY[typ], true);
+    ag.aggtranstype := r[2];
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, arg, m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:1] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:1]::regtype[]::text END];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate(text) IS
+'internal: an aggregate of a window processor, checked as the caller: the entry of agg_funcs (count, sum, min, max, avg, or an aggregate with a combine function as a regprocedure), its argument, its name, its function''s name, a polymorphic aggregate''s resolved argument types';
+CREATE OR REPLACE FUNCTION @extschema@._processor_parse_aggregate_n(a text, m text[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn text := regexp_replace(m[1], '\s', '', 'g');
+    typs oid[] := '{}';
+    typ oid;
+    x text;
+    tnames text;
+    proc regprocedure;
+    ag pg_aggregate;
+    names text[];
+    r oid[];
+BEGIN
+    FOREACH x IN ARRAY args LOOP
+        -- The argument's type, without evaluating it (an outer join's NULL).
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       x) INTO typ;
+        PERFORM @extschema@._processor_check_collation(a, x, typ);
+        typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
+    END LOOP;
+    tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
+    proc := to_regprocedure(format('%s(%s)', fn, tnames));
+    IF proc IS NULL THEN
+        -- a polymorphic aggregate whose types resolve from the arguments'
+        proc := @extschema@._processor_poly_aggregate(fn, typs);
+    END IF;
+    IF proc IS NULL THEN
+        -- An aggregate of another pseudo-type ("any") of that name (refused
+        -- below, with why).
+        names := parse_ident(fn);
+        SELECT pr.oid INTO proc FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(args)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                            WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                          'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                          'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                          'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                          'anycompatiblemultirange'::regtype))
+         ORDER BY pr.oid LIMIT 1;
+    END IF;
+    IF proc IS NULL THEN
+        RAISE EXCEPTION 'aggregate %(%) does not exist', m[1], tnames
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'An aggregate of a window processor takes arguments of the types it takes (cast them), and is named with its schema unless it is in pg_catalog.';
+    END IF;
+    ag := @extschema@._processor_combinable_aggregate(proc);
+    -- the argument and state types, a polymorphic aggregate's resolved
+    -- (internal is a pseudo-type too: kept sealed if it can be serialized)
+    r := @extschema@._processor_agg_types(proc, ag, typs, true);
+    ag.aggtranstype := r[cardinality(r)];
+    PERFORM @extschema@._processor_check_aggregate_use(proc, ag);
+    RETURN ARRAY[proc::text, btrim(m[2], E' \t\r\n'), m[3], (SELECT pr.proname::text FROM pg_proc pr WHERE pr.oid = proc),
+                 CASE WHEN r[1:cardinality(typs)] <> (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc)
+                      THEN r[1:cardinality(typs)]::regtype[]::text END];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_parse_aggregate_n(text, text[], text[]) IS
+'internal: an aggregate of several arguments of a window processor, checked as the caller, as _processor_parse_aggregate returns it';
+
+-- Review 3: a resolved argument or state type the caller has no USAGE on refused.
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    declared oid[] := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc);
+    r oid[];
+    bad oid;
+    poly boolean;
+BEGIN
+    IF ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag);
+    END IF;
+    r := @extschema@._processor_poly_resolve(declared, actual, declared || ag.aggtranstype::oid, probe);
+    poly := r[cardinality(r)] <> ag.aggtranstype;
+    ag.aggtranstype := r[cardinality(r)];
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       AND NOT @extschema@._processor_sealable_state(ag) THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = CASE WHEN poly THEN 'Cast the argument to a type of its own (a composite type rather than a ROW()).'
+                        ELSE 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type for which the aggregate has a state a window can keep.' END;
+    END IF;
+    SELECT u INTO bad FROM unnest(r[1:cardinality(declared)]) u JOIN pg_type t ON t.oid = u WHERE t.typtype = 'p' LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s arguments in columns of their types, which cannot be pseudo-types; an argument of this aggregate is of type %s.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
+    END IF;
+    -- The window table, record buffer and aggregates are made of these
+    -- types by the extension's owner: the caller must be allowed to use
+    -- them, as for a column or function of their own (not checked again
+    -- in _processor_create_state, which runs as the extension's owner).
+    IF probe THEN
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', proc),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
+'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+-- Review 3: an argument or state type of a temporary schema refused.
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    declared oid[] := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc);
+    r oid[];
+    bad oid;
+    poly boolean;
+BEGIN
+    IF ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag);
+    END IF;
+    r := @extschema@._processor_poly_resolve(declared, actual, declared || ag.aggtranstype::oid, probe);
+    poly := r[cardinality(r)] <> ag.aggtranstype;
+    ag.aggtranstype := r[cardinality(r)];
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       AND NOT @extschema@._processor_sealable_state(ag) THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = CASE WHEN poly THEN 'Cast the argument to a type of its own (a composite type rather than a ROW()).'
+                        ELSE 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type for which the aggregate has a state a window can keep.' END;
+    END IF;
+    SELECT u INTO bad FROM unnest(r[1:cardinality(declared)]) u JOIN pg_type t ON t.oid = u WHERE t.typtype = 'p' LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s arguments in columns of their types, which cannot be pseudo-types; an argument of this aggregate is of type %s.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
+    END IF;
+    -- The window table, record buffer and aggregates are made of these
+    -- types by the extension's owner: the caller must be allowed to use
+    -- them, as for a column or function of their own (not checked again
+    -- in _processor_create_state, which runs as the extension's owner).
+    IF probe THEN
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', proc),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
+    END IF;
+    -- A processor outlives the session: no type of a temporary schema.
+    SELECT u INTO bad FROM unnest(r) u JOIN pg_type t ON t.oid = u
+     WHERE t.typnamespace = pg_my_temp_schema() OR pg_is_other_temp_schema(t.typnamespace) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('An argument or the state of this aggregate is of type %s, of a temporary schema, which goes with the session; a processor outlives it.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of a schema that is not temporary.';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
+'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+-- Review 3: whether to finish a state: the processor's own final aggregate, not the live original.
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
+BEGIN
+    IF strpos(p.agg_funcs[i], '(') > 0 THEN
+        -- Whether there is a final function: whether the processor's final
+        -- aggregate was made (_processor_create_state), not the live
+        -- original's.  A sealed state always has one (a sealed state must
+        -- never be written as if it were the value).
+        IF NOT EXISTS (SELECT FROM pg_proc pr
+                        WHERE pr.pronamespace = '@extschema@'::regnamespace
+                          AND pr.proname = 'processor_' || p.processor_id || '_final_' || i)
+           AND NOT EXISTS (SELECT FROM pg_proc pr JOIN pg_aggregate g ON g.aggfnoid = pr.oid
+                            WHERE pr.pronamespace = '@extschema@'::regnamespace
+                              AND pr.proname = 'processor_' || p.processor_id || '_combine_' || i
+                              AND g.aggfinalfn = '@extschema@._agg_state_seal(internal)'::regprocedure) THEN
+            RETURN format('%s.v_%s', rel, i);
+        END IF;
+        RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
+    END IF;
+    RETURN CASE p.agg_funcs[i] WHEN 'count' THEN format('%s.n_%s', rel, i)
+                               WHEN 'avg' THEN format('%1$s.v_%2$s / NULLIF(%1$s.n_%2$s, 0)', rel, i)
+                               ELSE format('%s.v_%s', rel, i) END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_out(@extschema@.processor_catalog, integer, text) IS
+'internal: the value of a window processor''s aggregate in a window row';
+
+-- Review 3: a concrete signature PostgreSQL would call by implicit coercion beside a polymorphic one: 42725.
+CREATE OR REPLACE FUNCTION @extschema@._processor_implicit_coercion(src oid, dst oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH t AS (SELECT s.oid AS s, coalesce(nullif(s.typbasetype, 0), s.oid) AS sb,
+                      CASE WHEN s.typcategory = 'A' THEN s.typelem END AS se,
+                      CASE WHEN d.typcategory = 'A' THEN d.typelem END AS de
+                 FROM pg_type s, pg_type d WHERE s.oid = src AND d.oid = dst)
+    SELECT coalesce((SELECT t.s = dst OR t.sb = dst
+                            OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource IN (t.s, t.sb) AND c.casttarget = dst AND c.castcontext = 'i')
+                            OR (t.se <> 0 AND t.de <> 0
+                                AND (t.se = t.de OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource = t.se AND c.casttarget = t.de
+                                                                                   AND c.castcontext = 'i')))
+                       FROM t), false)
+$$;
+COMMENT ON FUNCTION @extschema@._processor_implicit_coercion(oid, oid) IS
+'internal: whether a value of one type is taken where another is by implicit coercion, as choosing an aggregate needs';
+CREATE OR REPLACE FUNCTION @extschema@._processor_poly_aggregate(fn text, typs oid[])
+RETURNS regprocedure
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    names text[] := parse_ident(fn);
+    cands oid[];
+    fits oid[] := '{}';
+    c oid;
+BEGIN
+    SELECT array_agg(pr.oid ORDER BY pr.oid) INTO cands FROM pg_proc pr
+     WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+       AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                ELSE pg_function_is_visible(pr.oid) END
+       AND EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t)
+                    WHERE u.t IN ('anyelement'::regtype, 'anynonarray'::regtype, 'anyenum'::regtype,
+                                  'anyarray'::regtype, 'anyrange'::regtype, 'anymultirange'::regtype,
+                                  'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
+                                  'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
+                                  'anycompatiblemultirange'::regtype));
+    /*
+     * PostgreSQL prefers an aggregate of that name that takes the
+     * arguments by implicit coercion (pick(text) for a varchar) to a
+     * polymorphic one: rather than call another aggregate than a query
+     * would, refuse and have the caller cast to the exact type.
+     */
+    IF cardinality(cands) > 0 THEN
+        SELECT pr.oid INTO c FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes::oid[], typs) AS u(d, s)
+                            WHERE NOT @extschema@._processor_implicit_coercion(u.s, u.d))
+         ORDER BY pr.oid LIMIT 1;
+        IF c IS NOT NULL THEN
+            RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                            (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = format('PostgreSQL would call %s, which takes these types by implicit coercion, rather than the polymorphic %s.',
+                                      c::regprocedure, (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(cands) u)),
+                      HINT = 'Cast the arguments to the exact types the aggregate you want takes.';
+        END IF;
+    END IF;
+    IF cardinality(cands) = 1 THEN
+        PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+           FROM pg_proc pr WHERE pr.oid = cands[1];
+        RETURN cands[1];
+    END IF;
+    FOREACH c IN ARRAY coalesce(cands, '{}') LOOP
+        BEGIN
+            PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
+               FROM pg_proc pr WHERE pr.oid = c;
+            fits := fits || c;
+        EXCEPTION WHEN datatype_mismatch OR undefined_object THEN
+            NULL;
+        END;
+    END LOOP;
+    IF cardinality(fits) > 1 THEN
+        RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                        (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+            USING ERRCODE = 'ambiguous_function',
+                  DETAIL = format('The aggregates %s all take these types.',
+                                  (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(fits) u)),
+                  HINT = 'Cast the arguments to types only one of them takes.';
+    END IF;
+    RETURN fits[1];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
+'internal: the polymorphic aggregate of a name whose polymorphic types resolve from given argument types (42725 if several do), else NULL';
+
+-- Review 3: USAGE on an aggregate's resolved types checked for the caller when the state is made too.
+CREATE OR REPLACE FUNCTION @extschema@._processor_create_state(p @extschema@.processor_catalog, caller regrole)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ag pg_aggregate;
+    i integer;
+    argt text;
+    st text;
+    part text;
+    comb text;
+    fin text;
+    sup text;
+    sealed boolean;
+    declared oid[];
+    actual oid[];
+    r oid[];
+    bad oid;
+    records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
+BEGIN
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        CONTINUE WHEN strpos(p.agg_funcs[i], '(') = 0;
+        SELECT * INTO ag FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure;
+        IF NOT FOUND OR ag.aggkind <> 'n' OR ag.aggcombinefn = 0 THEN
+            RAISE EXCEPTION 'aggregate % cannot be combined', p.agg_funcs[i] USING ERRCODE = 'feature_not_supported';
+        END IF;
+        /*
+         * The argument and state types, a polymorphic aggregate's resolved
+         * from the argument types the specification gives (agg_types[i]),
+         * which must be what they resolve to (the types of a resolved
+         * signature resolve to themselves) and of one type where the
+         * anycompatible family takes a common one: this runs no query
+         * over the user's types.  A final function with extra arguments,
+         * a state that cannot be sealed or a pseudo-type are refused.
+         */
+        declared := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = p.agg_funcs[i]::regprocedure);
+        actual := coalesce(p.agg_types[i]::regtype[]::oid[], declared);
+        r := @extschema@._processor_agg_types(p.agg_funcs[i]::regprocedure, ag, actual, false);
+        IF r[1:cardinality(declared)] <> actual THEN
+            RAISE EXCEPTION 'aggregate % cannot take arguments of types %', p.agg_funcs[i], p.agg_types[i]
+                USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        -- USAGE on the types, the caller's (as _processor_agg_types checks
+        -- it when parsing; this runs as the extension's owner).
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(caller, u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', p.agg_funcs[i]),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
+        ag.aggtranstype := r[cardinality(r)];
+        -- This runs as the extension's owner: no input function of a type
+        -- of the user's may read an INITCOND here (_processor_parse_aggregate).
+        IF ag.agginitval IS NOT NULL AND ag.aggtranstype::oid >= 16384 THEN
+            RAISE EXCEPTION 'the initial state of aggregate % cannot be set up in a window', p.agg_funcs[i]
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        argt := array_to_string((@extschema@._processor_agg_argv(p, i)).types, ', ');
+        part := 'processor_' || p.processor_id || '_partial_' || i;
+        comb := 'processor_' || p.processor_id || '_combine_' || i;
+        fin := 'processor_' || p.processor_id || '_final_' || i;
+        sealed := ag.aggtranstype = 'internal'::regtype;
+        IF sealed THEN
+            /*
+             * An internal state, kept sealed (src/agg_state.c): the
+             * partial and combine aggregates end in _agg_state_seal, the
+             * combine and final ones take sealed states with
+             * _agg_state_merge; each carries the aggregate's combine,
+             * serial and deserial functions, which those two call.  The
+             * database's key first, if this is the first; but not a new key
+             * beside processors whose states the lost one sealed, which it
+             * would leave unreadable (the key is restored from a dump).
+             */
+            IF NOT EXISTS (SELECT FROM @extschema@.processor_state_key) THEN
+                IF EXISTS (SELECT FROM pg_aggregate g
+                            WHERE g.aggfinalfn = '@extschema@._agg_state_seal(internal)'::regprocedure) THEN
+                    RAISE EXCEPTION 'the key sealing window states is missing'
+                        USING ERRCODE = 'object_not_in_prerequisite_state',
+                              DETAIL = 'Processors made before keep states sealed with that key; a new key would leave them unreadable.',
+                              HINT = 'Restore the row of eventlog.processor_state_key from a dump of this database, or drop the processors whose aggregates have an internal state.';
+                END IF;
+                INSERT INTO @extschema@.processor_state_key (key)
+                VALUES (pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                          || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                          || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())))
+                ON CONFLICT (id) DO NOTHING;
+            END IF;
+            st := 'bytea';
+            sup := format(', COMBINEFUNC = %s, SERIALFUNC = %s, DESERIALFUNC = %s',
+                          ag.aggcombinefn::text, ag.aggserialfn::text, ag.aggdeserialfn::text);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           part, argt, ag.aggtransfn::text, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = @extschema@._agg_state_seal%s)',
+                           comb, sup);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (bytea) (SFUNC = @extschema@._agg_state_merge, STYPE = internal, FINALFUNC = %s, FINALFUNC_MODIFY = %s%s)',
+                           fin, ag.aggfinalfn::text,
+                           CASE ag.aggfinalmodify WHEN 'r' THEN 'READ_ONLY' WHEN 's' THEN 'SHAREABLE' ELSE 'READ_WRITE' END, sup);
+        ELSE
+            st := format_type(ag.aggtranstype, -1);
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           part, argt, ag.aggtransfn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            -- Combining starts from the aggregate's initial value, as
+            -- PostgreSQL's own combine phase does.
+            EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s%s)',
+                           comb, st, ag.aggcombinefn::text, st,
+                           CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            IF ag.aggfinalfn <> 0 THEN
+                EXECUTE format('CREATE AGGREGATE @extschema@.%I (%s) (SFUNC = %s, STYPE = %s, FINALFUNC = %s%s)',
+                               fin, st, ag.aggcombinefn::text, st, ag.aggfinalfn::text,
+                               CASE WHEN ag.agginitval IS NULL THEN '' ELSE format(', INITCOND = %L', ag.agginitval) END);
+            END IF;
+        END IF;
+        -- CREATE AGGREGATE finds its functions by name and argument types:
+        -- a function of that name with closer argument types, put in the
+        -- way by a role with CREATE on the schema, would be called instead
+        -- of the aggregate's own.  Refuse unless each is the same function.
+        IF EXISTS (SELECT FROM pg_aggregate g JOIN pg_proc pr ON pr.oid = g.aggfnoid
+                    WHERE pr.pronamespace = '@extschema@'::regnamespace
+                      AND pr.proname IN (part, comb, fin)
+                      AND (g.aggtransfn::oid <> CASE WHEN pr.proname = part THEN ag.aggtransfn::oid
+                                                     WHEN sealed THEN '@extschema@._agg_state_merge(internal, bytea)'::regprocedure::oid
+                                                     ELSE ag.aggcombinefn::oid END
+                           OR g.aggfinalfn::oid <> CASE WHEN pr.proname = fin THEN ag.aggfinalfn::oid
+                                                        WHEN sealed THEN '@extschema@._agg_state_seal(internal)'::regprocedure::oid
+                                                        ELSE 0 END
+                           OR (sealed AND (g.aggcombinefn <> ag.aggcombinefn OR g.aggserialfn <> ag.aggserialfn
+                                           OR g.aggdeserialfn <> ag.aggdeserialfn)))) THEN
+            RAISE EXCEPTION 'the functions of aggregate % are not found by their names', p.agg_funcs[i]
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = 'Another function of the same name as the aggregate''s transition, combine, serial, deserial or final function takes closer argument types.',
+                      HINT = 'Drop the other function, or keep the aggregate''s functions in a schema where only trusted roles have CREATE.';
+        END IF;
+        -- The owner's, and only the owner's (steps run as the owner): no
+        -- other role has a use for them, nor should seal states in their
+        -- slot (src/agg_state.c).
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', part, argt, caller);
+        EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', part, argt);
+        EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', comb, st, caller);
+        EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', comb, st);
+        IF ag.aggfinalfn <> 0 THEN
+            EXECUTE format('ALTER AGGREGATE @extschema@.%I (%s) OWNER TO %s', fin, st, caller);
+            EXECUTE format('REVOKE ALL ON FUNCTION @extschema@.%I (%s) FROM PUBLIC', fin, st);
+        END IF;
+    END LOOP;
+    IF p.window_type = 'sliding' THEN
+        EXECUTE format('CREATE TABLE %s (group_key jsonb NOT NULL, ts timestamptz NOT NULL, lim timestamptz NOT NULL%s)',
+                       records,
+                       (SELECT string_agg(format(', %s %s', u.c, u.t), '' ORDER BY j, u.o)
+                          FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                               LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                               LATERAL unnest(av.cols, av.types) WITH ORDINALITY AS u(c, t, o)));
+        EXECUTE format('CREATE INDEX ON %s (group_key, ts)', records);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', records,
+                       format('pg_eventlog processor %s: the records its sliding windows may still need (group key, event time, the watermark it came under, the aggregates'' arguments)', p.name));
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', records, caller);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
+'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';

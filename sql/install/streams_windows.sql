@@ -592,6 +592,30 @@ COMMENT ON FUNCTION @extschema@._processor_poly_resolve(oid[], oid[], oid[], boo
 'internal: the types polymorphic types resolve to for an aggregate''s declared and actual argument types, by PostgreSQL''s rules';
 
 /*
+ * Whether a value of type "src" is taken where type "dst" is by implicit
+ * coercion, as far as choosing among aggregates needs: the same type, a
+ * domain over it, an implicit cast, or arrays of such elements.
+ */
+CREATE FUNCTION @extschema@._processor_implicit_coercion(src oid, dst oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH t AS (SELECT s.oid AS s, coalesce(nullif(s.typbasetype, 0), s.oid) AS sb,
+                      CASE WHEN s.typcategory = 'A' THEN s.typelem END AS se,
+                      CASE WHEN d.typcategory = 'A' THEN d.typelem END AS de
+                 FROM pg_type s, pg_type d WHERE s.oid = src AND d.oid = dst)
+    SELECT coalesce((SELECT t.s = dst OR t.sb = dst
+                            OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource IN (t.s, t.sb) AND c.casttarget = dst AND c.castcontext = 'i')
+                            OR (t.se <> 0 AND t.de <> 0
+                                AND (t.se = t.de OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource = t.se AND c.casttarget = t.de
+                                                                                   AND c.castcontext = 'i')))
+                       FROM t), false)
+$$;
+COMMENT ON FUNCTION @extschema@._processor_implicit_coercion(oid, oid) IS
+'internal: whether a value of one type is taken where another is by implicit coercion, as choosing an aggregate needs';
+
+/*
  * The polymorphic aggregate "fn" (a name, schema-qualified or in
  * pg_catalog) that takes arguments of the types "typs", when no aggregate
  * of exactly those types exists: among the aggregates of that name and
@@ -599,7 +623,9 @@ COMMENT ON FUNCTION @extschema@._processor_poly_resolve(oid[], oid[], oid[], boo
  * whose polymorphic types resolve from the arguments'
  * (_processor_poly_resolve).  When there is only one, why it does not
  * resolve is the error (42804); several that resolve are 42725, as
- * PostgreSQL calls an ambiguous function; none is NULL.
+ * PostgreSQL calls an ambiguous function; none is NULL.  An aggregate of
+ * that name of no polymorphic type that takes the arguments by implicit
+ * coercion, which PostgreSQL would call instead, is 42725 too.
  */
 CREATE FUNCTION @extschema@._processor_poly_aggregate(fn text, typs oid[])
 RETURNS regprocedure
@@ -622,6 +648,30 @@ BEGIN
                                   'anycompatible'::regtype, 'anycompatiblenonarray'::regtype,
                                   'anycompatiblearray'::regtype, 'anycompatiblerange'::regtype,
                                   'anycompatiblemultirange'::regtype));
+    /*
+     * PostgreSQL prefers an aggregate of that name that takes the
+     * arguments by implicit coercion (pick(text) for a varchar) to a
+     * polymorphic one: rather than call another aggregate than a query
+     * would, refuse and have the caller cast to the exact type.
+     */
+    IF cardinality(cands) > 0 THEN
+        SELECT pr.oid INTO c FROM pg_proc pr
+         WHERE pr.proname = names[cardinality(names)] AND pr.prokind = 'a' AND pr.pronargs = cardinality(typs)
+           AND CASE WHEN cardinality(names) = 2 THEN pr.pronamespace = to_regnamespace(names[1])
+                    ELSE pg_function_is_visible(pr.oid) END
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes) AS u(t) JOIN pg_type ty ON ty.oid = u.t WHERE ty.typtype = 'p')
+           AND NOT EXISTS (SELECT FROM unnest(pr.proargtypes::oid[], typs) AS u(d, s)
+                            WHERE NOT @extschema@._processor_implicit_coercion(u.s, u.d))
+         ORDER BY pr.oid LIMIT 1;
+        IF c IS NOT NULL THEN
+            RAISE EXCEPTION 'aggregate %(%) is not unique', fn,
+                            (SELECT string_agg(format_type(u, NULL), ', ' ORDER BY o) FROM unnest(typs) WITH ORDINALITY AS x(u, o))
+                USING ERRCODE = 'ambiguous_function',
+                      DETAIL = format('PostgreSQL would call %s, which takes these types by implicit coercion, rather than the polymorphic %s.',
+                                      c::regprocedure, (SELECT string_agg(u::regprocedure::text, ', ' ORDER BY u) FROM unnest(cands) u)),
+                      HINT = 'Cast the arguments to the exact types the aggregate you want takes.';
+        END IF;
+    END IF;
     IF cardinality(cands) = 1 THEN
         PERFORM @extschema@._processor_poly_resolve(ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), typs, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)), true)
            FROM pg_proc pr WHERE pr.oid = cands[1];
@@ -659,7 +709,8 @@ COMMENT ON FUNCTION @extschema@._processor_poly_aggregate(text, oid[]) IS
  * its own.  Refuses (0A000) what a window cannot keep: a final function
  * with extra arguments, an internal state that cannot be sealed, an
  * argument or state of a pseudo-type (record, from a ROW() given to an
- * anyelement).
+ * anyelement) or of a temporary schema; and, when checking as the caller
+ * ("probe"), a type the caller has no USAGE on (42501).
  */
 CREATE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
 RETURNS oid[]
@@ -693,11 +744,65 @@ BEGIN
                             format_type(bad, NULL)),
             HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
     END IF;
+    -- The window table, record buffer and aggregates are made of these
+    -- types by the extension's owner: the caller must be allowed to use
+    -- them, as for a column or function of their own (not checked again
+    -- in _processor_create_state, which runs as the extension's owner).
+    IF probe THEN
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', proc),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
+    END IF;
+    -- A processor outlives the session: no type of a temporary schema.
+    SELECT u INTO bad FROM unnest(r) u JOIN pg_type t ON t.oid = u
+     WHERE t.typnamespace = pg_my_temp_schema() OR pg_is_other_temp_schema(t.typnamespace) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('An argument or the state of this aggregate is of type %s, of a temporary schema, which goes with the session; a processor outlives it.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of a schema that is not temporary.';
+    END IF;
     RETURN r;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
 'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+/*
+ * Refuses (0A000) an argument "x" (of type "typ") of aggregate "a" whose
+ * collation is neither none nor the database's: a window keeps states in
+ * columns of the database's collation and combines them there, so the
+ * argument's collation would be lost when states are combined, and the
+ * result would depend on how records were cut into steps.  Probed as the
+ * type is (pg_collation_for refuses a type without collations).
+ */
+CREATE FUNCTION @extschema@._processor_check_collation(a text, x text, typ oid)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    coll text;
+BEGIN
+    IF typ = 'unknown'::regtype OR (SELECT t.typcollation FROM pg_type t WHERE t.oid = typ) = 0 THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                   '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                   x) INTO coll;
+    IF coll IS NOT NULL AND coll <> '"default"' THEN
+        RAISE EXCEPTION 'the collation of the argument of aggregate "%" cannot be kept in a window', a
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('A window combines states kept in the database''s collation, so the argument''s collation %s would be lost and the result would depend on how records were cut into steps.', coll),
+                  HINT = 'Compare in the database''s collation (leave out COLLATE), or aggregate a value whose order does not depend on a collation.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_check_collation(text, text, oid) IS
+'internal: refuses an aggregate argument of a window processor whose collation is not the database''s';
 
 /*
  * An aggregate of create_window_processor's "aggregates", checked as the
@@ -764,6 +869,7 @@ BEGIN
             RETURN ARRAY[fname, arg, m[3], fname];
         END IF;
     END IF;
+    PERFORM @extschema@._processor_check_collation(a, arg, typ);
     proc := to_regprocedure(format('%s(%s)', regexp_replace(m[1], '\s', '', 'g'), format_type(typ, NULL)));
     IF proc IS NULL THEN
         -- a polymorphic aggregate whose types resolve from the argument's
@@ -833,6 +939,7 @@ BEGIN
         EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_)::oid FROM (SELECT 1) AS d_ LEFT JOIN '
                        '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
                        x) INTO typ;
+        PERFORM @extschema@._processor_check_collation(a, x, typ);
         typs := typs || CASE WHEN typ = 'unknown'::regtype THEN 'text'::regtype::oid ELSE typ END;
     END LOOP;
     tnames := (SELECT string_agg(format_type(u.t, NULL), ', ' ORDER BY u.o) FROM unnest(typs) WITH ORDINALITY AS u(t, o));
@@ -1023,7 +1130,9 @@ COMMENT ON FUNCTION @extschema@._processor_agg_sql(@extschema@.processor_catalog
  * aggregate with a combine function and a final function is finished by
  * the processor's final aggregate, bound to the final function's OID when
  * it was made (a call of the function by name could reach another
- * function of that name put in the way since).
+ * function of that name put in the way since).  Whether there is one is
+ * the processor's own: the original aggregate may have been replaced
+ * (CREATE OR REPLACE AGGREGATE) with or without a final function since.
  */
 CREATE FUNCTION @extschema@._processor_agg_out(p @extschema@.processor_catalog, i integer, rel text)
 RETURNS text
@@ -1034,10 +1143,17 @@ DECLARE
     fin text := format('@extschema@.%I', 'processor_' || p.processor_id || '_final_' || i);
 BEGIN
     IF strpos(p.agg_funcs[i], '(') > 0 THEN
-        -- Whether there is a final function: the aggregate's, not whether
-        -- the final aggregate is there (a state must never be written as
-        -- if it were the value: a missing final aggregate is an error).
-        IF (SELECT g.aggfinalfn FROM pg_aggregate g WHERE g.aggfnoid = p.agg_funcs[i]::regprocedure) = 0 THEN
+        -- Whether there is a final function: whether the processor's final
+        -- aggregate was made (_processor_create_state), not the live
+        -- original's.  A sealed state always has one (a sealed state must
+        -- never be written as if it were the value).
+        IF NOT EXISTS (SELECT FROM pg_proc pr
+                        WHERE pr.pronamespace = '@extschema@'::regnamespace
+                          AND pr.proname = 'processor_' || p.processor_id || '_final_' || i)
+           AND NOT EXISTS (SELECT FROM pg_proc pr JOIN pg_aggregate g ON g.aggfnoid = pr.oid
+                            WHERE pr.pronamespace = '@extschema@'::regnamespace
+                              AND pr.proname = 'processor_' || p.processor_id || '_combine_' || i
+                              AND g.aggfinalfn = '@extschema@._agg_state_seal(internal)'::regprocedure) THEN
             RETURN format('%s.v_%s', rel, i);
         END IF;
         RETURN format('(SELECT %s(c_.s_) FROM (VALUES (%s.v_%s)) AS c_(s_))', fin, rel, i);
@@ -1078,6 +1194,7 @@ DECLARE
     declared oid[];
     actual oid[];
     r oid[];
+    bad oid;
     records text := format('@extschema@.%I', 'processor_' || p.processor_id || '_records');
 BEGIN
     FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
@@ -1101,6 +1218,14 @@ BEGIN
         IF r[1:cardinality(declared)] <> actual THEN
             RAISE EXCEPTION 'aggregate % cannot take arguments of types %', p.agg_funcs[i], p.agg_types[i]
                 USING ERRCODE = 'datatype_mismatch';
+        END IF;
+        -- USAGE on the types, the caller's (as _processor_agg_types checks
+        -- it when parsing; this runs as the extension's owner).
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(caller, u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', p.agg_funcs[i]),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
         END IF;
         ag.aggtranstype := r[cardinality(r)];
         -- This runs as the extension's owner: no input function of a type

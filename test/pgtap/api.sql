@@ -75,7 +75,9 @@ SELECT is(
 -- _processor_start_range, _processor_hours, _processor_time_range, _processor_sealable_state,
 -- _processor_state_refusal, and for polymorphic aggregates
 -- _processor_poly_aggregate, _processor_poly_resolve, _processor_agg_types,
--- _processor_array_elem): nothing that changes state.  _agg_state_seal
+-- _processor_array_elem, _processor_check_collation, which probes an
+-- argument's collation as _processor_parse_aggregate probes its type, and
+-- _processor_implicit_coercion): nothing that changes state.  _agg_state_seal
 -- and _agg_state_merge take internal, so only an aggregate calls them
 -- (the processor owner's aggregates, which PostgreSQL runs only if their
 -- owner may execute them); they refuse any other caller.
@@ -93,8 +95,8 @@ SELECT is(
           '_outbox_trigger', '_partition_info', '_partition_state', '_privileges',
           '_processor', '_processor_agg_argv', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type',
           '_processor_agg_types', '_processor_array_elem',
-          '_processor_check_aggregate_use', '_processor_close_sql', '_processor_combinable_aggregate',
-          '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
+          '_processor_check_aggregate_use', '_processor_check_collation', '_processor_close_sql', '_processor_combinable_aggregate',
+          '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_implicit_coercion', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
           '_processor_poly_aggregate', '_processor_poly_resolve', '_processor_record_watermark', '_processor_running_max', '_processor_sealable_state',
           '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_state_refusal', '_processor_step_sql', '_processor_time_range',
           '_processor_worker_step',
