@@ -21451,3 +21451,547 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._processor_create_state(@extschema@.processor_catalog, regrole) IS
 'internal: makes a window processor''s partial, combine and final aggregates and a sliding window''s record buffer, owned by the processor''s owner';
+
+-- The last review's fixes: hints, precision, partition trees, types built on temporary ones, domains of domains, 1,000 years.
+CREATE OR REPLACE FUNCTION @extschema@._processor_agg_types(proc regprocedure, ag pg_catalog.pg_aggregate, actual oid[], probe boolean)
+RETURNS oid[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    declared oid[] := (SELECT ARRAY(SELECT pg_catalog.unnest(pr.proargtypes)) FROM pg_proc pr WHERE pr.oid = proc);
+    r oid[];
+    bad oid;
+    poly boolean;
+BEGIN
+    IF ag.aggfinalextra THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag);
+    END IF;
+    r := @extschema@._processor_poly_resolve(declared, actual, declared || ag.aggtranstype::oid, probe);
+    poly := r[cardinality(r)] <> ag.aggtranstype;
+    ag.aggtranstype := r[cardinality(r)];
+    IF (SELECT t.typtype FROM pg_type t WHERE t.oid = ag.aggtranstype) = 'p'
+       AND NOT @extschema@._processor_sealable_state(ag) THEN
+        RAISE EXCEPTION 'the state of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = @extschema@._processor_state_refusal(ag),
+            HINT = CASE WHEN poly THEN 'Cast the argument to a type of its own (a composite type rather than a ROW()).'
+                        ELSE 'Count, sum, min, max and avg of numbers have a state of their own; cast the argument to a type for which the aggregate has a state a window can keep.' END;
+    END IF;
+    SELECT u INTO bad FROM unnest(r[1:cardinality(declared)]) u JOIN pg_type t ON t.oid = u WHERE t.typtype = 'p' LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('A window keeps an aggregate''s arguments in columns of their types, which cannot be pseudo-types; an argument of this aggregate is of type %s.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of its own (a composite type rather than a ROW()).';
+    END IF;
+    -- The window table, record buffer and aggregates are made of these
+    -- types by the extension's owner: the caller must be allowed to use
+    -- them, as for a column or function of their own (not checked again
+    -- in _processor_create_state, which runs as the extension's owner).
+    IF probe THEN
+        SELECT u INTO bad FROM unnest(r) u WHERE NOT has_type_privilege(u, 'USAGE') LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied for type %', format_type(bad, NULL) USING ERRCODE = 'insufficient_privilege',
+                DETAIL = format('A window keeps the arguments and state of aggregate %s in columns and aggregates of their types, which need USAGE on them.', proc),
+                HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
+        END IF;
+    END IF;
+    -- A processor outlives the session: no type of a temporary schema, nor
+    -- one built on such a type (a domain over it, an array, a range or a
+    -- composite of it), which goes with it.
+    WITH RECURSIVE dep(o) AS (
+        SELECT u FROM unnest(r) u
+        UNION
+        SELECT x.o FROM dep JOIN pg_type t ON t.oid = dep.o
+               CROSS JOIN LATERAL (SELECT nullif(t.typbasetype, 0) UNION ALL SELECT nullif(t.typelem, 0)
+                                   UNION ALL SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid
+                                   UNION ALL SELECT a.atttypid FROM pg_attribute a
+                                              WHERE a.attrelid = t.typrelid AND t.typrelid <> 0 AND a.attnum > 0 AND NOT a.attisdropped) AS x(o)
+         WHERE x.o IS NOT NULL)
+    SELECT dep.o INTO bad FROM dep JOIN pg_type t ON t.oid = dep.o
+     WHERE t.typnamespace = pg_my_temp_schema() OR pg_is_other_temp_schema(t.typnamespace) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
+            DETAIL = format('An argument or the state of this aggregate is of type %s, of a temporary schema, which goes with the session; a processor outlives it.',
+                            format_type(bad, NULL)),
+            HINT = 'Cast the argument to a type of a schema that is not temporary.';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_agg_types(regprocedure, pg_catalog.pg_aggregate, oid[], boolean) IS
+'internal: the argument and state types of a window processor''s aggregate for arguments of given types (polymorphic types resolved), or 0A000 when a window cannot keep them';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_implicit_coercion(src oid, dst oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE b(o) AS (SELECT src
+                            UNION ALL
+                            SELECT ty.typbasetype FROM b JOIN pg_type ty ON ty.oid = b.o WHERE ty.typbasetype <> 0),
+    t AS (SELECT s.oid AS s,
+                 CASE WHEN s.typcategory = 'A' THEN s.typelem END AS se,
+                 CASE WHEN d.typcategory = 'A' THEN d.typelem END AS de
+            FROM pg_type s, pg_type d WHERE s.oid = src AND d.oid = dst)
+    -- (a domain over a domain: every base type down, b)
+    SELECT coalesce((SELECT dst IN (SELECT b.o FROM b)
+                            OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource IN (SELECT b.o FROM b) AND c.casttarget = dst AND c.castcontext = 'i')
+                            OR (t.se <> 0 AND t.de <> 0
+                                AND (t.se = t.de OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource = t.se AND c.casttarget = t.de
+                                                                                   AND c.castcontext = 'i')))
+                       FROM t), false)
+$$;
+COMMENT ON FUNCTION @extschema@._processor_implicit_coercion(oid, oid) IS
+'internal: whether a value of one type is taken where another is by implicit coercion, as choosing an aggregate needs';
+
+CREATE OR REPLACE FUNCTION @extschema@.processor_windows(name text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    jv text := '';
+    i integer;
+BEGIN
+    IF p.kind <> 'window' THEN
+        RAISE EXCEPTION 'processor "%" has no windows', p.name USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only window processors (eventlog.create_window_processor) keep windows.';
+    END IF;
+    IF NOT pg_has_role(current_user, p.owner, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied for processor "%"', p.name
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Only roles with the privileges of the processor''s owner role %s may see its windows.', p.owner);
+    END IF;
+    /*
+     * The aggregates' final functions, and the casts to json of their
+     * results, are the owner's code: run it as the owner, and, as
+     * run_processor does, only in a session whose user has no role the
+     * owner does not have (PL/pgSQL cannot make this a security-restricted
+     * operation, so the owner's code could SET ROLE to the session user's
+     * roles).  The function's SET clause restores the role on exit.
+     */
+    IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to read the windows of processor "%" in a session of role %', p.name, session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Its aggregates'' final functions run as its owner %s, and could take the roles of the session''s user.', p.owner),
+                  HINT = format('Connect as its owner %s to read them.', p.owner);
+    END IF;
+    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        jv := jv || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], @extschema@._processor_agg_out(p, i, 'u'));
+    END LOOP;
+    RETURN QUERY EXECUTE format(
+        'SELECT u.window_start, u.window_end, u.group_key, u.closed, ''{}''::jsonb %s '
+        '  FROM @extschema@.%I AS u ORDER BY u.window_start, u.group_key', jv, 'processor_' || p.processor_id || '_windows');
+END
+$$;
+COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
+'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner, in sessions of users with no role its owner lacks; the final functions run as its owner';
+
+CREATE OR REPLACE FUNCTION @extschema@._processor_time_range(p @extschema@.processor_catalog)
+RETURNS timestamptz[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lim constant interval := interval '8760000 hours';
+    h interval;
+BEGIN
+    -- each first, so that their sum cannot overflow an interval
+    IF greatest(p.size, p.gap, p.advance, p.allowed_lateness, p.max_out_of_orderness, p.retention) <= lim THEN
+        h := 2 * (coalesce(p.size, '0') + coalesce(p.gap, '0') + coalesce(p.advance, '0'))
+             + coalesce(p.allowed_lateness, '0') + coalesce(p.max_out_of_orderness, '0')
+             + coalesce(p.retention, '0') + interval '1 day';
+    END IF;
+    IF h IS NULL OR h > lim THEN
+        RAISE EXCEPTION 'the intervals of processor "%" reach over 1,000 years', p.name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Twice its size, gap and advance, with its lateness, out-of-orderness and retention, are added to event times, which must stay within timestamptz''s range.',
+                  HINT = 'Give shorter intervals.';
+    END IF;
+    RETURN ARRAY['4714-11-24 00:00:00+00 BC'::timestamptz + h, '294276-12-31 23:59:59.999999+00'::timestamptz - h];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_time_range(@extschema@.processor_catalog) IS
+'internal: the least and greatest event time a window processor takes, far enough from the ends of timestamptz''s range for its intervals';
+
+CREATE OR REPLACE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    tid integer;
+    n integer;
+    consumed bigint;
+    waited interval;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@._check_processor_owner(p);
+    -- The processor worker (src/processor_worker.c) runs this as the owner
+    -- already, in a security-restricted operation, which forbids SET ROLE.
+    IF NOT @extschema@._processor_worker_step(p.processor_id) THEN
+        -- The owner's SQL could SET ROLE to any role the session user may
+        -- (PL/pgSQL cannot make this a security-restricted operation): run it
+        -- only in sessions whose user has no role the owner does not have.
+        IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
+            RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
+                      HINT = format('Connect as its owner %s to run it.', p.owner);
+        END IF;
+        -- Run the owner's SQL as the owner, never as the caller: the function's
+        -- SET clause restores the role on exit.
+        PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
+    END IF;
+
+    SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
+    IF tid IS DISTINCT FROM p.source_topic_id THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', p.source_topic, p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+
+    -- One step of a processor at a time: the others wait, or skip.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', progress);
+    EXCEPTION WHEN lock_not_available THEN
+        IF NOT wait THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+        -- The step we waited for released this lock a moment before the
+        -- partitions its poll held (advisory locks go last): a poll now
+        -- would skip them and read nothing.  Let it look again (a long
+        -- poll retries partitions other transactions hold every second).
+        waited := interval '2 seconds';
+    END;
+    IF p.kind = 'join' THEN
+        RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
+    /*
+     * sink_through (_processor_emit_sql) covers the windows this processor
+     * wrote, not another's: while another processor writes the same sink
+     * table (one made to take over from it, say), forget it (NULL: every
+     * window written is looked up); alone again, take it from the sink
+     * once.  A sink whose window end is not a timestamptz keeps NULL.
+     */
+    IF p.kind = 'window' AND p.sink_table IS NOT NULL THEN
+        PERFORM @extschema@._processor_exec(format(
+            'UPDATE %1$s SET sink_through = CASE WHEN $1 THEN NULL '
+            '                                    ELSE coalesce((SELECT max(s.%2$I) FROM %3$s AS s), ''-infinity'') END '
+            ' WHERE partition = -1 AND CASE WHEN $1 THEN sink_through IS NOT NULL ELSE sink_through IS NULL AND $2 END',
+            progress, p.sink_columns[2], p.sink_table), NULL::bigint,
+            EXISTS (SELECT FROM @extschema@.processor_catalog c
+                     WHERE c.processor_id <> p.processor_id
+                       AND coalesce(pg_partition_root(c.sink_table), c.sink_table)
+                           = coalesce(pg_partition_root(p.sink_table), p.sink_table)),
+            p.sink_types[2]::regtype = 'timestamptz'::regtype);
+    END IF;
+
+    -- The step's statements run through plans the session keeps
+    -- (_processor_exec), as EXECUTE ... USING would run them.
+    consumed := @extschema@._processor_exec(
+        @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)'),
+        NULL::bigint,
+        p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+        p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+        p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+        p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic);
+    IF p.kind = 'map' THEN
+        RETURN consumed;
+    END IF;
+
+    -- The processor's watermark: processing time, or the least watermark of
+    -- the partitions that are active (read recently, or with records left
+    -- to read); when every partition is idle, the greatest.  A partition
+    -- read to its end whose records all had no event time holds nothing:
+    -- it has no watermark, and would hold the others at -infinity for ever.
+    IF p.time_mode = 'processing' THEN
+        wm := now();
+    ELSE
+        wm := @extschema@._processor_exec(format($q$
+            SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                        ELSE max(m) END - $3
+              FROM (SELECT t.max_event_time AS m,
+                           NOT (c.caught AND (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                              OR (t.max_event_time IS NULL AND t.null_time_records > 0))) AS active
+                      FROM generate_series(0, $5 - 1) AS g(p)
+                      LEFT JOIN %s t ON t.partition = g.p
+                      LEFT JOIN @extschema@.group_offsets o
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p
+                      CROSS JOIN LATERAL (SELECT coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p) AS caught) c) s$q$,
+            progress),
+            NULL::timestamptz,
+            p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid);
+    END IF;
+    ct := @extschema@._processor_exec(format('SELECT closed_through FROM %s WHERE partition = -1', progress),
+                                      NULL::timestamptz, 0);
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        PERFORM @extschema@._processor_exec(@extschema@._processor_close_sql(p), NULL::bigint,
+            wm, p.allowed_lateness, p.emit = 'final',
+            coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap,
+            coalesce(ct, '-infinity'));
+        PERFORM @extschema@._processor_exec(
+            format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                   'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress),
+            NULL::bigint, wm);
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
+'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+
+CREATE OR REPLACE FUNCTION @extschema@.create_window_processor(name text, source_topic text,
+                                                    sink_table regclass DEFAULT NULL,
+                                                    size interval DEFAULT NULL,
+                                                    window_type text DEFAULT 'tumbling',
+                                                    advance interval DEFAULT NULL,
+                                                    group_by text[] DEFAULT ARRAY['key'],
+                                                    aggregates text[] DEFAULT ARRAY['count(*)'],
+                                                    where_clause text DEFAULT NULL,
+                                                    event_time text DEFAULT 'event_time',
+                                                    time_mode text DEFAULT 'event',
+                                                    allowed_lateness interval DEFAULT '0',
+                                                    max_out_of_orderness interval DEFAULT '0',
+                                                    idle_timeout interval DEFAULT '1 minute',
+                                                    emit text DEFAULT 'final',
+                                                    start_from text DEFAULT 'earliest',
+                                                    gap interval DEFAULT NULL,
+                                                    late text DEFAULT 'drop',
+                                                    late_topic text DEFAULT NULL,
+                                                    retention interval DEFAULT '0',
+                                                    sink_topic text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    m text[];
+    a text;
+    i integer;
+    ncols integer;
+    fnames text[] := '{}';
+    pid integer;
+BEGIN
+    IF name IS NULL OR source_topic IS NULL OR (size IS NULL AND window_type IS DISTINCT FROM 'session')
+       OR window_type IS NULL OR group_by IS NULL OR aggregates IS NULL OR event_time IS NULL
+       OR time_mode IS NULL OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL
+       OR idle_timeout IS NULL OR emit IS NULL OR late IS NULL OR retention IS NULL
+       OR array_position(group_by, NULL) IS NOT NULL
+       OR array_position(aggregates, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the arguments of a window processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only sink_table or sink_topic (one of them), size (of a session window), advance, gap, where_clause and late_topic may be null.';
+    END IF;
+    IF sink_table IS NULL AND sink_topic IS NULL THEN
+        RAISE EXCEPTION 'a window processor writes to a sink table, a sink topic or both'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table, sink_topic or both.';
+    END IF;
+    IF window_type NOT IN ('tumbling', 'hopping', 'session', 'sliding') THEN
+        RAISE EXCEPTION 'window_type must be ''tumbling'', ''hopping'', ''sliding'' or ''session''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF window_type = 'sliding' AND advance IS NOT NULL THEN
+        RAISE EXCEPTION 'a sliding window has no advance' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Sliding windows follow the records (one ends at each, one starts just after it): pass only size.';
+    END IF;
+    IF window_type = 'session' THEN
+        IF gap IS NULL THEN
+            RAISE EXCEPTION 'a session window needs gap' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'The gap is the inactivity that ends a session, for example gap => ''30 minutes''.';
+        END IF;
+        IF size IS NOT NULL OR advance IS NOT NULL THEN
+            RAISE EXCEPTION 'a session window has no size or advance' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'A session lasts as long as its records come within gap of each other: pass only gap.';
+        END IF;
+        IF gap <= '0' OR date_part('month', gap) <> 0 OR date_part('year', gap) <> 0 THEN
+            RAISE EXCEPTION 'invalid session gap %', gap USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The gap is a positive interval without months or years.';
+        END IF;
+    ELSE
+        IF gap IS NOT NULL THEN
+            RAISE EXCEPTION 'gap is only for session windows' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''session'', or size (and advance) for tumbling and hopping windows.';
+        END IF;
+        IF window_type = 'tumbling' AND advance IS NOT NULL AND advance <> size THEN
+            RAISE EXCEPTION 'a tumbling window advances by its size' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Use window_type => ''hopping'' for windows that overlap.';
+        END IF;
+        IF window_type = 'hopping' AND advance IS NULL THEN
+            RAISE EXCEPTION 'a hopping window needs advance' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        advance := coalesce(advance, size);
+        IF size <= '0' OR advance <= '0' OR advance > size
+           OR date_part('month', size) <> 0 OR date_part('year', size) <> 0
+           OR date_part('month', advance) <> 0 OR date_part('year', advance) <> 0 THEN
+            RAISE EXCEPTION 'invalid window size % or advance %', size, advance
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Size and advance are positive intervals without months or years, advance at most the size.';
+        END IF;
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_mode NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_mode must be ''event'' or ''processing''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emit NOT IN ('final', 'changes') THEN
+        RAISE EXCEPTION 'emit must be ''final'' or ''changes''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late NOT IN ('drop', 'topic', 'update') THEN
+        RAISE EXCEPTION 'late must be ''drop'', ''topic'' or ''update''' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention.';
+    END IF;
+    IF late = 'topic' AND late_topic IS NULL THEN
+        RAISE EXCEPTION 'late => ''topic'' needs late_topic' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name the topic late records are sent to.';
+    END IF;
+    IF late <> 'topic' AND late_topic IS NOT NULL THEN
+        RAISE EXCEPTION 'late_topic is only for late => ''topic''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF late_topic = source_topic OR sink_topic = source_topic THEN
+        RAISE EXCEPTION 'a window processor must not write to its source topic' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Its own records would come back to it as input.';
+    END IF;
+    IF retention < '0' THEN
+        RAISE EXCEPTION 'retention must not be negative' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(aggregates) = 0 THEN
+        RAISE EXCEPTION 'a window processor needs at least one aggregate' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p.name := name;
+    p.kind := 'window';
+    p.source_topic := source_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    p.where_clause := where_clause;
+    p.event_time_expr := event_time;
+    p.time_mode := time_mode;
+    p.window_type := window_type;
+    -- days as 24 hours (_processor_hours)
+    p.size := @extschema@._processor_hours(size);
+    p.advance := CASE WHEN window_type = 'sliding' THEN NULL ELSE @extschema@._processor_hours(advance) END;
+    p.gap := @extschema@._processor_hours(gap);
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := CASE time_mode WHEN 'processing' THEN '0' ELSE @extschema@._processor_hours(max_out_of_orderness) END;
+    p.idle_timeout := idle_timeout;
+    p.emit := emit;
+    p.late := late;
+    p.late_topic := late_topic;
+    p.retention := @extschema@._processor_hours(retention);
+    p.group_by := group_by;
+    p.agg_funcs := '{}';
+    p.agg_args := '{}';
+    p.agg_names := '{}';
+    p.agg_types := '{}';
+    FOREACH a IN ARRAY aggregates LOOP
+        -- count, sum, min, max and avg of numbers (or text), or any
+        -- aggregate with a combine function (streams_windows.sql)
+        m := @extschema@._processor_parse_aggregate(a);
+        p.agg_funcs := p.agg_funcs || m[1];
+        p.agg_args := p.agg_args || m[2];
+        p.agg_names := p.agg_names || m[3];
+        fnames := fnames || m[4];
+        -- a polymorphic aggregate's resolved argument types
+        p.agg_types := p.agg_types || m[5];
+    END LOOP;
+    -- The sink's columns in order: window start, window end, one per
+    -- group_by expression, one per aggregate.
+    IF sink_table IS NOT NULL THEN
+        SELECT array_agg(att.attname ORDER BY att.attnum), array_agg(format_type(att.atttypid, att.atttypmod) ORDER BY att.attnum)
+          INTO p.sink_columns, p.sink_types
+          FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        ncols := 2 + cardinality(group_by) + cardinality(aggregates);
+        IF coalesce(cardinality(p.sink_columns), 0) <> ncols THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes %', sink_table,
+                            coalesce(cardinality(p.sink_columns), 0), ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
+        END IF;
+        -- (without a precision: a column that rounds the bounds would not
+        -- find again the rows it holds)
+        IF p.sink_types[1] NOT IN ('timestamp with time zone', 'timestamp without time zone')
+           OR p.sink_types[2] NOT IN ('timestamp with time zone', 'timestamp without time zone') THEN
+            RAISE EXCEPTION 'sink table %''s window columns % and % are of types % and %', sink_table,
+                            quote_ident(p.sink_columns[1]), quote_ident(p.sink_columns[2]), p.sink_types[1], p.sink_types[2]
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = 'A window''s start and end go to the sink''s first two columns, which must be timestamptz (or timestamp, which gets them in UTC), without a precision.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A window processor selects, inserts and updates its sink table.';
+        END IF;
+        IF window_type = 'session' AND NOT has_table_privilege(sink_table, 'DELETE') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A session window processor also deletes the rows of sessions that merged into others.';
+        END IF;
+    END IF;
+    -- The aggregates' names in the records of a sink topic: "AS name", else
+    -- the sink table's column, else the function (numbered when repeated).
+    FOR i IN 1 .. cardinality(aggregates) LOOP
+        p.agg_names[i] := coalesce(p.agg_names[i], p.sink_columns[2 + cardinality(group_by) + i],
+                                   CASE WHEN array_position(fnames[i + 1:], fnames[i]) IS NULL
+                                         AND array_position(fnames[:i - 1], fnames[i]) IS NULL
+                                        THEN fnames[i] ELSE fnames[i] || '_' || i END);
+    END LOOP;
+    IF (SELECT count(DISTINCT x) FROM unnest(p.agg_names) x) < cardinality(aggregates) THEN
+        RAISE EXCEPTION 'two aggregates are named alike' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Name them apart with "AS name".';
+    END IF;
+    -- The expressions over no records, as the caller; the group keys and
+    -- aggregate arguments inside CASE, as a step evaluates them (so that a
+    -- set-returning function there fails now, not at every step).
+    EXECUTE format('SELECT %s, CASE WHEN true THEN pg_catalog.jsonb_build_array(%s) END %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record WHERE %s',
+                   CASE time_mode WHEN 'processing' THEN 'NULL' ELSE '(' || event_time || ')::timestamptz' END,
+                   (SELECT string_agg('(' || g || ')', ', ') FROM unnest(group_by) g),
+                   (SELECT string_agg(format(', CASE WHEN true THEN (%s)::%s END', CASE u.x WHEN '*' THEN 'NULL' ELSE u.x END,
+                                             u.t), '' ORDER BY j, u.o)
+                      FROM generate_series(1, cardinality(p.agg_funcs)) j,
+                           LATERAL @extschema@._processor_agg_argv(p, j) AS av,
+                           LATERAL unnest(av.exprs, av.types) WITH ORDINALITY AS u(x, t, o)),
+                   coalesce('(' || where_clause || ')', 'true'));
+    -- and the casts of the group keys to the sink's column types
+    IF sink_table IS NOT NULL THEN
+        FOR i IN 1 .. cardinality(group_by) LOOP
+            EXECUTE format('SELECT NULL::text::%s', p.sink_types[2 + i]);
+        END LOOP;
+    END IF;
+    -- intervals that reach too far (22023)
+    PERFORM @extschema@._processor_time_range(p);
+    pid := @extschema@._register_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+    -- The latest window end of a row the sink holds already (a processor
+    -- made again over it, one that wrote it before): the processor looks
+    -- those rows up to overwrite them (_processor_emit_sql), not the later
+    -- ones it alone writes.  Read as the caller, who may select the sink; a
+    -- window end column of another type than the processor's is compared
+    -- through a cast that depends on the session: it is always looked up
+    -- (NULL, as run_processor keeps it).
+    IF sink_table IS NOT NULL THEN
+        EXECUTE format('UPDATE @extschema@.%I SET sink_through = %s WHERE partition = -1',
+                       'processor_' || pid || '_progress',
+                       CASE WHEN p.sink_types[2]::regtype = 'timestamptz'::regtype
+                            THEN format('coalesce((SELECT max(s.%I) FROM %s AS s), ''-infinity'')', p.sink_columns[2], sink_table)
+                            ELSE 'NULL' END);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
+'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
+

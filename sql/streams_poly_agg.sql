@@ -325,6 +325,10 @@ DROP TYPE pa_secret;
 CREATE TYPE pg_temp.pa_tt AS (a int);
 SELECT eventlog._processor_parse_aggregate($a$public.pa_big(ROW((value->>'x')::int)::pg_temp.pa_tt)$a$);
 SELECT eventlog._processor_parse_aggregate($a$max(ARRAY[ROW((value->>'x')::int)::pg_temp.pa_tt])$a$);
+-- nor one built on it: a domain of another schema over it
+CREATE DOMAIN public.pa_dtt AS pg_temp.pa_tt;
+SELECT eventlog._processor_parse_aggregate($a$public.pa_big(ROW((value->>'x')::int)::public.pa_dtt)$a$);
+DROP DOMAIN public.pa_dtt;
 DROP TYPE pg_temp.pa_tt;
 
 -- The user's aggregate replaced after the processor was made (its final
@@ -369,6 +373,13 @@ SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::varc
 SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::int)$a$);
 SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::text)$a$);
 SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::date)$a$);
+-- a domain over a domain over text: PostgreSQL calls pick(text) too
+CREATE DOMAIN pa_d1 AS text;
+CREATE DOMAIN pa_d2 AS pa_d1;
+SELECT pa_pick(x) FROM (VALUES ('q'::pa_d2)) v(x);
+SELECT eventlog._processor_parse_aggregate($a$public.pa_pick((value->>'s')::public.pa_d2)$a$);
+DROP DOMAIN pa_d2;
+DROP DOMAIN pa_d1;
 DROP AGGREGATE pa_pick(anyelement), pa_pick(text), pa_pick(numeric);
 DROP FUNCTION pa_tag(text, anyelement), pa_tag(text, text), pa_tag(text, numeric), pa_tag_cat(text, text);
 

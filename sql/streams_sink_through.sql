@@ -85,7 +85,7 @@ SELECT eventlog.drop_processor('st');
 -- (sink_through NULL).  Window columns of type timestamp get the bounds in
 -- UTC, whatever the session's TimeZone, so that a replay in a session of
 -- another time zone finds and overwrites its rows.
-CREATE TABLE st_sink_local (window_start timestamp, window_end timestamp(3), k text, n bigint);
+CREATE TABLE st_sink_local (window_start timestamp, window_end timestamp, k text, n bigint);
 SELECT eventlog.create_window_processor('st', 'st', 'st_sink_local', size => '1 minute', idle_timeout => '1 hour');
 SELECT format('eventlog.%I', 'processor_' || processor_id || '_progress') AS st_progress
   FROM eventlog.processor_catalog WHERE name = 'st' \gset
@@ -98,10 +98,29 @@ RESET TimeZone;
 SELECT count(*) AS rows, count(DISTINCT (window_start, k)) AS windows FROM st_sink_local;
 SELECT * FROM st_sink_local ORDER BY 1, 3;
 
+-- The same for a processor writing another table of the sink's partition
+-- tree (a partition of it).
+CREATE TABLE st_tree (window_start timestamptz, window_end timestamptz, k text, n bigint) PARTITION BY RANGE (window_start);
+CREATE TABLE st_tree_2026 PARTITION OF st_tree FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2027-01-01 00:00:00+00');
+SELECT eventlog.create_window_processor('st_whole', 'st', 'st_tree', size => '1 minute', idle_timeout => '1 hour');
+SELECT eventlog.create_window_processor('st_part', 'st', 'st_tree_2026', size => '1 minute', idle_timeout => '1 hour');
+SELECT eventlog.run_processor('st_part', 3);
+SELECT eventlog.run_processor('st_whole', 10);
+SELECT eventlog.run_processor('st_part', 10);
+SELECT window_start AT TIME ZONE 'UTC' AS window_start, k, count(*) AS rows FROM st_tree GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT eventlog.drop_processor('st_whole');
+SELECT eventlog.drop_processor('st_part');
+DROP TABLE st_tree;
+
 -- Window columns of another type are refused when the processor is made.
 CREATE TABLE st_sink_text (window_start text, window_end timestamptz, k text, n bigint);
 SELECT eventlog.create_window_processor('st_text', 'st', 'st_sink_text', size => '1 minute');
 DROP TABLE st_sink_text;
+-- nor of a precision, which would round the bounds: the rows written could
+-- not be found again (a window of 500 ms would end at the next second)
+CREATE TABLE st_sink_p0 (window_start timestamptz(0), window_end timestamptz, k text, n bigint);
+SELECT eventlog.create_window_processor('st_p0', 'st', 'st_sink_p0', size => '500 ms');
+DROP TABLE st_sink_p0;
 
 SELECT eventlog.drop_processor('st');
 

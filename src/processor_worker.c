@@ -387,8 +387,12 @@ el_step_records(ElProc *p)
 	return Min(p->step_records, el_processor_max_records);
 }
 
-/* After a step of "p" that read n records (-2: failed) in elapsed_ms. */
-static void
+/*
+ * After a step of "p" that read n records (-2: failed) in elapsed_ms; true
+ * when a canceled step halved the size, and the next, smaller, step may
+ * come at once (no back-off: the failure was the size's).
+ */
+static bool
 el_step_done(ElProc *p, int64 n, bool canceled, long elapsed_ms)
 {
 	int32		asked = el_step_records(p);
@@ -399,10 +403,12 @@ el_step_done(ElProc *p, int64 n, bool canceled, long elapsed_ms)
 		ereport(LOG,
 				(errmsg("pg_eventlog processor \"%s\": steps of at most %d records after a step canceled by eventlog.processor_step_timeout",
 						p->name, p->step_records)));
+		return true;
 	}
 	else if (n >= asked && p->step_records > 0 && p->step_records < el_processor_max_records
 			 && elapsed_ms < el_processor_step_timeout_ms / 4)
 		p->step_records = Min((int64) p->step_records * 2, el_processor_max_records);
+	return false;
 }
 
 /*
@@ -586,6 +592,7 @@ el_processor_worker_main(Datum main_arg)
 			bool		due;
 			int64		n;
 			bool		full;
+			bool		halved;
 
 			if (!p->enabled)
 				continue;
@@ -612,7 +619,7 @@ el_processor_worker_main(Datum main_arg)
 				MemoryContextReset(step_cxt);
 				now = GetCurrentTimestamp();
 				TimestampDifference(began, now, &secs, &usecs);
-				el_step_done(p, n, canceled, secs * 1000 + usecs / 1000);
+				halved = el_step_done(p, n, canceled, secs * 1000 + usecs / 1000);
 				full = n >= asked;
 			}
 			if (n == -1)
@@ -624,7 +631,7 @@ el_processor_worker_main(Datum main_arg)
 			{
 				p->failures++;
 				p->more = true;
-				p->retry_at = TimestampTzPlusMilliseconds(now, el_retry_delay_ms(p->failures));
+				p->retry_at = halved ? now : TimestampTzPlusMilliseconds(now, el_retry_delay_ms(p->failures));
 			}
 			else if (full)
 				p->more = true;

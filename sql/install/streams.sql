@@ -152,8 +152,9 @@ COMMENT ON FUNCTION @extschema@._processor_start_range(@extschema@.processor_cat
  * enough from the ends of timestamptz's range (4714 BC, 294276 AD) that
  * the processor's intervals can be added to and taken from them: twice its
  * size, gap and advance, its lateness, out-of-orderness and retention, and
- * a day.  Intervals that reach over 10,000 years together are refused
- * (22023), when the processor is made.
+ * a day.  Intervals that reach over 1,000 years together are refused
+ * (22023), when the processor is made: more would leave the present out
+ * of the range.
  */
 CREATE FUNCTION @extschema@._processor_time_range(p @extschema@.processor_catalog)
 RETURNS timestamptz[]
@@ -161,7 +162,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    lim constant interval := interval '87600000 hours';
+    lim constant interval := interval '8760000 hours';
     h interval;
 BEGIN
     -- each first, so that their sum cannot overflow an interval
@@ -171,7 +172,7 @@ BEGIN
              + coalesce(p.retention, '0') + interval '1 day';
     END IF;
     IF h IS NULL OR h > lim THEN
-        RAISE EXCEPTION 'the intervals of processor "%" reach over 10,000 years', p.name
+        RAISE EXCEPTION 'the intervals of processor "%" reach over 1,000 years', p.name
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'Twice its size, gap and advance, with its lateness, out-of-orderness and retention, are added to event times, which must stay within timestamptz''s range.',
                   HINT = 'Give shorter intervals.';
@@ -1104,12 +1105,14 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value',
                       DETAIL = 'The sink''s columns are, in order: window start, window end, one per group_by expression, one per aggregate.';
         END IF;
-        IF p.sink_types[1]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype)
-           OR p.sink_types[2]::regtype NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
+        -- (without a precision: a column that rounds the bounds would not
+        -- find again the rows it holds)
+        IF p.sink_types[1] NOT IN ('timestamp with time zone', 'timestamp without time zone')
+           OR p.sink_types[2] NOT IN ('timestamp with time zone', 'timestamp without time zone') THEN
             RAISE EXCEPTION 'sink table %''s window columns % and % are of types % and %', sink_table,
                             quote_ident(p.sink_columns[1]), quote_ident(p.sink_columns[2]), p.sink_types[1], p.sink_types[2]
                 USING ERRCODE = 'datatype_mismatch',
-                      DETAIL = 'A window''s start and end go to the sink''s first two columns, which must be timestamptz (or timestamp, which gets them in UTC).';
+                      DETAIL = 'A window''s start and end go to the sink''s first two columns, which must be timestamptz (or timestamp, which gets them in UTC), without a precision.';
         END IF;
         IF NOT has_table_privilege(sink_table, 'SELECT, INSERT, UPDATE') THEN
             RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
@@ -1210,7 +1213,7 @@ BEGIN
             RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
                 USING ERRCODE = 'insufficient_privilege',
                       DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
-                      HINT = format('Run it in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+                      HINT = format('Connect as its owner %s to run it.', p.owner);
         END IF;
         -- Run the owner's SQL as the owner, never as the caller: the function's
         -- SET clause restores the role on exit.
@@ -1255,7 +1258,9 @@ BEGIN
             ' WHERE partition = -1 AND CASE WHEN $1 THEN sink_through IS NOT NULL ELSE sink_through IS NULL AND $2 END',
             progress, p.sink_columns[2], p.sink_table), NULL::bigint,
             EXISTS (SELECT FROM @extschema@.processor_catalog c
-                     WHERE c.sink_table = p.sink_table AND c.processor_id <> p.processor_id),
+                     WHERE c.processor_id <> p.processor_id
+                       AND coalesce(pg_partition_root(c.sink_table), c.sink_table)
+                           = coalesce(pg_partition_root(p.sink_table), p.sink_table)),
             p.sink_types[2]::regtype = 'timestamptz'::regtype);
     END IF;
 

@@ -601,12 +601,16 @@ RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH t AS (SELECT s.oid AS s, coalesce(nullif(s.typbasetype, 0), s.oid) AS sb,
-                      CASE WHEN s.typcategory = 'A' THEN s.typelem END AS se,
-                      CASE WHEN d.typcategory = 'A' THEN d.typelem END AS de
-                 FROM pg_type s, pg_type d WHERE s.oid = src AND d.oid = dst)
-    SELECT coalesce((SELECT t.s = dst OR t.sb = dst
-                            OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource IN (t.s, t.sb) AND c.casttarget = dst AND c.castcontext = 'i')
+    WITH RECURSIVE b(o) AS (SELECT src
+                            UNION ALL
+                            SELECT ty.typbasetype FROM b JOIN pg_type ty ON ty.oid = b.o WHERE ty.typbasetype <> 0),
+    t AS (SELECT s.oid AS s,
+                 CASE WHEN s.typcategory = 'A' THEN s.typelem END AS se,
+                 CASE WHEN d.typcategory = 'A' THEN d.typelem END AS de
+            FROM pg_type s, pg_type d WHERE s.oid = src AND d.oid = dst)
+    -- (a domain over a domain: every base type down, b)
+    SELECT coalesce((SELECT dst IN (SELECT b.o FROM b)
+                            OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource IN (SELECT b.o FROM b) AND c.casttarget = dst AND c.castcontext = 'i')
                             OR (t.se <> 0 AND t.de <> 0
                                 AND (t.se = t.de OR EXISTS (SELECT FROM pg_cast c WHERE c.castsource = t.se AND c.casttarget = t.de
                                                                                    AND c.castcontext = 'i')))
@@ -756,8 +760,19 @@ BEGIN
                 HINT = 'Ask the type''s owner to grant USAGE on it, or cast the argument to another type.';
         END IF;
     END IF;
-    -- A processor outlives the session: no type of a temporary schema.
-    SELECT u INTO bad FROM unnest(r) u JOIN pg_type t ON t.oid = u
+    -- A processor outlives the session: no type of a temporary schema, nor
+    -- one built on such a type (a domain over it, an array, a range or a
+    -- composite of it), which goes with it.
+    WITH RECURSIVE dep(o) AS (
+        SELECT u FROM unnest(r) u
+        UNION
+        SELECT x.o FROM dep JOIN pg_type t ON t.oid = dep.o
+               CROSS JOIN LATERAL (SELECT nullif(t.typbasetype, 0) UNION ALL SELECT nullif(t.typelem, 0)
+                                   UNION ALL SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid
+                                   UNION ALL SELECT a.atttypid FROM pg_attribute a
+                                              WHERE a.attrelid = t.typrelid AND t.typrelid <> 0 AND a.attnum > 0 AND NOT a.attisdropped) AS x(o)
+         WHERE x.o IS NOT NULL)
+    SELECT dep.o INTO bad FROM dep JOIN pg_type t ON t.oid = dep.o
      WHERE t.typnamespace = pg_my_temp_schema() OR pg_is_other_temp_schema(t.typnamespace) LIMIT 1;
     IF bad IS NOT NULL THEN
         RAISE EXCEPTION 'the arguments of aggregate % cannot be kept in a window', proc USING ERRCODE = 'feature_not_supported',
@@ -1480,7 +1495,7 @@ BEGIN
         RAISE EXCEPTION 'permission denied to read the windows of processor "%" in a session of role %', p.name, session_user
             USING ERRCODE = 'insufficient_privilege',
                   DETAIL = format('Its aggregates'' final functions run as its owner %s, and could take the roles of the session''s user.', p.owner),
-                  HINT = format('Read them in a session of its owner (SET SESSION AUTHORIZATION %s, or connect as it).', p.owner);
+                  HINT = format('Connect as its owner %s to read them.', p.owner);
     END IF;
     PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
     FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
