@@ -21995,3 +21995,246 @@ $$;
 COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, interval, text, interval, text[], text[], text, text, text, interval, interval, interval, text, text, interval, text, text, interval, text) IS
 'creates a windowed aggregate: tumbling or hopping windows of size (advancing by advance), sliding windows (a window of size ending at each record, and one starting just after it when a record is in it), or session windows (gap), over event time (an expression over the record) or processing time, grouped by expressions, count/sum/min/max/avg or any aggregate with a combine function, written to sink_table and/or sink_topic when a window closes (emit final) or as it changes (emit changes); late records are dropped and counted, sent to late_topic, or update their closed windows kept for the retention';
 
+
+-- Join processors: event times out of their range count as records without one.
+CREATE OR REPLACE FUNCTION @extschema@._processor_time_range(p @extschema@.processor_catalog)
+RETURNS timestamptz[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lim constant interval := interval '8760000 hours';
+    h interval;
+BEGIN
+    -- each first, so that their sum cannot overflow an interval
+    IF greatest(p.size, p.gap, p.advance, p.allowed_lateness, p.max_out_of_orderness, p.retention) <= lim THEN
+        h := 2 * (coalesce(p.size, '0') + coalesce(p.gap, '0') + coalesce(p.advance, '0'))
+             + coalesce(p.allowed_lateness, '0') + coalesce(p.max_out_of_orderness, '0')
+             + coalesce(p.retention, '0') + interval '1 day';
+    END IF;
+    IF h IS NULL OR h > lim THEN
+        RAISE EXCEPTION 'the intervals of processor "%" reach over 1,000 years', p.name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN p.kind = 'join'
+                                THEN 'Twice its before and after, with its lateness and out-of-orderness, are added to event times, which must stay within timestamptz''s range.'
+                                ELSE 'Twice its size, gap and advance, with its lateness, out-of-orderness and retention, are added to event times, which must stay within timestamptz''s range.' END,
+                  HINT = 'Give shorter intervals.';
+    END IF;
+    RETURN ARRAY['4714-11-24 00:00:00+00 BC'::timestamptz + h, '294276-12-31 23:59:59.999999+00'::timestamptz - h];
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_time_range(@extschema@.processor_catalog) IS
+'internal: the least and greatest event time a window processor takes, far enough from the ends of timestamptz''s range for its intervals';
+
+CREATE OR REPLACE FUNCTION @extschema@._join_step_sql(p @extschema@.processor_catalog, lbatch text, rbatch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j jsonb := p.join_spec;
+    id text := coalesce(p.processor_id, 0)::text;
+    progress text := format('@extschema@.%I', 'processor_' || id || '_progress');
+    bufl text := format('@extschema@.%I', 'processor_' || id || '_left');
+    bufr text := format('@extschema@.%I', 'processor_' || id || '_right');
+    sink record := @extschema@._join_sink_sql(p, '$12');
+    q @extschema@.processor_catalog := p;
+    rng text;
+BEGIN
+    /*
+     * Event times too near either end of timestamptz's range for the join's
+     * intervals (before and after, as a window's size and gap) count as
+     * records without an event time (_processor_time_range), or every
+     * step would fail on them for ever.
+     */
+    q.size := (j ->> 'before')::interval;
+    q.gap := (j ->> 'after')::interval;
+    rng := (SELECT format('BETWEEN pg_catalog.to_timestamp(%s) AND pg_catalog.to_timestamp(%s)',
+                          extract(epoch FROM r[1]), extract(epoch FROM r[2]))
+              FROM (SELECT @extschema@._processor_time_range(q) AS r) AS x);
+    /*
+     * "e" evaluates each record's join key (as jsonb, so that keys of two
+     * numeric types compare as numbers; JSON null is no key) and event
+     * time once, and judges lateness by the partition's watermark before
+     * the record, as a window processor does.  Pairs: new left records
+     * with new and buffered right ones, buffered left ones with new right
+     * ones (the buffers as of the statement's snapshot: what earlier steps
+     * kept).
+     */
+    RETURN format($f$
+WITH prev AS (SELECT side AS s_, partition AS p_, max_event_time AS m_ FROM %1$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %1$s WHERE partition = -1),
+raw AS (
+    SELECT 'left'::text AS s_, record.partition AS p_, record.offset_id AS o_, record.value AS v_, t_.k_, t_.ts_
+      FROM %2$s AS record
+           CROSS JOIN LATERAL (SELECT y_.k_, CASE WHEN y_.x_ %12$s THEN y_.x_ END AS ts_
+                                 FROM (SELECT %4$s AS k_, %5$s AS x_ OFFSET 0) AS y_ OFFSET 0) AS t_
+    UNION ALL
+    SELECT 'right'::text, record.partition, record.offset_id, record.value, t_.k_, t_.ts_
+      FROM %3$s AS record
+           CROSS JOIN LATERAL (SELECT y_.k_, CASE WHEN y_.x_ %12$s THEN y_.x_ END AS ts_
+                                 FROM (SELECT %6$s AS k_, %7$s AS x_ OFFSET 0) AS y_ OFFSET 0) AS t_),
+e AS MATERIALIZED (
+    SELECT w_.*, (w_.ts_ + $9 < greatest(w_.wm_, ct.c_)) IS TRUE AS late_
+      FROM (SELECT raw.*, coalesce(greatest(prev.m_, max(raw.ts_) OVER (PARTITION BY raw.s_, raw.p_ ORDER BY raw.o_
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+                                   '-infinity') - $8 AS wm_
+              FROM raw LEFT JOIN prev ON prev.s_ = raw.s_ AND prev.p_ = raw.p_) AS w_
+           CROSS JOIN ct),
+nl AS (SELECT * FROM e WHERE e.s_ = 'left' AND e.ts_ IS NOT NULL AND NOT e.late_),
+nr AS (SELECT * FROM e WHERE e.s_ = 'right' AND e.ts_ IS NOT NULL AND NOT e.late_),
+pairs AS MATERIALIZED (
+    SELECT l.k_, l.v_ AS lv, r.v_ AS rv, l.ts_ AS lt, r.ts_ AS rt, l.p_ AS lp, l.o_ AS lo, r.p_ AS rp, r.o_ AS ro,
+           false AS lold, false AS rold
+      FROM nl AS l JOIN nr AS r ON r.k_ = l.k_ AND r.ts_ BETWEEN l.ts_ - $10 AND l.ts_ + $11
+    UNION ALL
+    SELECT l.k_, l.v_, r.value, l.ts_, r.event_time, l.p_, l.o_, r.partition, r.offset_id, false, true
+      FROM nl AS l JOIN %9$s AS r ON r.join_key = l.k_ AND r.event_time BETWEEN l.ts_ - $10 AND l.ts_ + $11
+    UNION ALL
+    SELECT l.join_key, l.value, r.v_, l.event_time, r.ts_, l.partition, l.offset_id, r.p_, r.o_, true, false
+      FROM %8$s AS l JOIN nr AS r ON r.k_ = l.join_key AND r.ts_ BETWEEN l.event_time - $10 AND l.event_time + $11),
+ml AS (UPDATE %8$s AS b SET matched = true FROM pairs
+        WHERE pairs.lold AND b.partition = pairs.lp AND b.offset_id = pairs.lo AND NOT b.matched),
+mr AS (UPDATE %9$s AS b SET matched = true FROM pairs
+        WHERE pairs.rold AND b.partition = pairs.rp AND b.offset_id = pairs.ro AND NOT b.matched),
+il AS (INSERT INTO %8$s (partition, offset_id, join_key, event_time, value, matched)
+       SELECT nl.p_, nl.o_, nl.k_, nl.ts_, nl.v_,
+              EXISTS (SELECT FROM pairs WHERE NOT pairs.lold AND pairs.lp = nl.p_ AND pairs.lo = nl.o_)
+         FROM nl),
+ir AS (INSERT INTO %9$s (partition, offset_id, join_key, event_time, value, matched)
+       SELECT nr.p_, nr.o_, nr.k_, nr.ts_, nr.v_,
+              EXISTS (SELECT FROM pairs WHERE NOT pairs.rold AND pairs.rp = nr.p_ AND pairs.ro = nr.o_)
+         FROM nr),
+out AS (SELECT pairs.k_ #>> '{}' AS key, pairs.lv, pairs.rv, pairs.lt, pairs.rt, pairs.lp, pairs.lo, pairs.rp, pairs.ro
+          FROM pairs),
+%10$s,
+pu AS (INSERT INTO %1$s AS t (side, partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT e.s_, e.p_, max(e.ts_), pg_catalog.now(), count(*), count(*) FILTER (WHERE e.late_),
+              count(*) FILTER (WHERE e.ts_ IS NULL)
+         FROM e GROUP BY e.s_, e.p_
+       ON CONFLICT (side, partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT count(*) FROM e%11$s$f$,
+        progress, lbatch, rbatch,
+        @extschema@._join_key_sql(j ->> 'left_key'), @extschema@._join_time_sql(j ->> 'left_event_time'),
+        @extschema@._join_key_sql(j ->> 'right_key'), @extschema@._join_time_sql(j ->> 'right_event_time'),
+        bufl, bufr, sink.cte, sink.final, rng);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._join_step_sql(@extschema@.processor_catalog, text, text) IS
+'internal: the statement of one step of a join processor over a batch of each topic';
+
+CREATE OR REPLACE FUNCTION @extschema@.create_join_processor(name text, left_topic text, right_topic text,
+                                                  sink_table regclass DEFAULT NULL,
+                                                  sink_topic text DEFAULT NULL,
+                                                  within interval DEFAULT NULL,
+                                                  before interval DEFAULT NULL,
+                                                  after interval DEFAULT NULL,
+                                                  join_type text DEFAULT 'inner',
+                                                  left_key text DEFAULT 'key',
+                                                  right_key text DEFAULT 'key',
+                                                  left_event_time text DEFAULT 'event_time',
+                                                  right_event_time text DEFAULT 'event_time',
+                                                  allowed_lateness interval DEFAULT '0',
+                                                  max_out_of_orderness interval DEFAULT '0',
+                                                  idle_timeout interval DEFAULT '1 minute',
+                                                  start_from text DEFAULT 'earliest')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog;
+    q @extschema@.processor_catalog;
+    ncols integer;
+BEGIN
+    IF name IS NULL OR left_topic IS NULL OR right_topic IS NULL OR join_type IS NULL
+       OR left_key IS NULL OR right_key IS NULL OR left_event_time IS NULL OR right_event_time IS NULL
+       OR allowed_lateness IS NULL OR max_out_of_orderness IS NULL OR idle_timeout IS NULL THEN
+        RAISE EXCEPTION 'the arguments of a join processor must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'Only one of sink_table and sink_topic, and within or before and after, may be null.';
+    END IF;
+    IF (sink_table IS NULL) = (sink_topic IS NULL) THEN
+        RAISE EXCEPTION 'a processor writes to one sink table or one sink topic'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass sink_table or sink_topic.';
+    END IF;
+    IF join_type NOT IN ('inner', 'left', 'outer') THEN
+        RAISE EXCEPTION 'join_type must be ''inner'', ''left'' or ''outer''' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    before := coalesce(before, within);
+    after := coalesce(after, within);
+    IF before IS NULL OR after IS NULL THEN
+        RAISE EXCEPTION 'a join processor needs within, or before and after' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'within => ''5 minutes'' joins the records at most 5 minutes apart.';
+    END IF;
+    IF before < '0' OR after < '0'
+       OR date_part('month', before) <> 0 OR date_part('year', before) <> 0
+       OR date_part('month', after) <> 0 OR date_part('year', after) <> 0 THEN
+        RAISE EXCEPTION 'invalid join window: before % and after %', before, after
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Before and after are intervals at least zero, without months or years.';
+    END IF;
+    IF allowed_lateness < '0' OR max_out_of_orderness < '0' OR idle_timeout < '0' THEN
+        RAISE EXCEPTION 'allowed_lateness, max_out_of_orderness and idle_timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF left_topic = right_topic THEN
+        RAISE EXCEPTION 'a join processor reads two different topics' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'To join a topic with itself, copy it to a second topic with eventlog.create_processor.';
+    END IF;
+    p.name := name;
+    p.kind := 'join';
+    p.source_topic := left_topic;
+    p.sink_table := sink_table;
+    p.sink_topic := sink_topic;
+    -- days as 24 hours, as the windows' (_processor_hours)
+    p.allowed_lateness := @extschema@._processor_hours(allowed_lateness);
+    p.max_out_of_orderness := @extschema@._processor_hours(max_out_of_orderness);
+    p.idle_timeout := idle_timeout;
+    p.join_spec := jsonb_build_object('right_topic', right_topic, 'join_type', join_type,
+                                      'before', @extschema@._processor_hours(before),
+                                      'after', @extschema@._processor_hours(after),
+                                      'left_key', left_key, 'right_key', right_key,
+                                      'left_event_time', left_event_time, 'right_event_time', right_event_time);
+    -- intervals that reach too far (22023): before and after count as a
+    -- window's size and gap (_join_step_sql)
+    q := p;
+    q.size := (p.join_spec ->> 'before')::interval;
+    q.gap := (p.join_spec ->> 'after')::interval;
+    PERFORM @extschema@._processor_time_range(q);
+    IF sink_table IS NOT NULL THEN
+        SELECT count(*) INTO ncols FROM pg_attribute att
+         WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
+        IF ncols <> 9 THEN
+            RAISE EXCEPTION 'sink table % has % columns, the processor writes 9', sink_table, ncols
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'The sink''s columns are, in order: key, left value, right value, left time, right time, left partition, left offset, right partition, right offset.';
+        END IF;
+        IF NOT has_table_privilege(sink_table, 'SELECT, INSERT') THEN
+            RAISE EXCEPTION 'permission denied for table %', sink_table USING ERRCODE = 'insufficient_privilege',
+                DETAIL = 'A join processor selects from and inserts into its sink table.';
+        END IF;
+    END IF;
+    -- The expressions, and the sink's statement, over no records, as the
+    -- caller: a syntax error, an unknown column, a set-returning expression
+    -- or a sink column of the wrong type shows now.
+    EXECUTE format('SELECT %s, %s, %s, %s FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record',
+                   @extschema@._join_key_sql(left_key), @extschema@._join_time_sql(left_event_time),
+                   @extschema@._join_key_sql(right_key), @extschema@._join_time_sql(right_event_time));
+    EXECUTE format('WITH out AS (SELECT NULL::text AS key, NULL::jsonb AS lv, NULL::jsonb AS rv, NULL::timestamptz AS lt, '
+                   'NULL::timestamptz AS rt, NULL::integer AS lp, NULL::bigint AS lo, NULL::integer AS rp, '
+                   'NULL::bigint AS ro WHERE false), %s SELECT count(*) FROM out %s',
+                   (@extschema@._join_sink_sql(p, '$1')).cte, (@extschema@._join_sink_sql(p, '$1')).final)
+      USING sink_topic;
+    PERFORM @extschema@._register_join_processor(to_jsonb(p) || jsonb_build_object('start_from', start_from, 'sink_table', sink_table::oid));
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_join_processor(text, text, text, regclass, text, interval, interval, interval, text, text, text, text, text, interval, interval, interval, text) IS
+'creates a windowed stream-stream join: the records of left_topic and right_topic with equal join keys (left_key, right_key) whose event times are within [left time - before, left time + after] (within: both) become rows of sink_table or records of sink_topic; join_type inner, left or outer (unmatched records written with NULLs when their window closes)';
+

@@ -185,6 +185,26 @@ SELECT (SELECT count(*) FROM eventlog.processor_catalog) AS processors,
        (SELECT count(*) FROM eventlog.group_catalog) AS groups
 EXCEPT SELECT * FROM before;
 
+-- Event times too near either end of timestamptz's range for the join's
+-- intervals count as records without one: no step fails on them, and the
+-- records after them join.  Intervals over 1,000 years are refused.
+SELECT eventlog.create_topic('jx_l', 1);
+SELECT eventlog.create_topic('jx_r', 1);
+CREATE TABLE jx_sink (key text, lv jsonb, rv jsonb, lt timestamptz, rt timestamptz, lp int, lo bigint, rp int, ro bigint);
+SELECT eventlog.create_join_processor('jx', 'jx_l', 'jx_r', 'jx_sink', within => '1 hour');
+SELECT count(*) FROM eventlog.produce_batch('jx_l', ARRAY['a', 'b'], ARRAY['{}', '{}']::jsonb[],
+    event_time => ARRAY['294276-12-31 23:59:59.999999+00', '2026-01-01 00:00:00+00']::timestamptz[]);
+SELECT count(*) FROM eventlog.produce_batch('jx_r', ARRAY['a', 'b'], ARRAY['{}', '{}']::jsonb[],
+    event_time => ARRAY['294276-12-31 23:59:59.999999+00', '2026-01-01 00:10:00+00']::timestamptz[]);
+SELECT eventlog.run_processor('jx');
+SELECT key, lt AT TIME ZONE 'UTC' AS lt, rt AT TIME ZONE 'UTC' AS rt FROM jx_sink;
+SELECT topic, records, null_time_records FROM eventlog.processor_progress('jx') WHERE partition = 0 ORDER BY topic;
+SELECT eventlog.drop_processor('jx');
+SELECT eventlog.create_join_processor('jx_long', 'jx_l', 'jx_r', 'jx_sink', within => '8760001 hours');
+DROP TABLE jx_sink;
+SELECT eventlog.drop_topic('jx_l');
+SELECT eventlog.drop_topic('jx_r');
+
 -- Dropping join processors removes their state and their groups on both
 -- topics, leaves their sinks.
 SELECT eventlog.drop_processor(name) FROM eventlog.processors ORDER BY name;

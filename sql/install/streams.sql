@@ -174,7 +174,9 @@ BEGIN
     IF h IS NULL OR h > lim THEN
         RAISE EXCEPTION 'the intervals of processor "%" reach over 1,000 years', p.name
             USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'Twice its size, gap and advance, with its lateness, out-of-orderness and retention, are added to event times, which must stay within timestamptz''s range.',
+                  DETAIL = CASE WHEN p.kind = 'join'
+                                THEN 'Twice its before and after, with its lateness and out-of-orderness, are added to event times, which must stay within timestamptz''s range.'
+                                ELSE 'Twice its size, gap and advance, with its lateness, out-of-orderness and retention, are added to event times, which must stay within timestamptz''s range.' END,
                   HINT = 'Give shorter intervals.';
     END IF;
     RETURN ARRAY['4714-11-24 00:00:00+00 BC'::timestamptz + h, '294276-12-31 23:59:59.999999+00'::timestamptz - h];

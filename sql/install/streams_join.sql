@@ -106,7 +106,20 @@ DECLARE
     bufl text := format('@extschema@.%I', 'processor_' || id || '_left');
     bufr text := format('@extschema@.%I', 'processor_' || id || '_right');
     sink record := @extschema@._join_sink_sql(p, '$12');
+    q @extschema@.processor_catalog := p;
+    rng text;
 BEGIN
+    /*
+     * Event times too near either end of timestamptz's range for the join's
+     * intervals (before and after, as a window's size and gap) count as
+     * records without an event time (_processor_time_range), or every
+     * step would fail on them for ever.
+     */
+    q.size := (j ->> 'before')::interval;
+    q.gap := (j ->> 'after')::interval;
+    rng := (SELECT format('BETWEEN pg_catalog.to_timestamp(%s) AND pg_catalog.to_timestamp(%s)',
+                          extract(epoch FROM r[1]), extract(epoch FROM r[2]))
+              FROM (SELECT @extschema@._processor_time_range(q) AS r) AS x);
     /*
      * "e" evaluates each record's join key (as jsonb, so that keys of two
      * numeric types compare as numbers; JSON null is no key) and event
@@ -122,11 +135,13 @@ ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %1$s WHERE p
 raw AS (
     SELECT 'left'::text AS s_, record.partition AS p_, record.offset_id AS o_, record.value AS v_, t_.k_, t_.ts_
       FROM %2$s AS record
-           CROSS JOIN LATERAL (SELECT %4$s AS k_, %5$s AS ts_ OFFSET 0) AS t_
+           CROSS JOIN LATERAL (SELECT y_.k_, CASE WHEN y_.x_ %12$s THEN y_.x_ END AS ts_
+                                 FROM (SELECT %4$s AS k_, %5$s AS x_ OFFSET 0) AS y_ OFFSET 0) AS t_
     UNION ALL
     SELECT 'right'::text, record.partition, record.offset_id, record.value, t_.k_, t_.ts_
       FROM %3$s AS record
-           CROSS JOIN LATERAL (SELECT %6$s AS k_, %7$s AS ts_ OFFSET 0) AS t_),
+           CROSS JOIN LATERAL (SELECT y_.k_, CASE WHEN y_.x_ %12$s THEN y_.x_ END AS ts_
+                                 FROM (SELECT %6$s AS k_, %7$s AS x_ OFFSET 0) AS y_ OFFSET 0) AS t_),
 e AS MATERIALIZED (
     SELECT w_.*, (w_.ts_ + $9 < greatest(w_.wm_, ct.c_)) IS TRUE AS late_
       FROM (SELECT raw.*, coalesce(greatest(prev.m_, max(raw.ts_) OVER (PARTITION BY raw.s_, raw.p_ ORDER BY raw.o_
@@ -175,7 +190,7 @@ SELECT count(*) FROM e%11$s$f$,
         progress, lbatch, rbatch,
         @extschema@._join_key_sql(j ->> 'left_key'), @extschema@._join_time_sql(j ->> 'left_event_time'),
         @extschema@._join_key_sql(j ->> 'right_key'), @extschema@._join_time_sql(j ->> 'right_event_time'),
-        bufl, bufr, sink.cte, sink.final);
+        bufl, bufr, sink.cte, sink.final, rng);
 END
 $$;
 COMMENT ON FUNCTION @extschema@._join_step_sql(@extschema@.processor_catalog, text, text) IS
@@ -391,6 +406,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p @extschema@.processor_catalog;
+    q @extschema@.processor_catalog;
     ncols integer;
 BEGIN
     IF name IS NULL OR left_topic IS NULL OR right_topic IS NULL OR join_type IS NULL
@@ -443,6 +459,12 @@ BEGIN
                                       'after', @extschema@._processor_hours(after),
                                       'left_key', left_key, 'right_key', right_key,
                                       'left_event_time', left_event_time, 'right_event_time', right_event_time);
+    -- intervals that reach too far (22023): before and after count as a
+    -- window's size and gap (_join_step_sql)
+    q := p;
+    q.size := (p.join_spec ->> 'before')::interval;
+    q.gap := (p.join_spec ->> 'after')::interval;
+    PERFORM @extschema@._processor_time_range(q);
     IF sink_table IS NOT NULL THEN
         SELECT count(*) INTO ncols FROM pg_attribute att
          WHERE att.attrelid = sink_table AND att.attnum > 0 AND NOT att.attisdropped;
