@@ -333,7 +333,11 @@ is_deeply(pg_records('postgres', 'gw'), pg_records('kfk', 'gw'), 'and copied');
 $node->safe_psql('kfk', q{SELECT eventlog.drop_topic('gw')});
 $relay->finish;
 is($? >> 8, 1, 'the Kafka topic deleted: exit 1');
-ok(one_line_error($rerr, qr/Kafka topic "gw" no longer exists/), 'with one line saying so') or diag($rerr);
+# (A Fetch that races the deletion may be answered "offset out of range"
+# before metadata says the topic is gone: the relay then says the offset it
+# resumes from no longer exists, also in one line.)
+ok(one_line_error($rerr, qr/Kafka topic "gw" (no longer exists|partition \d+ no longer has offset)/), 'with one line saying so')
+  or diag($rerr);
 $gwh->kill_kill;
 
 $min = '';
