@@ -9393,12 +9393,6 @@ CREATE TRIGGER processors_forget AFTER DELETE OR TRUNCATE
     ON @extschema@.processor_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._processors_forget();
 
-CREATE FUNCTION @extschema@._processor_worker_step(processor_id integer)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'el_processor_worker_step'
-LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._processor_worker_step(integer) IS
-'internal: true once, to run_processor, in the processor worker''s step of that processor (which runs as its owner in a security-restricted operation); false anywhere else';
 
 /*
  * The common body of _pause_processor and _resume_processor, which run it
@@ -22238,3 +22232,218 @@ $$;
 COMMENT ON FUNCTION @extschema@.create_join_processor(text, text, text, regclass, text, interval, interval, interval, text, text, text, text, text, interval, interval, interval, text) IS
 'creates a windowed stream-stream join: the records of left_topic and right_topic with equal join keys (left_key, right_key) whose event times are within [left time - before, left time + after] (within: both) become rows of sink_table or records of sink_topic; join_type inner, left or outer (unmatched records written with NULLs when their window closes)';
 
+
+-- Processors' owner code runs in a security-restricted operation: run_processor,
+-- reset_processor and processor_windows become C gates over "_" bodies.
+CREATE FUNCTION @extschema@._processor_owner_step(processor_id integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_processor_owner_step'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._processor_owner_step(integer) IS
+'internal: returns once, to the body that eventlog.run_processor, eventlog.reset_processor or eventlog.processor_windows calls for that processor as its owner in a security-restricted operation; raises 42501 anywhere else';
+
+CREATE FUNCTION @extschema@._run_processor(name text, max_records integer, wait boolean)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+    tid integer;
+    n integer;
+    consumed bigint;
+    waited interval;
+    wm timestamptz;
+    ct timestamptz;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        RAISE EXCEPTION 'max_records must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF wait IS NULL THEN
+        RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- As the owner, in a security-restricted operation: only the gate gets here.
+    PERFORM @extschema@._processor_owner_step(p.processor_id);
+
+    SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
+    IF tid IS DISTINCT FROM p.source_topic_id THEN
+        RAISE EXCEPTION 'source topic "%" of processor "%" was dropped', p.source_topic, p.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Drop the processor with eventlog.drop_processor.';
+    END IF;
+
+    -- One step of a processor at a time: the others wait, or skip.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', progress);
+    EXCEPTION WHEN lock_not_available THEN
+        IF NOT wait THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+        -- The step we waited for released this lock a moment before the
+        -- partitions its poll held (advisory locks go last): a poll now
+        -- would skip them and read nothing.  Let it look again (a long
+        -- poll retries partitions other transactions hold every second).
+        waited := interval '2 seconds';
+    END;
+    IF p.kind = 'join' THEN
+        RETURN @extschema@._join_step(p, max_records, waited);
+    END IF;
+    /*
+     * sink_through (_processor_emit_sql) covers the windows this processor
+     * wrote, not another's: while another processor writes the same sink
+     * table (one made to take over from it, say), forget it (NULL: every
+     * window written is looked up); alone again, take it from the sink
+     * once.  A sink whose window end is not a timestamptz keeps NULL.
+     */
+    IF p.kind = 'window' AND p.sink_table IS NOT NULL THEN
+        PERFORM @extschema@._processor_exec(format(
+            'UPDATE %1$s SET sink_through = CASE WHEN $1 THEN NULL '
+            '                                    ELSE coalesce((SELECT max(s.%2$I) FROM %3$s AS s), ''-infinity'') END '
+            ' WHERE partition = -1 AND CASE WHEN $1 THEN sink_through IS NOT NULL ELSE sink_through IS NULL AND $2 END',
+            progress, p.sink_columns[2], p.sink_table), NULL::bigint,
+            EXISTS (SELECT FROM @extschema@.processor_catalog c
+                     WHERE c.processor_id <> p.processor_id
+                       AND coalesce(pg_partition_root(c.sink_table), c.sink_table)
+                           = coalesce(pg_partition_root(p.sink_table), p.sink_table)),
+            p.sink_types[2]::regtype = 'timestamptz'::regtype);
+    END IF;
+
+    -- The step's statements run through plans the session keeps
+    -- (_processor_exec), as EXECUTE ... USING would run them.
+    consumed := @extschema@._processor_exec(
+        @extschema@._processor_step_sql(p, '@extschema@.poll($1, $2, $3, partitions => $4, wait => $6)'),
+        NULL::bigint,
+        p.source_topic, p.group_name, max_records, n, p.sink_topic, waited,
+        p.max_out_of_orderness, CASE WHEN p.window_type = 'session' THEN p.gap ELSE p.size END,
+        p.allowed_lateness + CASE WHEN p.late = 'update' THEN p.retention ELSE '0' END,
+        p.advance, p.emit = 'changes', p.allowed_lateness, p.late_topic);
+    IF p.kind = 'map' THEN
+        RETURN consumed;
+    END IF;
+
+    -- The processor's watermark: processing time, or the least watermark of
+    -- the partitions that are active (read recently, or with records left
+    -- to read); when every partition is idle, the greatest.  A partition
+    -- read to its end whose records all had no event time holds nothing:
+    -- it has no watermark, and would hold the others at -infinity for ever.
+    IF p.time_mode = 'processing' THEN
+        wm := now();
+    ELSE
+        wm := @extschema@._processor_exec(format($q$
+            SELECT CASE WHEN bool_or(active) THEN min(coalesce(m, '-infinity')) FILTER (WHERE active)
+                        ELSE max(m) END - $3
+              FROM (SELECT t.max_event_time AS m,
+                           NOT (c.caught AND (coalesce(t.last_record_at, '-infinity') < now() - $4
+                                              OR (t.max_event_time IS NULL AND t.null_time_records > 0))) AS active
+                      FROM generate_series(0, $5 - 1) AS g(p)
+                      LEFT JOIN %s t ON t.partition = g.p
+                      LEFT JOIN @extschema@.group_offsets o
+                             ON o.topic_id = $6 AND o.group_name = $2 AND o.partition = g.p
+                      CROSS JOIN LATERAL (SELECT coalesce(o.next_offset, 0) >= @extschema@.last_stable_offset($1, g.p) AS caught) c) s$q$,
+            progress),
+            NULL::timestamptz,
+            p.source_topic, p.group_name, p.max_out_of_orderness, p.idle_timeout, n, tid);
+    END IF;
+    ct := @extschema@._processor_exec(format('SELECT closed_through FROM %s WHERE partition = -1', progress),
+                                      NULL::timestamptz, 0);
+    IF wm IS NOT NULL AND wm > '-infinity' AND (ct IS NULL OR wm > ct) THEN
+        PERFORM @extschema@._processor_exec(@extschema@._processor_close_sql(p), NULL::bigint,
+            wm, p.allowed_lateness, p.emit = 'final',
+            coalesce(p.retention, '0') + CASE WHEN p.window_type = 'session' THEN p.gap ELSE '0' END, p.gap,
+            coalesce(ct, '-infinity'));
+        PERFORM @extschema@._processor_exec(
+            format('INSERT INTO %s AS t (partition, closed_through) VALUES (-1, $1) '
+                   'ON CONFLICT (partition) DO UPDATE SET closed_through = excluded.closed_through', progress),
+            NULL::bigint, wm);
+    END IF;
+    RETURN consumed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._run_processor(text, integer, boolean) IS
+'internal: the body of eventlog.run_processor, run by its gate as the processor''s owner (src/processor_owner.c)';
+REVOKE ALL ON FUNCTION @extschema@._run_processor(text, integer, boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'el_processor_owner_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
+'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
+
+CREATE FUNCTION @extschema@._reset_processor(name text, target text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
+BEGIN
+    PERFORM @extschema@._processor_owner_step(p.processor_id);
+    IF target IS NULL THEN
+        RAISE EXCEPTION 'target must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
+    PERFORM @extschema@.seek(p.source_topic, p.group_name, target);
+    EXECUTE format('UPDATE %s SET max_event_time = NULL, last_record_at = now(), records = 0, '
+                   'late_records = 0, null_time_records = 0, closed_through = NULL', progress);
+    IF p.kind = 'window' THEN
+        EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_windows');
+        IF p.window_type = 'sliding' THEN
+            EXECUTE format('TRUNCATE @extschema@.%I', 'processor_' || p.processor_id || '_records');
+        END IF;
+    ELSIF p.kind = 'join' THEN
+        PERFORM @extschema@.seek(p.join_spec ->> 'right_topic', p.group_name, target);
+        EXECUTE format('TRUNCATE @extschema@.%I, @extschema@.%I', 'processor_' || p.processor_id || '_left',
+                       'processor_' || p.processor_id || '_right');
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._reset_processor(text, text) IS
+'internal: the body of eventlog.reset_processor, run by its gate as the processor''s owner (src/processor_owner.c)';
+REVOKE ALL ON FUNCTION @extschema@._reset_processor(text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.reset_processor(name text, target text DEFAULT 'earliest')
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_processor_owner_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.reset_processor(text, text) IS
+'replays a processor: forgets its windows, watermarks and counters and seeks its group to target (earliest, latest, an offset or a timestamp); the sink''s windows are overwritten as they are computed again';
+
+CREATE FUNCTION @extschema@._processor_windows(name text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p @extschema@.processor_catalog := @extschema@._processor(name);
+    jv text := '';
+    i integer;
+BEGIN
+    PERFORM @extschema@._processor_owner_step(p.processor_id);
+    IF p.kind <> 'window' THEN
+        RAISE EXCEPTION 'processor "%" has no windows', p.name USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only window processors (eventlog.create_window_processor) keep windows.';
+    END IF;
+    FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
+        jv := jv || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], @extschema@._processor_agg_out(p, i, 'u'));
+    END LOOP;
+    RETURN QUERY EXECUTE format(
+        'SELECT u.window_start, u.window_end, u.group_key, u.closed, ''{}''::jsonb %s '
+        '  FROM @extschema@.%I AS u ORDER BY u.window_start, u.group_key', jv, 'processor_' || p.processor_id || '_windows');
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_windows(text) IS
+'internal: the body of eventlog.processor_windows, run by its gate as the processor''s owner (src/processor_owner.c)';
+REVOKE ALL ON FUNCTION @extschema@._processor_windows(text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.processor_windows(name text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
+AS 'MODULE_PATHNAME', 'el_processor_owner_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
+'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner; the final functions run as its owner in a security-restricted operation';
+
+DROP FUNCTION @extschema@._check_processor_owner(@extschema@.processor_catalog);

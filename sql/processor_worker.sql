@@ -41,12 +41,12 @@ UPDATE eventlog.processor_runtime SET enabled = false;
 INSERT INTO eventlog.processor_runtime (processor_id, enabled) SELECT processor_id, false FROM eventlog.processor_catalog;
 SELECT eventlog._set_processor_enabled('bg', false);
 SELECT eventlog._pause_processor('bg');
--- Outside the worker's step, run_processor's check is false for everyone,
--- so the session-user check stays: nobody can make it skip that.
-SELECT eventlog._processor_worker_step(processor_id) FROM eventlog.processor_catalog WHERE name = 'bg';
+-- Outside run_processor's gate, its body's check fails for everyone: the
+-- owner's SQL runs only as the owner, in a security-restricted operation.
+SELECT eventlog._processor_owner_step(processor_id) FROM eventlog.processor_catalog WHERE name = 'bg';
 RESET ROLE;
-SELECT eventlog._processor_worker_step(processor_id) FROM eventlog.processor_catalog WHERE name = 'bg';
-SELECT eventlog._processor_worker_step(NULL);
+SELECT eventlog._processor_owner_step(processor_id) FROM eventlog.processor_catalog WHERE name = 'bg';
+SELECT eventlog._processor_owner_step(NULL);
 SELECT eventlog._processors_changed();
 SELECT name, enabled FROM eventlog.processors WHERE name = 'bg';
 

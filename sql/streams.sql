@@ -182,9 +182,9 @@ SELECT eventlog.run_processor('theirs');
 SELECT eventlog.drop_processor('theirs');
 SELECT eventlog.reset_processor('theirs');
 RESET ROLE;
--- A superuser may not run it in its own session: the owner's SQL could
--- SET ROLE back to the superuser.  In a session of the owner, it runs as
--- the owner.
+-- A superuser runs it as the owner too, in a security-restricted operation
+-- (streams_owner_gate: the owner's SQL cannot take the superuser's role
+-- back); so does a session of the owner.
 SELECT eventlog.run_processor('theirs');
 SET SESSION AUTHORIZATION stream_owner;
 SELECT eventlog.run_processor('theirs');

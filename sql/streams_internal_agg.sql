@@ -148,8 +148,8 @@ SELECT 'ia_lc' AS sink, * FROM ia_diff('ia_lc', 'ia_sliding');
 -- A few values, to see them: sums past bigint, exact.
 SELECT window_start::time, k, round(sd, 6) AS sd, round(vp, 6) AS vp, s, a FROM ia_tf WHERE window_start::time = '10:00:10' ORDER BY k;
 -- The open window of zz, through processor_windows (the final aggregates),
--- which run as the owner: in a session of the owner, not of a role the
--- owner lacks (a superuser's).
+-- which run as the owner in a security-restricted operation: in a
+-- superuser's session, and in the owner's.
 SELECT window_start::time, group_key, closed, aggregates FROM eventlog.processor_windows('ia_tc');
 SET SESSION AUTHORIZATION ia_owner;
 SELECT window_start::time, group_key, closed, aggregates FROM eventlog.processor_windows('ia_tc');

@@ -18,14 +18,13 @@
  * until a producer, a change of the catalog, a retry or a tick is due.
  *
  * A step is one transaction: SELECT eventlog.run_processor(name,
- * eventlog.processor_max_records, false), run as the processor's owner in
- * a security-restricted operation (as autovacuum and REFRESH MATERIALIZED
- * VIEW run a table owner's code): the owner's SQL runs with the owner's
- * privileges only, and cannot SET ROLE or SET SESSION AUTHORIZATION out of
- * them, though this worker's session is a superuser's.  Settings the
- * owner's SQL changes are undone after the step, so they never reach
- * another processor's.  run_processor learns from
- * eventlog._processor_worker_step that this worker runs it (processors.c).
+ * eventlog.processor_max_records, false), which runs the step as the
+ * processor's owner in a security-restricted operation (processor_owner.c,
+ * as autovacuum and REFRESH MATERIALIZED VIEW run a table owner's code):
+ * the owner's SQL runs with the owner's privileges only, and cannot SET
+ * ROLE or SET SESSION AUTHORIZATION out of them, though this worker's
+ * session is a superuser's.  Settings the owner's SQL changes are undone
+ * after the step, so they never reach another processor's.
  *
  * A step that fails is rolled back (positions, state and sink move
  * together, or not at all), logged, and recorded in
@@ -425,9 +424,6 @@ el_step(ElProc *p, MemoryContext cxt, bool *canceled)
 	{
 		Oid			argtypes[2] = {TEXTOID, INT4OID};
 		Datum		args[2];
-		Oid			save_userid;
-		int			save_sec;
-		int			nest;
 		bool		isnull = true;
 		char	   *activity;
 
@@ -439,16 +435,6 @@ el_step(ElProc *p, MemoryContext cxt, bool *canceled)
 		pgstat_report_activity(STATE_RUNNING, activity);
 		args[0] = CStringGetTextDatum(p->name);
 		args[1] = Int32GetDatum(el_step_records(p));
-
-		/*
-		 * As the owner, in a security-restricted operation; the owner's
-		 * settings end with the step.  An error restores both (the abort).
-		 */
-		GetUserIdAndSecContext(&save_userid, &save_sec);
-		SetUserIdAndSecContext(p->owner, save_sec | SECURITY_RESTRICTED_OPERATION);
-		nest = NewGUCNestLevel();
-		el_worker_step_processor = p->id;
-		el_worker_step_owner = p->owner;
 
 		/*
 		 * A background worker runs no client statements, so nothing arms
@@ -463,16 +449,11 @@ el_step(ElProc *p, MemoryContext cxt, bool *canceled)
 			elog(ERROR, "could not run a step of processor \"%s\"", p->name);
 		if (el_processor_step_timeout_ms > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
-		el_worker_step_processor = 0;
-		el_worker_step_owner = InvalidOid;
 		{
 			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
 			result = isnull ? -1 : DatumGetInt64(d);
 		}
-		AtEOXact_GUC(false, nest);
-		SetUserIdAndSecContext(save_userid, save_sec);
-
 		/* Healthy again: in the step's transaction, as this worker. */
 		if (!isnull && p->failures > 0)
 		{
@@ -494,8 +475,6 @@ el_step(ElProc *p, MemoryContext cxt, bool *canceled)
 	{
 		ErrorData  *edata;
 
-		el_worker_step_processor = 0;
-		el_worker_step_owner = InvalidOid;
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		edata = el_worker_recover(cxt);
 		ereport(LOG,

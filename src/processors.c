@@ -4,9 +4,9 @@
  *	  Stream processors in the background, as the rest of pg_eventlog sees
  *	  them: the settings, the wake-ups that producers and changes to the
  *	  processor catalog send to the database's processor worker, the
- *	  launcher's supervision of that worker, and the check by which
- *	  eventlog.run_processor knows that the worker runs it.  The worker
- *	  itself is in processor_worker.c; processors are in
+ *	  launcher's supervision of that worker.  The worker itself is in
+ *	  processor_worker.c, the gate its steps go through in
+ *	  processor_owner.c; processors are in
  *	  sql/install/streams.sql and docs/streams.md.
  *
  * When it runs: a database gets a processor worker ("pg_eventlog
@@ -55,11 +55,7 @@ int			el_processor_max_records = 10000;
 int			el_processor_idle_interval_ms = 1000;
 int			el_processor_step_timeout_ms = 0;
 
-int32		el_worker_step_processor = 0;
-Oid			el_worker_step_owner = InvalidOid;
-
 PG_FUNCTION_INFO_V1(el_processors_changed);
-PG_FUNCTION_INFO_V1(el_processor_worker_step);
 
 static bool el_catalog_changed = false;
 
@@ -285,35 +281,4 @@ el_supervise_processors(int i, TimestampTz now)
 				 errdetail("No background worker slot is free; the launcher retries every second and reports this at most once a minute."),
 				 errhint("Raise max_worker_processes: pg_eventlog needs a third background worker in each database with stream processors.")));
 	}
-}
-
-/* ------------------------------------------------------------------------
- * eventlog._processor_worker_step(processor_id integer) -> boolean
- * ------------------------------------------------------------------------ */
-
-/*
- * True once, in the processor worker's step of that processor, to the
- * eventlog.run_processor the worker called: the worker runs it as the
- * processor's owner in a security-restricted operation (processor_worker.c),
- * which forbids SET ROLE and SET SESSION AUTHORIZATION, so run_processor
- * skips its own way of getting there (the session-user check and SET LOCAL
- * ROLE, which that operation would refuse).  False everywhere else: in
- * every other session, and to the processor's own SQL inside the step (the
- * first call, run_processor's, used it up), so a nested run_processor takes
- * the checks and fails.
- */
-Datum
-el_processor_worker_step(PG_FUNCTION_ARGS)
-{
-	int32		processor_id = PG_GETARG_INT32(0);
-	bool		ok;
-
-	ok = el_worker_step_processor != 0 &&
-		el_worker_step_processor == processor_id &&
-		OidIsValid(el_worker_step_owner) &&
-		GetUserId() == el_worker_step_owner &&
-		InSecurityRestrictedOperation();
-	if (ok)
-		el_worker_step_processor = 0;
-	PG_RETURN_BOOL(ok);
 }

@@ -26,12 +26,4 @@ extern void el_wake_processors(uint64 topics);
 /* the launcher, for each registry entry (launcher.c) */
 extern void el_supervise_processors(int i, TimestampTz now);
 
-/*
- * The step the processor worker runs now (processor_worker.c): the
- * processor's id and owner, 0 / InvalidOid outside a step.  Read by
- * eventlog._processor_worker_step (processors.c).
- */
-extern int32 el_worker_step_processor;
-extern Oid	el_worker_step_owner;
-
 #endif							/* PG_EVENTLOG_PROCESSORS_H */

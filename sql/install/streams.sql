@@ -841,25 +841,6 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@._register_processor(jsonb) IS
 'internal: records a processor the caller''s create_processor or create_window_processor checked; the caller becomes its owner';
 
-/* Whether the current user may act for a processor: a member of its owner. */
-CREATE FUNCTION @extschema@._check_processor_owner(p @extschema@.processor_catalog)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    owner_name name := (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner);
-BEGIN
-    IF owner_name IS NULL OR NOT pg_has_role(current_user, p.owner, 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied for processor "%"', p.name
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Only members of the processor''s owner role %s may run, reset or drop it.', p.owner);
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION @extschema@._check_processor_owner(@extschema@.processor_catalog) IS
-'internal: raises 42501 unless the current user is a member of the processor''s owner';
-
 /* Checks the expressions as the caller, against no records, and registers. */
 CREATE FUNCTION @extschema@.create_processor(name text, source_topic text,
                                              sink_table regclass DEFAULT NULL,
@@ -1182,8 +1163,10 @@ COMMENT ON FUNCTION @extschema@.create_window_processor(text, text, regclass, in
  * batch through the processor's group, update state and sink; the group's
  * positions move in the same transaction.  Returns the number of records
  * read, or NULL when wait is false and another step holds the processor.
+ * The body of eventlog.run_processor, which runs it as the owner in a
+ * security-restricted operation (src/processor_owner.c).
  */
-CREATE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+CREATE FUNCTION @extschema@._run_processor(name text, max_records integer, wait boolean)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1204,23 +1187,8 @@ BEGIN
     IF wait IS NULL THEN
         RAISE EXCEPTION 'wait must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    PERFORM @extschema@._check_processor_owner(p);
-    -- The processor worker (src/processor_worker.c) runs this as the owner
-    -- already, in a security-restricted operation, which forbids SET ROLE.
-    IF NOT @extschema@._processor_worker_step(p.processor_id) THEN
-        -- The owner's SQL could SET ROLE to any role the session user may
-        -- (PL/pgSQL cannot make this a security-restricted operation): run it
-        -- only in sessions whose user has no role the owner does not have.
-        IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
-            RAISE EXCEPTION 'permission denied to run processor "%" in a session of role %', p.name, session_user
-                USING ERRCODE = 'insufficient_privilege',
-                      DETAIL = format('The processor''s SQL runs as its owner %s, and could take the roles of the session''s user.', p.owner),
-                      HINT = format('Connect as its owner %s to run it.', p.owner);
-        END IF;
-        -- Run the owner's SQL as the owner, never as the caller: the function's
-        -- SET clause restores the role on exit.
-        PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
-    END IF;
+    -- As the owner, in a security-restricted operation: only the gate gets here.
+    PERFORM @extschema@._processor_owner_step(p.processor_id);
 
     SELECT c.topic_id, c.partitions INTO tid, n FROM @extschema@.topic_catalog c WHERE c.name = p.source_topic;
     IF tid IS DISTINCT FROM p.source_topic_id THEN
@@ -1317,11 +1285,24 @@ BEGIN
     RETURN consumed;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._run_processor(text, integer, boolean) IS
+'internal: the body of eventlog.run_processor, run by its gate as the processor''s owner (src/processor_owner.c)';
+REVOKE ALL ON FUNCTION @extschema@._run_processor(text, integer, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.run_processor(name text, max_records integer DEFAULT 1000, wait boolean DEFAULT true)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'el_processor_owner_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.run_processor(text, integer, boolean) IS
 'one exactly-once step of a processor, as its owner, in the caller''s transaction: reads up to max_records through the processor''s group, updates its state and sink, closes the windows its watermark passed; NULL when wait is false and another step of the processor is in progress';
 
-/* Forgets a processor's state and moves its group to target (replay). */
-CREATE FUNCTION @extschema@.reset_processor(name text, target text DEFAULT 'earliest')
+/*
+ * Forgets a processor's state and moves its group to target (replay).  The
+ * body of eventlog.reset_processor, which runs it as the owner in a
+ * security-restricted operation (src/processor_owner.c): the owner may have
+ * put triggers on the tables it truncates and updates.
+ */
+CREATE FUNCTION @extschema@._reset_processor(name text, target text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1330,11 +1311,10 @@ DECLARE
     p @extschema@.processor_catalog := @extschema@._processor(name);
     progress text := format('@extschema@.%I', 'processor_' || p.processor_id || '_progress');
 BEGIN
+    PERFORM @extschema@._processor_owner_step(p.processor_id);
     IF target IS NULL THEN
         RAISE EXCEPTION 'target must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    PERFORM @extschema@._check_processor_owner(p);
-    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', progress);
     PERFORM @extschema@.seek(p.source_topic, p.group_name, target);
     EXECUTE format('UPDATE %s SET max_event_time = NULL, last_record_at = now(), records = 0, '
@@ -1351,6 +1331,14 @@ BEGIN
     END IF;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._reset_processor(text, text) IS
+'internal: the body of eventlog.reset_processor, run by its gate as the processor''s owner (src/processor_owner.c)';
+REVOKE ALL ON FUNCTION @extschema@._reset_processor(text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.reset_processor(name text, target text DEFAULT 'earliest')
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_processor_owner_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.reset_processor(text, text) IS
 'replays a processor: forgets its windows, watermarks and counters and seeks its group to target (earliest, latest, an offset or a timestamp); the sink''s windows are overwritten as they are computed again';
 
@@ -1498,12 +1486,12 @@ CREATE TRIGGER processors_forget AFTER DELETE OR TRUNCATE
     ON @extschema@.processor_catalog
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._processors_forget();
 
-CREATE FUNCTION @extschema@._processor_worker_step(processor_id integer)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'el_processor_worker_step'
-LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@._processor_worker_step(integer) IS
-'internal: true once, to run_processor, in the processor worker''s step of that processor (which runs as its owner in a security-restricted operation); false anywhere else';
+CREATE FUNCTION @extschema@._processor_owner_step(processor_id integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'el_processor_owner_step'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@._processor_owner_step(integer) IS
+'internal: returns once, to the body that eventlog.run_processor, eventlog.reset_processor or eventlog.processor_windows calls for that processor as its owner in a security-restricted operation; raises 42501 anywhere else';
 
 CREATE FUNCTION @extschema@._processor_exec(sql text, result anyelement, VARIADIC args "any")
 RETURNS anyelement

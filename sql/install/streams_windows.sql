@@ -1463,8 +1463,12 @@ COMMENT ON FUNCTION @extschema@._processor_sliding_sql(@extschema@.processor_cat
  * A window processor's windows: the open ones, and the closed ones kept for
  * the retention (closed).  They hold what the processor read, so only
  * roles with the privileges of its owner see them, as its state tables.
+ * The body of eventlog.processor_windows, which checks that and runs it as
+ * the owner in a security-restricted operation (src/processor_owner.c):
+ * the aggregates' final functions, and the casts to json of their
+ * results, are the owner's code.
  */
-CREATE FUNCTION @extschema@.processor_windows(name text)
+CREATE FUNCTION @extschema@._processor_windows(name text)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1474,30 +1478,11 @@ DECLARE
     jv text := '';
     i integer;
 BEGIN
+    PERFORM @extschema@._processor_owner_step(p.processor_id);
     IF p.kind <> 'window' THEN
         RAISE EXCEPTION 'processor "%" has no windows', p.name USING ERRCODE = 'wrong_object_type',
             DETAIL = 'Only window processors (eventlog.create_window_processor) keep windows.';
     END IF;
-    IF NOT pg_has_role(current_user, p.owner, 'USAGE') THEN
-        RAISE EXCEPTION 'permission denied for processor "%"', p.name
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Only roles with the privileges of the processor''s owner role %s may see its windows.', p.owner);
-    END IF;
-    /*
-     * The aggregates' final functions, and the casts to json of their
-     * results, are the owner's code: run it as the owner, and, as
-     * run_processor does, only in a session whose user has no role the
-     * owner does not have (PL/pgSQL cannot make this a security-restricted
-     * operation, so the owner's code could SET ROLE to the session user's
-     * roles).  The function's SET clause restores the role on exit.
-     */
-    IF NOT pg_has_role(p.owner, session_user, 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to read the windows of processor "%" in a session of role %', p.name, session_user
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Its aggregates'' final functions run as its owner %s, and could take the roles of the session''s user.', p.owner),
-                  HINT = format('Connect as its owner %s to read them.', p.owner);
-    END IF;
-    PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = p.owner), true);
     FOR i IN 1 .. cardinality(p.agg_funcs) LOOP
         jv := jv || format(' || pg_catalog.jsonb_build_object(%L, %s)', p.agg_names[i], @extschema@._processor_agg_out(p, i, 'u'));
     END LOOP;
@@ -1506,5 +1491,13 @@ BEGIN
         '  FROM @extschema@.%I AS u ORDER BY u.window_start, u.group_key', jv, 'processor_' || p.processor_id || '_windows');
 END
 $$;
+COMMENT ON FUNCTION @extschema@._processor_windows(text) IS
+'internal: the body of eventlog.processor_windows, run by its gate as the processor''s owner (src/processor_owner.c)';
+REVOKE ALL ON FUNCTION @extschema@._processor_windows(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.processor_windows(name text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, group_key jsonb, closed boolean, aggregates jsonb)
+AS 'MODULE_PATHNAME', 'el_processor_owner_gate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
-'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner, in sessions of users with no role its owner lacks; the final functions run as its owner';
+'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner; the final functions run as its owner in a security-restricted operation';

@@ -77,7 +77,9 @@ SELECT is(
 -- _processor_poly_aggregate, _processor_poly_resolve, _processor_agg_types,
 -- _processor_array_elem, _processor_check_collation, which probes an
 -- argument's collation as _processor_parse_aggregate probes its type, and
--- _processor_implicit_coercion): nothing that changes state.  _agg_state_seal
+-- _processor_implicit_coercion): nothing that changes state.
+-- _processor_owner_step returns only inside run_processor's (and
+-- reset_processor's, processor_windows') gate, to the body it calls.  _agg_state_seal
 -- and _agg_state_merge take internal, so only an aggregate calls them
 -- (the processor owner's aggregates, which PostgreSQL runs only if their
 -- owner may execute them); they refuse any other caller.
@@ -86,7 +88,7 @@ SELECT is(
       WHERE p.pronamespace = 'eventlog'::regnamespace AND p.proname LIKE '\_%'
         AND has_function_privilege('public', p.oid, 'EXECUTE')),
     ARRAY['_agg_state_merge', '_agg_state_seal', '_authorize', '_await_records', '_caller', '_capture_check_keys', '_capture_snapshot', '_capture_trigger',
-          '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_processor_owner', '_check_topic_name',
+          '_capture_truncate', '_catalog_changed', '_check_compaction_settings', '_check_group_name', '_check_topic_name',
           '_check_topic_settings', '_consumer_group_info', '_grantee',
           '_join_close_sql', '_join_key_sql', '_join_sink_sql', '_join_step', '_join_step_sql', '_join_time_sql',
           '_kafka_await', '_kafka_fetch', '_kafka_group_wait', '_kafka_join_begin', '_kafka_join_check',
@@ -96,10 +98,9 @@ SELECT is(
           '_processor', '_processor_agg_argv', '_processor_agg_out', '_processor_agg_sql', '_processor_agg_type',
           '_processor_agg_types', '_processor_array_elem',
           '_processor_check_aggregate_use', '_processor_check_collation', '_processor_close_sql', '_processor_combinable_aggregate',
-          '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_implicit_coercion', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
+          '_processor_emit_sql', '_processor_exec', '_processor_hours', '_processor_implicit_coercion', '_processor_owner_step', '_processor_parse_aggregate', '_processor_parse_aggregate_n',
           '_processor_poly_aggregate', '_processor_poly_resolve', '_processor_record_watermark', '_processor_running_max', '_processor_sealable_state',
           '_processor_sliding_sql', '_processor_split_args', '_processor_start_range', '_processor_state_refusal', '_processor_step_sql', '_processor_time_range',
-          '_processor_worker_step',
           '_register_join_processor', '_register_processor', '_require_shmem', '_segment_guard', '_session_id', '_topic_id', '_trigger_args'],
     'internal functions PUBLIC may execute: none that changes state');
 SELECT is(

@@ -214,10 +214,14 @@ $node->safe_psql('postgres', q{
     GRANT SELECT ON secrets TO alice;
 });
 $node->safe_psql('postgres', q{
-    CREATE TABLE alice_rows (who text, step_flag boolean, k text);
+    CREATE TABLE alice_rows (who text, super boolean, k text);
     SELECT eventlog.create_processor('alice_rows', 'inbox', sink_table => 'alice_rows',
-        select_list => $$current_user, eventlog._processor_worker_step(
-            (SELECT c.processor_id FROM eventlog.processor_catalog c WHERE c.name = 'alice_rows')), key$$);
+        select_list => $$current_user, (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user), key$$);
+    CREATE TABLE alice_gate (s text);
+    SELECT eventlog.create_processor('alice_gate', 'inbox', sink_table => 'alice_gate',
+        select_list => $$eventlog._processor_owner_step(
+            (SELECT c.processor_id FROM eventlog.processor_catalog c WHERE c.name = 'alice_gate'))::text$$,
+        where_clause => $$key = 'gate'$$);
     CREATE TABLE alice_peek (s text);
     -- Created while alice may read secrets (create checks the expressions).
     SELECT eventlog.create_processor('alice_peek', 'inbox', sink_table => 'alice_peek',
@@ -233,12 +237,17 @@ $node->safe_psql('postgres', q{
     SELECT count(*) FROM eventlog.produce('inbox', 'a', '{}');
     SELECT count(*) FROM eventlog.produce('inbox', 'peek', '{}');
     SELECT count(*) FROM eventlog.produce('inbox', 'role', '{}');
+    SELECT count(*) FROM eventlog.produce('inbox', 'gate', '{}');
 });
-ok($node->poll_query_until('postgres', q{SELECT count(*) = 3 FROM alice_rows}),
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 4 FROM alice_rows}),
    'the unprivileged owner\'s processor runs');
-is($node->safe_psql('postgres', q{SELECT string_agg(who || ' ' || step_flag, ',') FROM alice_rows}),
-   'alice false,alice false,alice false',
-   'as its owner; its own SQL cannot claim to be the worker\'s step');
+is($node->safe_psql('postgres', q{SELECT string_agg(who || ' ' || super, ',') FROM alice_rows}),
+   'alice false,alice false,alice false,alice false',
+   'as its owner, not as the worker\'s superuser');
+ok($node->poll_query_until('postgres', q{
+    SELECT last_error = 'a processor''s internal functions run only through its gate'
+      FROM eventlog.processors WHERE name = 'alice_gate'}),
+   'its own SQL cannot pass as the step\'s gate');
 ok($node->poll_query_until('postgres', q{
     SELECT last_error = 'permission denied for table secrets' FROM eventlog.processors WHERE name = 'alice_peek'}),
    'its SQL has the owner\'s privileges, not the worker\'s');
@@ -246,9 +255,12 @@ ok($node->poll_query_until('postgres', q{
     SELECT last_error LIKE 'cannot set parameter "role" within security-restricted operation'
       FROM eventlog.processors WHERE name = 'alice_role'}),
    'and cannot SET ROLE');
-is($node->safe_psql('postgres', q{SELECT (SELECT count(*) FROM alice_peek) + (SELECT count(*) FROM alice_role)}),
+is($node->safe_psql('postgres', q{
+    SELECT (SELECT count(*) FROM alice_peek) + (SELECT count(*) FROM alice_role) + (SELECT count(*) FROM alice_gate)}),
    '0', 'nothing written by the failing steps');
-$node->safe_psql('postgres', q{SELECT eventlog.drop_processor('alice_peek'), eventlog.drop_processor('alice_role')},
+$node->safe_psql('postgres', q{
+    SELECT eventlog.drop_processor('alice_peek'), eventlog.drop_processor('alice_role'),
+           eventlog.drop_processor('alice_gate')},
     extra_params => [ '-U', 'alice' ]);
 
 # eventlog.processors_enabled off stops the worker; on brings it back.

@@ -1,0 +1,226 @@
+/*-------------------------------------------------------------------------
+ *
+ * processor_owner.c
+ *	  The gate through which a stream processor's owner's SQL runs: the C
+ *	  body of eventlog.run_processor, eventlog.reset_processor and
+ *	  eventlog.processor_windows.
+ *
+ * A step runs SQL the processor's owner wrote: its expressions, the
+ * functions of its aggregates, the triggers of the tables it writes; a
+ * reset truncates tables the owner may have put triggers on; the final
+ * functions processor_windows calls are the owner's too.  Run as the
+ * caller, that code would have the caller's privileges.  Run as the owner
+ * through SET ROLE, all PL/pgSQL can do, it could SET ROLE or RESET
+ * SESSION AUTHORIZATION back to the session user's roles: a superuser who
+ * ran another role's processor was that role's to take.  So, as REFRESH
+ * MATERIALIZED VIEW and autovacuum run a table owner's code, the gate runs
+ * the body ("_" + its own name, same arguments) as the owner in a
+ * security-restricted operation, which refuses SET ROLE, SET SESSION
+ * AUTHORIZATION, temporary objects, cursors WITH HOLD and deferred
+ * triggers, inside a GUC nest level that undoes the settings the owner's
+ * code changed.  The processor worker steps processors through this gate
+ * too (processor_worker.c).
+ *
+ * The caller must be a member of the owner (run, reset) or have its
+ * privileges (processor_windows), checked here, as the caller, before any
+ * of the owner's code runs.  The bodies are executable by the extension's
+ * owner only (an fmgr call skips the EXECUTE check; the executor's does
+ * not) and begin with eventlog._processor_owner_step(processor_id), which
+ * raises an error outside this gate's call for that processor.  Gates do
+ * not nest: the owner's code cannot start a step, a reset or a read of
+ * windows from inside one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_eventlog.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(el_processor_owner_gate);
+PG_FUNCTION_INFO_V1(el_processor_owner_step);
+
+/*
+ * The gate's call in progress: the processor and its owner, 0 and
+ * InvalidOid outside one; body_checked once the body asked.
+ */
+static int32 el_gate_processor = 0;
+static Oid	el_gate_owner = InvalidOid;
+static bool el_gate_body_checked = false;
+
+typedef struct ElOwnerGateCache
+{
+	FmgrInfo	body;
+	int			nargs;
+	char	   *name;			/* the function's own name */
+	bool		windows;		/* processor_windows: the owner's privileges */
+} ElOwnerGateCache;
+
+static ElOwnerGateCache *
+el_owner_gate_lookup(FunctionCallInfo fcinfo)
+{
+	ElOwnerGateCache *cache = (ElOwnerGateCache *) fcinfo->flinfo->fn_extra;
+	HeapTuple	tup;
+	Form_pg_proc proc;
+	List	   *qualified;
+	Oid			body;
+
+	if (cache != NULL)
+		return cache;
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	qualified = list_make2(makeString(get_namespace_name(proc->pronamespace)),
+						   makeString(psprintf("_%s", NameStr(proc->proname))));
+	body = LookupFuncName(qualified, proc->pronargs, proc->proargtypes.values, false);
+
+	cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ElOwnerGateCache));
+	cache->nargs = proc->pronargs;
+	cache->name = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, NameStr(proc->proname));
+	cache->windows = strcmp(cache->name, "processor_windows") == 0;
+	ReleaseSysCache(tup);
+	fmgr_info_cxt(body, &cache->body, fcinfo->flinfo->fn_mcxt);
+	fcinfo->flinfo->fn_extra = cache;
+	return cache;
+}
+
+/*
+ * The processor named name's id and owner, looked up as the caller (the
+ * catalog is readable by all); raises 42704 when there is none.
+ */
+static void
+el_owner_gate_processor(text *name, int32 *processor_id, Oid *owner)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {PointerGetDatum(name)};
+	bool		isnull;
+	int			rc;
+
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	rc = SPI_execute_with_args("SELECT processor_id, owner::pg_catalog.oid FROM "
+							   EL_SCHEMA_NAME ".processor_catalog"
+							   " WHERE name OPERATOR(pg_catalog.=) $1",
+							   1, argtypes, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a processor: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("processor \"%s\" does not exist", text_to_cstring(name))));
+	*processor_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 1, &isnull));
+	*owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 2, &isnull));
+	SPI_finish();
+}
+
+Datum
+el_processor_owner_gate(PG_FUNCTION_ARGS)
+{
+	ElOwnerGateCache *cache = el_owner_gate_lookup(fcinfo);
+	LOCAL_FCINFO(body_fcinfo, FUNC_MAX_ARGS);
+	text	   *name;
+	int32		processor_id;
+	Oid			owner;
+	const char *owner_name;
+	Oid			caller = GetUserId();
+	Oid			save_userid;
+	int			save_sec;
+	int			nest;
+	Datum		result;
+	int			i;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("processor name must not be null")));
+	name = PG_GETARG_TEXT_PP(0);
+	if (el_gate_processor != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot call %s inside a step of a processor", cache->name),
+				 errdetail("The processor's own SQL runs as its owner inside eventlog.run_processor, eventlog.reset_processor or eventlog.processor_windows, and cannot start another.")));
+	el_owner_gate_processor(name, &processor_id, &owner);
+
+	/* As the caller: may it act as the owner? */
+	owner_name = GetUserNameFromId(owner, true);
+	if (cache->windows ? !has_privs_of_role(caller, owner)
+		: (owner_name == NULL || !is_member_of_role(caller, owner)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for processor \"%s\"", text_to_cstring(name)),
+				 cache->windows ?
+				 errdetail("Only roles with the privileges of the processor's owner role %s may see its windows.",
+						   owner_name ? owner_name : psprintf("%u", owner)) :
+				 errdetail("Only members of the processor's owner role %s may run, reset or drop it.",
+						   owner_name ? owner_name : psprintf("%u", owner))));
+
+	InitFunctionCallInfoData(*body_fcinfo, &cache->body, cache->nargs,
+							 fcinfo->fncollation, fcinfo->context,
+							 fcinfo->resultinfo);
+	for (i = 0; i < cache->nargs; i++)
+		body_fcinfo->args[i] = fcinfo->args[i];
+
+	/*
+	 * As the owner, in a security-restricted operation; its settings end
+	 * with the call.  An error restores both (the (sub)transaction's abort
+	 * does, as for REFRESH MATERIALIZED VIEW).
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_RESTRICTED_OPERATION);
+	nest = NewGUCNestLevel();
+	el_gate_processor = processor_id;
+	el_gate_owner = owner;
+	el_gate_body_checked = false;
+	PG_TRY();
+	{
+		result = FunctionCallInvoke(body_fcinfo);
+	}
+	PG_FINALLY();
+	{
+		el_gate_processor = 0;
+		el_gate_owner = InvalidOid;
+	}
+	PG_END_TRY();
+	AtEOXact_GUC(false, nest);
+	SetUserIdAndSecContext(save_userid, save_sec);
+
+	fcinfo->isnull = body_fcinfo->isnull;
+	return result;
+}
+
+/*
+ * eventlog._processor_owner_step(processor_id integer) RETURNS void: the
+ * first statement of each body the gate calls.  Returns only inside the
+ * gate's call for that processor, as its owner in a security-restricted
+ * operation, and once (the owner's code, which runs after, cannot pass);
+ * raises 42501 everywhere else.
+ */
+Datum
+el_processor_owner_step(PG_FUNCTION_ARGS)
+{
+	int32		processor_id = PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0);
+
+	if (el_gate_processor == 0 || el_gate_processor != processor_id ||
+		el_gate_body_checked || GetUserId() != el_gate_owner ||
+		!InSecurityRestrictedOperation())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("a processor's internal functions run only through its gate"),
+				 errdetail("Call eventlog.run_processor, eventlog.reset_processor or eventlog.processor_windows.")));
+	el_gate_body_checked = true;
+	PG_RETURN_VOID();
+}
