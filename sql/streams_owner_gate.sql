@@ -39,6 +39,26 @@ BEGIN
             (SELECT c.processor_id FROM eventlog.processor_catalog c WHERE c.name = 'gate_rows'));
     WHEN 'temp' THEN
         CREATE TEMPORARY TABLE gate_tmp (a int);
+    WHEN 'cursor_read' THEN
+        -- PL/pgSQL's FETCH and CLOSE go through SPI, not the CLOSE statement
+        -- the restricted operation refuses.
+        DECLARE
+            r refcursor := current_setting('gate.cursor');
+            x record;
+        BEGIN
+            FETCH r INTO x;
+        END;
+    WHEN 'cursor_swap' THEN
+        DECLARE
+            r refcursor := current_setting('gate.cursor');
+        BEGIN
+            CLOSE r;
+            OPEN r FOR SELECT 'gate_owner''s query' AS a;
+        END;
+    WHEN 'cursor_list' THEN
+        IF EXISTS (SELECT FROM pg_cursors WHERE name = current_setting('gate.cursor')) THEN
+            RAISE EXCEPTION 'the caller''s cursor is listed';
+        END IF;
     ELSE
         NULL;
     END CASE;
@@ -162,6 +182,32 @@ SELECT eventlog.run_processor('gate_rows');
 SELECT eventlog.reset_processor('gate_rows');
 SELECT * FROM eventlog.processor_windows('gate_windows');
 RESET ROLE;
+-- The caller's cursors: the owner's code can neither read them (what the
+-- caller's query returns), nor close one and open its own in its place,
+-- which the caller's next FETCH would run as the caller; after the call
+-- they are as they were.  Its own FOR loop's cursor too.
+SELECT count(*) FROM eventlog.produce_batch('gate', ARRAY['d', 'e', 'f', 'g'], ARRAY['{}', '{}', '{}', '{}']::jsonb[],
+    event_time => ARRAY['2026-01-01 00:00:40+00', '2026-01-01 00:00:41+00', '2026-01-01 00:00:42+00',
+                        '2026-01-01 00:00:43+00']::timestamptz[]);
+BEGIN;
+DECLARE gate_cursor CURSOR FOR SELECT 'row ' || g AS a FROM generate_series(1, 3) g;
+FETCH 1 FROM gate_cursor;
+SET LOCAL gate.cursor = 'gate_cursor';
+SELECT a AS attack, gate_try(a) AS result FROM unnest(ARRAY['cursor_read', 'cursor_swap', 'cursor_list']) AS a;
+FETCH ALL FROM gate_cursor;
+COMMIT;
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT 'row ' || g AS a FROM generate_series(1, 2) g LOOP
+        -- The loop's cursor (its name varies: the SQLSTATE only).
+        PERFORM set_config('gate.cursor', (SELECT c.name FROM pg_cursors c), true);
+        RAISE NOTICE '%: %', r.a, split_part(gate_try('cursor_read'), ':', 1);
+    END LOOP;
+END
+$$;
+
 -- Bad names, and the bodies called without their gate.
 SELECT eventlog.run_processor(NULL);
 SELECT eventlog.run_processor('no_such');

@@ -45,6 +45,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/portal.h"
 #include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(el_processor_owner_gate);
@@ -57,6 +58,14 @@ PG_FUNCTION_INFO_V1(el_processor_owner_step);
 static int32 el_gate_processor = 0;
 static Oid	el_gate_owner = InvalidOid;
 static bool el_gate_body_checked = false;
+
+/* A cursor of the caller's, shielded for the gate's call, and how it was. */
+typedef struct ElShieldedPortal
+{
+	Portal		portal;
+	PortalStatus status;
+	bool		visible;
+} ElShieldedPortal;
 
 typedef struct ElOwnerGateCache
 {
@@ -101,12 +110,15 @@ el_owner_gate_lookup(FunctionCallInfo fcinfo)
  * catalog is readable by all); raises 42704 when there is none.
  */
 static void
-el_owner_gate_processor(text *name, int32 *processor_id, Oid *owner)
+el_owner_gate_processor(text *name, int32 *processor_id, Oid *owner,
+						List **cursors)
 {
+	MemoryContext caller_cxt = CurrentMemoryContext;
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1] = {PointerGetDatum(name)};
 	bool		isnull;
 	int			rc;
+	uint64		i;
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
@@ -124,6 +136,23 @@ el_owner_gate_processor(text *name, int32 *processor_id, Oid *owner)
 												SPI_tuptable->tupdesc, 1, &isnull));
 	*owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 											SPI_tuptable->tupdesc, 2, &isnull));
+
+	/* The caller's cursors, which the gate shields from the owner's code. */
+	rc = SPI_execute("SELECT name FROM pg_catalog.pg_cursors", true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not list cursors: %s", SPI_result_code_string(rc));
+	*cursors = NIL;
+	for (i = 0; i < SPI_processed; i++)
+	{
+		char	   *cursor = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		MemoryContext spi_cxt;
+
+		if (cursor == NULL)
+			continue;
+		spi_cxt = MemoryContextSwitchTo(caller_cxt);
+		*cursors = lappend(*cursors, pstrdup(cursor));
+		MemoryContextSwitchTo(spi_cxt);
+	}
 	SPI_finish();
 }
 
@@ -140,8 +169,11 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec;
 	int			nest;
-	Datum		result;
+	volatile Datum result = (Datum) 0;
 	int			i;
+	List	   *cursors;
+	ElShieldedPortal *shielded;
+	volatile int nshielded = 0;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -153,7 +185,7 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot call %s inside a step of a processor", cache->name),
 				 errdetail("The processor's own SQL runs as its owner inside eventlog.run_processor, eventlog.reset_processor or eventlog.processor_windows, and cannot start another.")));
-	el_owner_gate_processor(name, &processor_id, &owner);
+	el_owner_gate_processor(name, &processor_id, &owner, &cursors);
 
 	/* As the caller: may it act as the owner? */
 	owner_name = GetUserNameFromId(owner, true);
@@ -185,12 +217,39 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 	el_gate_processor = processor_id;
 	el_gate_owner = owner;
 	el_gate_body_checked = false;
+	shielded = palloc(sizeof(ElShieldedPortal) * Max(list_length(cursors), 1));
 	PG_TRY();
 	{
+		ListCell   *lc;
+
+		/*
+		 * Active: PostgreSQL refuses to run (FETCH, MOVE) or drop (CLOSE)
+		 * an active portal, so a new one cannot take its name either; the
+		 * caller's running portals are active already.
+		 */
+		foreach(lc, cursors)
+		{
+			Portal		portal = GetPortalByName((const char *) lfirst(lc));
+
+			if (!PortalIsValid(portal) || portal->status == PORTAL_ACTIVE)
+				continue;
+			shielded[nshielded].portal = portal;
+			shielded[nshielded].status = portal->status;
+			shielded[nshielded].visible = portal->visible;
+			nshielded++;
+			portal->status = PORTAL_ACTIVE;
+			portal->visible = false;
+		}
 		result = FunctionCallInvoke(body_fcinfo);
 	}
 	PG_FINALLY();
 	{
+		/* Before any (sub)transaction abort cleans portals up. */
+		for (i = 0; i < nshielded; i++)
+		{
+			shielded[i].portal->status = shielded[i].status;
+			shielded[i].portal->visible = shielded[i].visible;
+		}
 		el_gate_processor = 0;
 		el_gate_owner = InvalidOid;
 	}
