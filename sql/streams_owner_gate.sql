@@ -55,6 +55,8 @@ BEGIN
             CLOSE r;
             OPEN r FOR SELECT 'gate_owner''s query' AS a;
         END;
+    WHEN 'constraints' THEN
+        SET CONSTRAINTS ALL DEFERRED;
     WHEN 'cursor_list' THEN
         IF EXISTS (SELECT FROM pg_cursors WHERE name = current_setting('gate.cursor')) THEN
             RAISE EXCEPTION 'the caller''s cursor is listed';
@@ -207,6 +209,9 @@ BEGIN
     END LOOP;
 END
 $$;
+-- Deferring the caller's constraints would outlive the call (SET
+-- CONSTRAINTS is the transaction's, not a setting).
+SELECT gate_try('constraints');
 
 -- Bad names, and the bodies called without their gate.
 SELECT eventlog.run_processor(NULL);

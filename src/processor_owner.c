@@ -48,6 +48,8 @@
 #include "utils/portal.h"
 #include "utils/syscache.h"
 
+#include "processors.h"
+
 PG_FUNCTION_INFO_V1(el_processor_owner_gate);
 PG_FUNCTION_INFO_V1(el_processor_owner_step);
 
@@ -259,6 +261,19 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 
 	fcinfo->isnull = body_fcinfo->isnull;
 	return result;
+}
+
+/*
+ * Whether a gate's call is in progress: the owner's SQL may be running.
+ * The utility hook (utility.c) refuses SET CONSTRAINTS there: deferring
+ * constraints is the transaction's state, which neither the restricted
+ * operation nor the GUC nest level undoes, so the caller's later
+ * statements would have their checks deferred to commit.
+ */
+bool
+el_in_processor_gate(void)
+{
+	return el_gate_processor != 0;
 }
 
 /*

@@ -23,6 +23,9 @@ extern int	el_processor_step_timeout_ms;
 /* a transaction that released partitions of these topics (inflight.c) */
 extern void el_wake_processors(uint64 topics);
 
+/* in a processor gate's call: the owner's SQL runs (processor_owner.c) */
+extern bool el_in_processor_gate(void);
+
 /* the launcher, for each registry entry (launcher.c) */
 extern void el_supervise_processors(int i, TimestampTz now);
 

@@ -41,6 +41,7 @@
 #include "utils/lsyscache.h"
 
 #include "dependents.h"
+#include "processors.h"
 #include "shmem.h"
 #include "topic.h"
 #include "worker.h"
@@ -383,6 +384,17 @@ el_process_utility(PlannedStmt *pstmt, const char *queryString,
 	struct ElCaptureAlter *captured = el_capture_before_alter(parsetree);
 	volatile Oid paused_dbid = InvalidOid;
 	volatile ElPause pause;
+
+	/*
+	 * A processor's owner's SQL, inside its gate (processor_owner.c), must
+	 * not change how the caller's transaction checks constraints after the
+	 * call: the GUC nest level does not undo SET CONSTRAINTS.
+	 */
+	if (IsA(parsetree, ConstraintsSetStmt) && el_in_processor_gate())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot execute SET CONSTRAINTS inside a step of a processor"),
+				 errdetail("The processor's own SQL runs as its owner in the caller's transaction, whose constraint checking it may not change.")));
 
 	if (IsA(parsetree, DropStmt))
 	{
