@@ -225,6 +225,28 @@ SET ROLE gate_owner;
 SELECT eventlog._run_processor('gate_rows', 1, true);
 RESET ROLE;
 
+-- A processor whose owner role was dropped (after REASSIGN OWNED of its
+-- tables) runs for nobody, superusers included.
+CREATE ROLE gate_gone;
+GRANT USAGE, CREATE ON SCHEMA public TO gate_gone;
+SELECT eventlog.grant('gate', 'consume', 'gate_gone');
+SET ROLE gate_gone;
+CREATE TABLE gate_gone_rows (k text);
+CREATE TABLE gate_gone_windows (window_start timestamptz, window_end timestamptz, k text, n bigint);
+SELECT eventlog.create_processor('gate_gone', 'gate', sink_table => 'gate_gone_rows', select_list => 'key');
+SELECT eventlog.create_window_processor('gate_gone_w', 'gate', 'gate_gone_windows', size => '1 minute',
+    idle_timeout => '1 hour');
+RESET ROLE;
+SELECT eventlog.revoke('gate', 'consume', 'gate_gone');
+REASSIGN OWNED BY gate_gone TO CURRENT_USER;
+DROP OWNED BY gate_gone;
+DROP ROLE gate_gone;
+SELECT gate_catch($$SELECT eventlog.run_processor('gate_gone')$$);
+SELECT gate_catch($$SELECT eventlog.reset_processor('gate_gone')$$);
+SELECT gate_catch($$SELECT count(*) FROM eventlog.processor_windows('gate_gone_w')$$);
+SELECT eventlog.drop_processor('gate_gone'), eventlog.drop_processor('gate_gone_w');
+DROP TABLE gate_gone_rows, gate_gone_windows;
+
 SELECT eventlog.drop_processor('gate_rows'), eventlog.drop_processor('gate_windows');
 DROP TABLE gate_rows, gate_windows;
 DROP AGGREGATE gate_count(text);

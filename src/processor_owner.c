@@ -108,6 +108,25 @@ el_owner_gate_lookup(FunctionCallInfo fcinfo)
 }
 
 /*
+ * sql's plan, prepared on first use and kept for the session: every step
+ * pays a gate's fixed cost.
+ */
+static SPIPlanPtr
+el_owner_gate_plan(SPIPlanPtr *kept, const char *sql, int nargs, Oid *argtypes)
+{
+	if (*kept == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare \"%s\": %s", sql,
+				 SPI_result_code_string(SPI_result));
+		*kept = plan;
+	}
+	return *kept;
+}
+
+/*
  * The processor named name's id and owner, looked up as the caller (the
  * catalog is readable by all); raises 42704 when there is none.
  */
@@ -115,6 +134,8 @@ static void
 el_owner_gate_processor(text *name, int32 *processor_id, Oid *owner,
 						List **cursors)
 {
+	static SPIPlanPtr lookup = NULL;
+	static SPIPlanPtr list_cursors = NULL;
 	MemoryContext caller_cxt = CurrentMemoryContext;
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1] = {PointerGetDatum(name)};
@@ -124,10 +145,12 @@ el_owner_gate_processor(text *name, int32 *processor_id, Oid *owner,
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	rc = SPI_execute_with_args("SELECT processor_id, owner::pg_catalog.oid FROM "
-							   EL_SCHEMA_NAME ".processor_catalog"
-							   " WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, args, NULL, true, 1);
+	rc = SPI_execute_plan(el_owner_gate_plan(&lookup,
+											 "SELECT processor_id, owner::pg_catalog.oid FROM "
+											 EL_SCHEMA_NAME ".processor_catalog"
+											 " WHERE name OPERATOR(pg_catalog.=) $1",
+											 1, argtypes),
+						  args, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not look up a processor: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -140,7 +163,10 @@ el_owner_gate_processor(text *name, int32 *processor_id, Oid *owner,
 											SPI_tuptable->tupdesc, 2, &isnull));
 
 	/* The caller's cursors, which the gate shields from the owner's code. */
-	rc = SPI_execute("SELECT name FROM pg_catalog.pg_cursors", true, 0);
+	rc = SPI_execute_plan(el_owner_gate_plan(&list_cursors,
+											 "SELECT name FROM pg_catalog.pg_cursors",
+											 0, NULL),
+						  NULL, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list cursors: %s", SPI_result_code_string(rc));
 	*cursors = NIL;
@@ -189,10 +215,21 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 				 errdetail("The processor's own SQL runs as its owner inside eventlog.run_processor, eventlog.reset_processor or eventlog.processor_windows, and cannot start another.")));
 	el_owner_gate_processor(name, &processor_id, &owner, &cursors);
 
-	/* As the caller: may it act as the owner? */
+	/*
+	 * As the caller: may it act as the owner?  Running and resetting are
+	 * what SET ROLE to the owner would allow (on 16 and later a membership
+	 * may withhold SET); reading windows, what the owner's privileges
+	 * would.  A dropped owner's processor runs for nobody.
+	 */
 	owner_name = GetUserNameFromId(owner, true);
-	if (cache->windows ? !has_privs_of_role(caller, owner)
-		: (owner_name == NULL || !is_member_of_role(caller, owner)))
+	if (owner_name == NULL ||
+		(cache->windows ? !has_privs_of_role(caller, owner) :
+#if PG_VERSION_NUM >= 160000
+		 !member_can_set_role(caller, owner)
+#else
+		 !is_member_of_role(caller, owner)
+#endif
+		 ))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for processor \"%s\"", text_to_cstring(name)),
