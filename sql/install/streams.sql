@@ -207,6 +207,10 @@ DECLARE
     ts text;
     gk text;
     xs text := '';
+    -- the columns of "e" that hold the group keys (gn) and aggregate
+    -- arguments (xn), as w_ computes them
+    gn text := '';
+    xn text := '';
     partials text := '';
     cols text := '';
     merge text := '';
@@ -273,7 +277,9 @@ BEGIN
        AND (p.time_mode = 'processing' OR p.event_time_expr ~* '^\s*(record\s*\.\s*)?event_time\s*$') THEN
         tsx := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
                                 ELSE format('CASE WHEN record.event_time %s THEN record.event_time END', rng) END;
-        inx := format('(%s IS NOT NULL)', tsx);
+        -- NULL for a record without an event time: false to a CASE
+        inx := CASE p.time_mode WHEN 'processing' THEN 'true'
+                                ELSE format('(record.event_time %s)', rng) END;
     ELSE
         tsx := 't_.ts_';
         inx := 't_.in_';
@@ -313,8 +319,13 @@ BEGIN
                            p.group_by[i]) INTO coll;
             raw := coll IS NULL OR (SELECT c.collisdeterministic FROM pg_collation c WHERE c.oid = coll::regcollation);
         END IF;
-        gr := gr || format(', CASE WHEN %s THEN (%s) END AS gr%s_', inx, p.group_by[i], i);
+        -- a column of the record is read for every record: it cannot fail
+        gr := gr || format(', %s AS gr%s_',
+                           CASE WHEN p.group_by[i] ~* '^\s*(record\s*\.\s*)?(topic|partition|offset_id|key|value|headers|event_time|append_time)\s*$'
+                                THEN '(' || p.group_by[i] || ')'
+                                ELSE format('CASE WHEN %s THEN (%s) END', inx, p.group_by[i]) END, i);
         gby := gby || format(', gr%s_', i);
+        gn := gn || format(', w_.gr%s_', i);
     END LOOP;
     IF raw THEN
         gk := 'pg_catalog.jsonb_build_array(';
@@ -324,6 +335,7 @@ BEGIN
         gk := gk || ')';
     ELSE
         gr := format(', CASE WHEN %s THEN %s END AS gk_', inx, gk);
+        gn := ', w_.gk_';
         gk := 'gk_';
         gby := 'ws_, gk_';
     END IF;
@@ -336,15 +348,19 @@ BEGIN
             xs := xs || (SELECT string_agg(format(', CASE WHEN %s THEN (%s)::%s END AS %s', inx, u.x, u.t, u.c), '' ORDER BY u.o)
                            FROM @extschema@._processor_agg_argv(p, i) AS av,
                                 LATERAL unnest(av.exprs, av.types, av.cols) WITH ORDINALITY AS u(x, t, c, o));
+            xn := xn || (SELECT string_agg(', w_.' || u.c, '' ORDER BY u.o)
+                           FROM @extschema@._processor_agg_argv(p, i) AS av,
+                                LATERAL unnest(av.cols) WITH ORDINALITY AS u(c, o));
             partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
             merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
             sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
             CONTINUE;
         END IF;
-        xs := xs || format(', CASE WHEN %s THEN (%s)::numeric END AS x_%s', inx,
-                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'NULL'
-                                WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
-                                ELSE p.agg_args[i] END, i);
+        xs := xs || CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN format(', NULL::numeric AS x_%s', i)
+                         ELSE format(', CASE WHEN %s THEN (%s)::numeric END AS x_%s', inx,
+                                     CASE WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
+                                          ELSE p.agg_args[i] END, i) END;
+        xn := xn || format(', w_.x_%s', i);
         partials := partials || format(', %s, %s',
                                        CASE f WHEN 'min' THEN format('min(x_%s)', i)
                                               WHEN 'max' THEN format('max(x_%s)', i)
@@ -379,11 +395,16 @@ BEGIN
     END LOOP;
 
     /*
-     * The user's expressions are evaluated once per record, in "b" (the
-     * LATERAL subquery, kept apart by OFFSET 0, evaluates the event time and
-     * the filter once; the group keys and aggregate arguments only for the
-     * records that pass, as a WHERE would), so that only narrow rows are
-     * materialized.  A record is late for all its windows when it is late
+     * The user's expressions are evaluated once per record, in "w_" (the
+     * LATERAL subquery "t_", kept apart by OFFSET 0, evaluates the event
+     * time and the filter once; the group keys and aggregate arguments only
+     * for the records that pass, as a WHERE would, but a group key that is
+     * a column of the record, which cannot fail, for every record).  "e"
+     * materializes only the columns the rest of the step reads: not the
+     * watermark and closed_through it decides lateness with, nor the
+     * offset unless late records go to a topic; lim_ for hopping and
+     * sliding windows only.  Each column a step's rows carry costs in
+     * every record's tuple.  A record is late for all its windows when it is late
      * for the one that ends last (the one starting at date_bin(advance,
      * ts)): "late_" decides late_records without grouping the windows of
      * each record.  A session window's record is late when the session of
@@ -405,9 +426,8 @@ BEGIN
 WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
 ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
 e AS MATERIALIZED (
-    SELECT w_.*, greatest(w_.wm_, w_.c_) AS lim_,
-           (%7$s) AS late_
-      FROM (SELECT record.partition AS p_, record.offset_id AS o_, %1$s AS ts_, %6$s AS in_
+    SELECT w_.p_, w_.ts_, %10$s AS in_ %11$s, (%7$s) AS late_
+      FROM (SELECT record.partition AS p_, record.offset_id AS o_, %1$s AS ts_ %6$s
                    %4$s %5$s %8$s,
                    @extschema@._processor_record_watermark(record.partition, record.offset_id, %1$s,
                        (SELECT pg_catalog.array_agg(prev.p_ ORDER BY prev.p_) FROM prev),
@@ -417,9 +437,9 @@ e AS MATERIALIZED (
              OFFSET 0) AS w_),
 pe AS MATERIALIZED (
     SELECT e.p_, max(e.ts_) AS m_, count(*) AS n_, count(*) FILTER (WHERE e.in_ AND e.late_) AS l_,
-           count(*) FILTER (WHERE e.ts_ IS NULL) AS z_
+           count(*) - count(e.ts_) AS z_
       FROM e GROUP BY e.p_),$f$,
-        tsx, batch, progress, gr, xs, inx,
+        tsx, batch, progress, gr, xs, CASE WHEN lat <> '' THEN ', t_.in_ AS in_' ELSE '' END,
         CASE WHEN p.window_type = 'session'
              THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
              WHEN p.window_type = 'sliding'
@@ -428,7 +448,11 @@ pe AS MATERIALIZED (
         CASE WHEN p.late = 'topic'
              THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
              ELSE '' END,
-        lat);
+        lat,
+        CASE WHEN lat <> '' THEN 'w_.in_' ELSE '(w_.ts_ IS NOT NULL)' END,
+        gn || xn
+        || CASE WHEN p.late = 'topic' THEN ', w_.o_, w_.rk_, w_.rv_, w_.rh_, w_.ret_' ELSE '' END
+        || CASE WHEN p.window_type IN ('hopping', 'sliding') THEN ', greatest(w_.wm_, w_.c_) AS lim_' ELSE '' END);
 
     -- Late records to the late-records topic, in offset order.
     late_out := CASE WHEN p.late = 'topic'
