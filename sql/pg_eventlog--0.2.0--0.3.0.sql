@@ -22447,3 +22447,403 @@ COMMENT ON FUNCTION @extschema@.processor_windows(text) IS
 'a window processor''s windows and their aggregates by name: the open ones, and the closed ones kept for the retention (closed); for roles with the privileges of its owner; the final functions run as its owner in a security-restricted operation';
 
 DROP FUNCTION @extschema@._check_processor_owner(@extschema@.processor_catalog);
+
+-- Window steps materialize only the columns they read.
+CREATE OR REPLACE FUNCTION @extschema@._processor_step_sql(p @extschema@.processor_catalog, batch text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    filter text := coalesce('(' || p.where_clause || ')', 'true');
+    ts text;
+    gk text;
+    xs text := '';
+    -- the columns of "e" that hold the group keys (gn) and aggregate
+    -- arguments (xn), as w_ computes them
+    gn text := '';
+    xn text := '';
+    partials text := '';
+    cols text := '';
+    merge text := '';
+    rv text := '';
+    comb text := '';
+    sets text := '';
+    fmerge text := '';
+    head text;
+    body text;
+    late_out text;
+    ng integer := coalesce(cardinality(p.group_by), 0);
+    na integer := coalesce(cardinality(p.agg_funcs), 0);
+    i integer;
+    f text;
+    g text[];
+    windows text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_windows');
+    progress text := format('@extschema@.%I', 'processor_' || coalesce(p.processor_id, 0) || '_progress');
+    tsx text;
+    inx text;
+    lat text := '';
+    raw boolean;
+    gr text := '';
+    gby text := 'ws_';
+    typ regtype;
+    coll text;
+    rng text;
+BEGIN
+    IF p.kind = 'map' AND p.sink_table IS NOT NULL THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS (INSERT INTO %s SELECT %s FROM b AS record WHERE %s) '
+                      'SELECT count(*) FROM b',
+                      batch, p.sink_table, p.select_list, filter);
+    ELSIF p.kind = 'map' THEN
+        RETURN format('WITH b AS MATERIALIZED (SELECT * FROM %s AS record), '
+                      'o AS MATERIALIZED (SELECT count(@extschema@.produce($5, (%s)::text, (%s)::jsonb, NULL, NULL, (%s)::timestamptz)) AS n '
+                      '  FROM (SELECT * FROM b AS record WHERE %s ORDER BY record.partition, record.offset_id) AS record) '
+                      'SELECT (SELECT count(*) FROM b) FROM o',
+                      batch, p.key_expr, p.value_expr, p.event_time_expr, filter);
+    END IF;
+
+    -- Windows.
+    ts := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                           ELSE '(' || p.event_time_expr || ')::timestamptz' END;
+    /*
+     * A record's time ("tsx") and whether it counts ("inx"), each evaluated
+     * once per record: in a LATERAL subquery of their own, unless the time
+     * is the record's event_time column (or now(), the same all through
+     * the statement) and there is no filter, when reading them again is
+     * the same as keeping them, and the subquery (three executor nodes
+     * started again for every record) is not needed.
+     */
+    /*
+     * An event time too near either end of timestamptz's range for the
+     * processor's intervals to be added to it or taken from it (infinity,
+     * 294276 AD, 4714 BC) would make every step fail for ever: such a
+     * record counts as one without an event time (null_time_records).
+     */
+    IF p.time_mode = 'event' THEN
+        rng := (SELECT format('BETWEEN pg_catalog.to_timestamp(%s) AND pg_catalog.to_timestamp(%s)',
+                              extract(epoch FROM r[1]), extract(epoch FROM r[2]))
+                  FROM (SELECT @extschema@._processor_time_range(p) AS r) AS x);
+    END IF;
+    IF p.where_clause IS NULL
+       AND (p.time_mode = 'processing' OR p.event_time_expr ~* '^\s*(record\s*\.\s*)?event_time\s*$') THEN
+        tsx := CASE p.time_mode WHEN 'processing' THEN 'pg_catalog.now()'
+                                ELSE format('CASE WHEN record.event_time %s THEN record.event_time END', rng) END;
+        -- NULL for a record without an event time: false to a CASE
+        inx := CASE p.time_mode WHEN 'processing' THEN 'true'
+                                ELSE format('(record.event_time %s)', rng) END;
+    ELSE
+        tsx := 't_.ts_';
+        inx := 't_.in_';
+        lat := format($f$
+                           CROSS JOIN LATERAL (SELECT CASE WHEN x_.ts_ %3$s THEN x_.ts_ END AS ts_,
+                                                      CASE WHEN x_.ts_ %3$s THEN (%1$s) IS TRUE ELSE false END AS in_
+                                                 FROM (SELECT %2$s AS ts_ OFFSET 0) AS x_ OFFSET 0) AS t_$f$,
+                      filter, ts, coalesce(rng, 'IS NOT NULL'));
+    END IF;
+    gk := 'pg_catalog.jsonb_build_array(';
+    FOR i IN 1 .. ng LOOP
+        gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || '(' || p.group_by[i] || ')';
+    END LOOP;
+    gk := gk || ')';
+    /*
+     * Tumbling and hopping windows group a batch by the group key, a jsonb
+     * array of the group_by values, built for every record.  Where equal
+     * values make equal jsonb and unequal values unequal jsonb (the types
+     * below; text only in a deterministic collation, where equal means the
+     * same bytes, as in jsonb: not citext nor a case-insensitive
+     * collation), grouping by the values themselves makes the same groups,
+     * and the jsonb is built once per group ("raw").  The types are found
+     * without evaluating the expressions (an outer join's NULL).
+     */
+    raw := p.window_type IN ('tumbling', 'hopping');
+    FOR i IN 1 .. ng LOOP
+        EXIT WHEN NOT raw;
+        EXECUTE format('SELECT pg_catalog.pg_typeof(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                       '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                       p.group_by[i]) INTO typ;
+        raw := typ IN ('boolean'::regtype, 'smallint'::regtype, 'integer'::regtype, 'bigint'::regtype,
+                       'text'::regtype, 'character varying'::regtype, 'uuid'::regtype, 'date'::regtype,
+                       'timestamp without time zone'::regtype, 'timestamp with time zone'::regtype);
+        IF raw AND typ IN ('text'::regtype, 'character varying'::regtype) THEN
+            EXECUTE format('SELECT pg_catalog.pg_collation_for(s_.x_) FROM (SELECT 1) AS d_ LEFT JOIN '
+                           '(SELECT (%s) AS x_ FROM (SELECT (NULL::@extschema@.record).* WHERE false) AS record) AS s_ ON true',
+                           p.group_by[i]) INTO coll;
+            raw := coll IS NULL OR (SELECT c.collisdeterministic FROM pg_collation c WHERE c.oid = coll::regcollation);
+        END IF;
+        -- a column of the record is read for every record: it cannot fail
+        gr := gr || format(', %s AS gr%s_',
+                           CASE WHEN p.group_by[i] ~* '^\s*(record\s*\.\s*)?(topic|partition|offset_id|key|value|headers|event_time|append_time)\s*$'
+                                THEN '(' || p.group_by[i] || ')'
+                                ELSE format('CASE WHEN %s THEN (%s) END', inx, p.group_by[i]) END, i);
+        gby := gby || format(', gr%s_', i);
+        gn := gn || format(', w_.gr%s_', i);
+    END LOOP;
+    IF raw THEN
+        gk := 'pg_catalog.jsonb_build_array(';
+        FOR i IN 1 .. ng LOOP
+            gk := gk || CASE WHEN i > 1 THEN ', ' ELSE '' END || format('gr%s_', i);
+        END LOOP;
+        gk := gk || ')';
+    ELSE
+        gr := format(', CASE WHEN %s THEN %s END AS gk_', inx, gk);
+        gn := ', w_.gk_';
+        gk := 'gk_';
+        gby := 'ws_, gk_';
+    END IF;
+    FOR i IN 1 .. na LOOP
+        f := p.agg_funcs[i];
+        -- any other aggregate with a combine function (streams_windows.sql)
+        IF strpos(f, '(') > 0 THEN
+            g := @extschema@._processor_agg_sql(p, i);
+            -- its argument, or each of its arguments, in a column of its own
+            xs := xs || (SELECT string_agg(format(', CASE WHEN %s THEN (%s)::%s END AS %s', inx, u.x, u.t, u.c), '' ORDER BY u.o)
+                           FROM @extschema@._processor_agg_argv(p, i) AS av,
+                                LATERAL unnest(av.exprs, av.types, av.cols) WITH ORDINALITY AS u(x, t, c, o));
+            xn := xn || (SELECT string_agg(', w_.' || u.c, '' ORDER BY u.o)
+                           FROM @extschema@._processor_agg_argv(p, i) AS av,
+                                LATERAL unnest(av.cols) WITH ORDINALITY AS u(c, o));
+            partials := partials || g[2]; cols := cols || format(', v_%s, n_%s', i, i);
+            merge := merge || g[3]; rv := rv || g[4]; comb := comb || g[5]; fmerge := fmerge || g[6];
+            sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+            CONTINUE;
+        END IF;
+        xs := xs || CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN format(', NULL::numeric AS x_%s', i)
+                         ELSE format(', CASE WHEN %s THEN (%s)::numeric END AS x_%s', inx,
+                                     CASE WHEN f = 'count' THEN 'CASE WHEN (' || p.agg_args[i] || ') IS NULL THEN NULL ELSE 1 END'
+                                          ELSE p.agg_args[i] END, i) END;
+        xn := xn || format(', w_.x_%s', i);
+        partials := partials || format(', %s, %s',
+                                       CASE f WHEN 'min' THEN format('min(x_%s)', i)
+                                              WHEN 'max' THEN format('max(x_%s)', i)
+                                              WHEN 'count' THEN 'NULL::numeric'
+                                              ELSE format('sum(x_%s)', i) END,
+                                       CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN 'count(*)'
+                                            ELSE format('count(x_%s)', i) END);
+        cols := cols || format(', v_%s, n_%s', i, i);
+        merge := merge || format(', n_%1$s = t.n_%1$s + excluded.n_%1$s, v_%1$s = %2$s', i,
+                                 CASE f WHEN 'min' THEN format('least(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'max' THEN format('greatest(t.v_%1$s, excluded.v_%1$s)', i)
+                                        WHEN 'count' THEN 'NULL'
+                                        ELSE format('CASE WHEN t.v_%1$s IS NULL THEN excluded.v_%1$s WHEN excluded.v_%1$s IS NULL THEN t.v_%1$s ELSE t.v_%1$s + excluded.v_%1$s END', i) END);
+        -- sessions: a record as a partial (value, count), and partials combined
+        rv := rv || format(', %s AS v_%s, %s AS n_%s',
+                           CASE WHEN f = 'count' THEN 'NULL::numeric' ELSE format('e.x_%s', i) END, i,
+                           CASE WHEN f = 'count' AND p.agg_args[i] = '*' THEN '1::bigint'
+                                ELSE format('CASE WHEN e.x_%s IS NULL THEN 0 ELSE 1 END::bigint', i) END, i);
+        comb := comb || format(', %s, sum(n_%s)::bigint',
+                               CASE f WHEN 'min' THEN format('min(v_%s)', i)
+                                      WHEN 'max' THEN format('max(v_%s)', i)
+                                      WHEN 'count' THEN 'NULL::numeric'
+                                      ELSE format('sum(v_%s)', i) END, i);
+        sets := sets || format(', v_%1$s = excluded.v_%1$s, n_%1$s = excluded.n_%1$s', i);
+        -- a window closed in the step: its row (dc, if any) and the batch's
+        -- partial (cl, if any) combined, as "merge" combines them
+        fmerge := fmerge || format(', %2$s, coalesce(dc.n_%1$s, 0) + coalesce(cl.n_%1$s, 0)', i,
+                                   CASE f WHEN 'min' THEN format('least(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'max' THEN format('greatest(dc.v_%1$s, cl.v_%1$s)', i)
+                                          WHEN 'count' THEN 'NULL::numeric'
+                                          ELSE format('CASE WHEN dc.v_%1$s IS NULL THEN cl.v_%1$s WHEN cl.v_%1$s IS NULL THEN dc.v_%1$s ELSE dc.v_%1$s + cl.v_%1$s END', i) END);
+    END LOOP;
+
+    /*
+     * The user's expressions are evaluated once per record, in "w_" (the
+     * LATERAL subquery "t_", kept apart by OFFSET 0, evaluates the event
+     * time and the filter once; the group keys and aggregate arguments only
+     * for the records that pass, as a WHERE would, but a group key that is
+     * a column of the record, which cannot fail, for every record).  "e"
+     * materializes only the columns the rest of the step reads: not the
+     * watermark and closed_through it decides lateness with, nor the
+     * offset unless late records go to a topic; lim_ for hopping and
+     * sliding windows only.  Each column a step's rows carry costs in
+     * every record's tuple.  A record is late for all its windows when it is late
+     * for the one that ends last (the one starting at date_bin(advance,
+     * ts)): "late_" decides late_records without grouping the windows of
+     * each record.  A session window's record is late when the session of
+     * that record alone would be closed (its time + gap + lateness before
+     * the watermark), so that lateness does not depend on how the records
+     * of other partitions were cut into steps.  A sliding window's record
+     * is late when its right window (which ends last, at its time + size +
+     * the tick, _processor_sliding_sql) is closed.  A record's watermark
+     * ("wm_") is the largest event time before it in its partition (the
+     * progress row's, or an earlier record's of the batch), less
+     * max_out_of_orderness: _processor_record_watermark computes it as the
+     * poll returns the records, each partition's in offset order, from the
+     * progress rows (read once, as arrays) and the records before.  "w_"
+     * is kept a subquery of its own (OFFSET 0), so that it is computed
+     * once per record as the poll returns it; so is closed_through ("c_",
+     * an InitPlan), where a join would cost a node per record.
+     */
+    head := format($f$
+WITH prev AS (SELECT partition AS p_, max_event_time AS m_ FROM %3$s WHERE partition >= 0),
+ct AS (SELECT coalesce(max(closed_through), '-infinity') AS c_ FROM %3$s WHERE partition = -1),
+e AS MATERIALIZED (
+    SELECT w_.p_, w_.ts_, %10$s AS in_ %11$s, (%7$s) AS late_
+      FROM (SELECT record.partition AS p_, record.offset_id AS o_, %1$s AS ts_ %6$s
+                   %4$s %5$s %8$s,
+                   @extschema@._processor_record_watermark(record.partition, record.offset_id, %1$s,
+                       (SELECT pg_catalog.array_agg(prev.p_ ORDER BY prev.p_) FROM prev),
+                       (SELECT pg_catalog.array_agg(prev.m_ ORDER BY prev.p_) FROM prev)) - $7 AS wm_,
+                   (SELECT ct.c_ FROM ct) AS c_
+              FROM %2$s AS record%9$s
+             OFFSET 0) AS w_),
+pe AS MATERIALIZED (
+    SELECT e.p_, max(e.ts_) AS m_, count(*) AS n_, count(*) FILTER (WHERE e.in_ AND e.late_) AS l_,
+           count(*) - count(e.ts_) AS z_
+      FROM e GROUP BY e.p_),$f$,
+        tsx, batch, progress, gr, xs, CASE WHEN lat <> '' THEN ', t_.in_ AS in_' ELSE '' END,
+        CASE WHEN p.window_type = 'session'
+             THEN 'w_.ts_ + $8 + $9 < greatest(w_.wm_, w_.c_)'
+             WHEN p.window_type = 'sliding'
+             THEN 'w_.ts_ + $8 + ''1 microsecond''::interval + $9 < greatest(w_.wm_, w_.c_)'
+             ELSE 'date_bin($10, w_.ts_, ''1970-01-01 00:00:00+00'') + $8 + $9 <= greatest(w_.wm_, w_.c_)' END,
+        CASE WHEN p.late = 'topic'
+             THEN ', record.key AS rk_, record.value AS rv_, record.headers AS rh_, record.event_time AS ret_'
+             ELSE '' END,
+        lat,
+        CASE WHEN lat <> '' THEN 'w_.in_' ELSE '(w_.ts_ IS NOT NULL)' END,
+        gn || xn
+        || CASE WHEN p.late = 'topic' THEN ', w_.o_, w_.rk_, w_.rv_, w_.rh_, w_.ret_' ELSE '' END
+        || CASE WHEN p.window_type IN ('hopping', 'sliding') THEN ', greatest(w_.wm_, w_.c_) AS lim_' ELSE '' END);
+
+    -- Late records to the late-records topic, in offset order.
+    late_out := CASE WHEN p.late = 'topic'
+        THEN 'lt AS MATERIALIZED (SELECT count(@extschema@.produce($13, x.rk_, x.rv_, x.rh_, NULL, x.ret_)) AS n '
+             '  FROM (SELECT e.* FROM e WHERE e.in_ AND e.late_ ORDER BY e.p_, e.o_) AS x)'
+        ELSE 'lt AS (SELECT 0::bigint AS n)' END;
+
+    IF p.window_type = 'session' THEN
+        /*
+         * Sessions: the records that count ("r", each a session of one
+         * record), and the sessions in state that one of them reaches
+         * (within gap of its start or end, as Kafka Streams' findSessions)
+         * are laid on one line per group key and merged where they come
+         * within gap of each other (gaps and islands: a new session starts
+         * where a start is more than gap after every end before it).  The
+         * merged sessions replace the ones they absorbed: a merged session
+         * keeps the start of one of them (upserted) or deletes it.  Their
+         * rows in the sink go too ("gone": the absorbed sessions that were
+         * written, in full or as changes).
+         */
+        body := format($f$
+r AS (SELECT e.gk_, e.ts_ AS s_, e.ts_ AS e_ %1$s FROM e WHERE e.in_ AND NOT e.late_),
+o AS MATERIALIZED (SELECT w.* FROM %2$s AS w
+                    WHERE EXISTS (SELECT FROM r WHERE r.gk_ = w.group_key
+                                     AND r.s_ >= w.window_start - $8 AND r.s_ <= w.window_end + $8)),
+iv AS (SELECT r.* FROM r UNION ALL SELECT o.group_key, o.window_start, o.window_end %3$s FROM o),
+isl AS (SELECT y.*, count(*) FILTER (WHERE y.mx_ IS NULL OR y.s_ > y.mx_ + $8)
+                        OVER (PARTITION BY y.gk_ ORDER BY y.s_, y.e_ ROWS UNBOUNDED PRECEDING) AS i_
+          FROM (SELECT iv.*, max(iv.e_) OVER (PARTITION BY iv.gk_ ORDER BY iv.s_, iv.e_
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mx_
+                  FROM iv) AS y),
+agg AS (SELECT min(s_) AS ws_, max(e_) AS we_, gk_ %4$s FROM isl GROUP BY gk_, i_),
+gone AS (SELECT o.* FROM o WHERE NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key
+                                                AND agg.ws_ = o.window_start AND agg.we_ = o.window_end)),
+d AS (DELETE FROM %2$s AS w USING o
+       WHERE w.window_start = o.window_start AND w.group_key = o.group_key
+         AND NOT EXISTS (SELECT FROM agg WHERE agg.gk_ = o.group_key AND agg.ws_ = o.window_start)),
+u AS (INSERT INTO %2$s AS t (window_start, window_end, group_key %3$s, closed)
+      SELECT agg.*, agg.we_ + $8 + $12 < (SELECT ct.c_ FROM ct) FROM agg
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %5$s, closed = excluded.closed
+      RETURNING t.*),
+%6$s,$f$,
+            rv, windows, cols, comb, sets,
+            @extschema@._processor_emit_sql(p, '($11 OR u.closed)', '($11 OR gone.closed)'));
+    ELSIF p.window_type = 'sliding' THEN
+        body := @extschema@._processor_sliding_sql(p, partials, cols, sets);
+    ELSE
+        /*
+         * Tumbling and hopping windows: the batch's partials combine with
+         * the window rows.  A window is written to the sink as it changes
+         * (emit changes), or when it closes, or, closed already, when a late
+         * record updates it (late => 'update', within the retention).
+         */
+        body := format($f$
+a AS (%1$s),
+agg (window_start, window_end, group_key %4$s, closed) AS (
+    SELECT ws_, ws_ + $8, %5$s %2$s, ws_ + $8 + $12 <= (SELECT ct.c_ FROM ct) FROM a GROUP BY %6$s),$f$,
+            CASE WHEN p.size = p.advance
+                 THEN 'SELECT e.*, date_bin($10, e.ts_, ''1970-01-01 00:00:00+00'') AS ws_ FROM e WHERE e.in_ AND NOT e.late_'
+                 -- hopping: every multiple of advance in (ts - size, ts], a
+                 -- size that is no multiple of advance too
+                 ELSE 'SELECT e.*, w.ws_ FROM e, LATERAL generate_series(date_bin($10, e.ts_ - $8, ''1970-01-01 00:00:00+00''), '
+                      'date_bin($10, e.ts_, ''1970-01-01 00:00:00+00''), $10) AS w(ws_) '
+                      'WHERE e.in_ AND w.ws_ + $8 > e.ts_ AND NOT (w.ws_ + $8 + $9 <= e.lim_)' END,
+            partials, windows, cols, gk, gby);
+        IF p.time_mode = 'event' AND coalesce(p.retention, '0') = '0'
+           AND NOT (p.late = 'topic' AND p.late_topic IS NOT DISTINCT FROM p.sink_topic) THEN
+            /*
+             * Close in the step the windows that the step's own watermark
+             * closes, instead of writing them into the window rows for the
+             * closing statement to delete (most windows of a large step):
+             * "wl" is a lower bound of the watermark run_processor computes
+             * after this statement (the least over all partitions, active
+             * or idle, of the largest event time seen, this batch's
+             * included, minus max_out_of_orderness), NULL when it closes
+             * nothing new.  The batch's partials of the windows it closes
+             * ("cl") combine with their rows, deleted ("dc"), and are
+             * written as the closing statement would have written them
+             * (emit final: every window it closes; emit changes: those the
+             * batch changed); the other partials are upserted ("u0").  The
+             * closing statement then closes what the watermark passes
+             * beyond "wl" (usually nothing); windows close in the same
+             * order, in the same transaction.  Without a retention a
+             * closed window is deleted as it closes, so nothing else
+             * changes.
+             */
+            body := body || format($f$
+bm AS (SELECT pe.p_, pe.m_ FROM pe),
+wl AS (SELECT CASE WHEN x.w_ > (SELECT ct.c_ FROM ct) THEN x.w_ END AS w_
+         FROM (SELECT min(coalesce(greatest(prev.m_, bm.m_), '-infinity')) - $7 AS w_
+                 FROM pg_catalog.generate_series(0, $4 - 1) AS g(p_)
+                 LEFT JOIN prev ON prev.p_ = g.p_ LEFT JOIN bm ON bm.p_ = g.p_) AS x),
+cl AS (SELECT agg.* FROM agg, wl WHERE agg.window_end + $12 <= wl.w_),
+dc AS (DELETE FROM %1$s AS w USING wl
+        WHERE w.window_end + $12 <= wl.w_%8$s AND EXISTS (SELECT FROM wl WHERE wl.w_ IS NOT NULL) RETURNING w.*),
+u0 AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+       SELECT agg.* FROM agg, wl WHERE wl.w_ IS NULL OR agg.window_end + $12 > wl.w_
+       ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                   closed = t.closed OR excluded.closed%6$s),
+u (window_start, window_end, group_key %2$s, closed) AS (%7$s
+      SELECT coalesce(cl.window_start, dc.window_start), coalesce(cl.window_end, dc.window_end),
+             coalesce(cl.group_key, dc.group_key) %4$s, true
+        FROM cl FULL JOIN dc ON dc.window_start = cl.window_start AND dc.group_key = cl.group_key
+       WHERE cl.window_start IS NOT NULL OR NOT ($11 OR dc.closed)),
+%5$s,$f$,
+                windows, cols, merge, fmerge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL),
+                -- With emit final, what "u0" upserts is never written: its
+                -- windows are open (a record of a window the watermark
+                -- closed is late, and without a retention no closed window
+                -- stays in the state), so it returns nothing to write.
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'\n       RETURNING t.*' END,
+                CASE WHEN p.emit = 'final' THEN '' ELSE E'SELECT * FROM u0\n      UNION ALL' END,
+                @extschema@._processor_start_range(p, 'w', '(SELECT ct.c_ FROM ct)', 'wl.w_', '0'));
+        ELSE
+            body := body || format($f$
+u AS (INSERT INTO %1$s AS t (window_start, window_end, group_key %2$s, closed)
+      SELECT * FROM agg
+      ON CONFLICT (window_start, pg_catalog.jsonb_hash_extended(group_key, 0), group_key) DO UPDATE SET window_end = excluded.window_end %3$s,
+                  closed = t.closed OR excluded.closed
+      RETURNING t.*),
+%4$s,$f$,
+                windows, cols, merge,
+                @extschema@._processor_emit_sql(p, '($11 OR u.closed)', NULL));
+        END IF;
+    END IF;
+
+    RETURN head || body || format($f$
+%2$s,
+pu AS (INSERT INTO %1$s AS t (partition, max_event_time, last_record_at, records, late_records, null_time_records)
+       SELECT pe.p_, pe.m_, pg_catalog.now(), pe.n_, pe.l_, pe.z_ FROM pe
+       ON CONFLICT (partition) DO UPDATE
+          SET max_event_time = greatest(t.max_event_time, excluded.max_event_time),
+              last_record_at = excluded.last_record_at,
+              records = t.records + excluded.records,
+              late_records = t.late_records + excluded.late_records,
+              null_time_records = t.null_time_records + excluded.null_time_records)
+SELECT (SELECT coalesce(sum(pe.n_), 0)::bigint FROM pe) FROM so, lt$f$, progress, late_out);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._processor_step_sql(@extschema@.processor_catalog, text) IS
+'internal: the statement of one step of a processor over a batch of records';
