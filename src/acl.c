@@ -237,35 +237,51 @@ typedef struct ElGateCache
 	bool		moves_group;	/* poll, poll_binary, commit or seek */
 } ElGateCache;
 
+/*
+ * The body of the gate function fn_oid: "_" + its name, in its schema,
+ * with its arguments.  *name is the gate's own name (palloc'd in cxt),
+ * *nargs its number of arguments.  Also used by the processors' gate
+ * (processor_owner.c).
+ */
+Oid
+el_gate_body(Oid fn_oid, MemoryContext cxt, char **name, int *nargs)
+{
+	HeapTuple	tup;
+	Form_pg_proc proc;
+	List	   *qualified;
+	Oid			body;
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn_oid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", fn_oid);
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	qualified = list_make2(makeString(get_namespace_name(proc->pronamespace)),
+						   makeString(psprintf("_%s", NameStr(proc->proname))));
+	body = LookupFuncName(qualified, proc->pronargs, proc->proargtypes.values, false);
+	*name = MemoryContextStrdup(cxt, NameStr(proc->proname));
+	*nargs = proc->pronargs;
+	ReleaseSysCache(tup);
+	return body;
+}
+
 static ElGateCache *
 el_gate_lookup(FunctionCallInfo fcinfo)
 {
 	ElGateCache *cache = (ElGateCache *) fcinfo->flinfo->fn_extra;
-	HeapTuple	tup;
-	Form_pg_proc proc;
-	char	   *implname;
-	List	   *qualified;
+	char	   *name;
+	int			nargs;
 	Oid			impl;
 
 	if (cache != NULL)
 		return cache;
 
-	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
-	proc = (Form_pg_proc) GETSTRUCT(tup);
-	implname = psprintf("_%s", NameStr(proc->proname));
-	qualified = list_make2(makeString(get_namespace_name(proc->pronamespace)),
-						   makeString(implname));
-	impl = LookupFuncName(qualified, proc->pronargs, proc->proargtypes.values, false);
-
+	impl = el_gate_body(fcinfo->flinfo->fn_oid, fcinfo->flinfo->fn_mcxt, &name, &nargs);
 	cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ElGateCache));
-	cache->nargs = proc->pronargs;
-	cache->moves_group = (strcmp(NameStr(proc->proname), "poll") == 0 ||
-						  strcmp(NameStr(proc->proname), "poll_binary") == 0 ||
-						  strcmp(NameStr(proc->proname), "commit") == 0 ||
-						  strcmp(NameStr(proc->proname), "seek") == 0);
-	ReleaseSysCache(tup);
+	cache->nargs = nargs;
+	cache->moves_group = (strcmp(name, "poll") == 0 ||
+						  strcmp(name, "poll_binary") == 0 ||
+						  strcmp(name, "commit") == 0 ||
+						  strcmp(name, "seek") == 0);
 	fmgr_info_cxt(impl, &cache->impl, fcinfo->flinfo->fn_mcxt);
 	fcinfo->flinfo->fn_extra = cache;
 	return cache;

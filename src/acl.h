@@ -18,6 +18,7 @@ typedef enum ElPrivilege
 } ElPrivilege;
 
 extern Oid	el_caller(void);
+extern Oid	el_gate_body(Oid fn_oid, MemoryContext cxt, char **name, int *nargs);
 extern bool el_topic_allows(ElTopic *topic, Oid role, ElPrivilege priv);
 extern void el_require_topic_privilege(ElTopic *topic, Oid role, ElPrivilege priv);
 

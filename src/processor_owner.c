@@ -34,20 +34,15 @@
  */
 #include "pg_eventlog.h"
 
-#include "access/htup_details.h"
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/portal.h"
-#include "utils/syscache.h"
 
+#include "acl.h"
 #include "processors.h"
 
 PG_FUNCTION_INFO_V1(el_processor_owner_gate);
@@ -81,27 +76,15 @@ static ElOwnerGateCache *
 el_owner_gate_lookup(FunctionCallInfo fcinfo)
 {
 	ElOwnerGateCache *cache = (ElOwnerGateCache *) fcinfo->flinfo->fn_extra;
-	HeapTuple	tup;
-	Form_pg_proc proc;
-	List	   *qualified;
 	Oid			body;
 
 	if (cache != NULL)
 		return cache;
 
-	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
-	proc = (Form_pg_proc) GETSTRUCT(tup);
-	qualified = list_make2(makeString(get_namespace_name(proc->pronamespace)),
-						   makeString(psprintf("_%s", NameStr(proc->proname))));
-	body = LookupFuncName(qualified, proc->pronargs, proc->proargtypes.values, false);
-
 	cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ElOwnerGateCache));
-	cache->nargs = proc->pronargs;
-	cache->name = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, NameStr(proc->proname));
+	body = el_gate_body(fcinfo->flinfo->fn_oid, fcinfo->flinfo->fn_mcxt,
+						&cache->name, &cache->nargs);
 	cache->windows = strcmp(cache->name, "processor_windows") == 0;
-	ReleaseSysCache(tup);
 	fmgr_info_cxt(body, &cache->body, fcinfo->flinfo->fn_mcxt);
 	fcinfo->flinfo->fn_extra = cache;
 	return cache;
