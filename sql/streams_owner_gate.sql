@@ -57,6 +57,11 @@ BEGIN
         END;
     WHEN 'constraints' THEN
         SET CONSTRAINTS ALL DEFERRED;
+    WHEN 'cursor_current_of' THEN
+        -- WHERE CURRENT OF finds a cursor by name and reads its position,
+        -- whatever its status
+        EXECUTE format('UPDATE public.gate_marks SET who = current_user WHERE CURRENT OF %I',
+                       current_setting('gate.cursor'));
     WHEN 'cursor_list' THEN
         IF EXISTS (SELECT FROM pg_cursors WHERE name = current_setting('gate.cursor')) THEN
             RAISE EXCEPTION 'the caller''s cursor is listed';
@@ -198,6 +203,23 @@ SET LOCAL gate.cursor = 'gate_cursor';
 SELECT a AS attack, gate_try(a) AS result FROM unnest(ARRAY['cursor_read', 'cursor_swap', 'cursor_list']) AS a;
 FETCH ALL FROM gate_cursor;
 COMMIT;
+-- Nor update or delete the row a cursor of the caller's is on (WHERE
+-- CURRENT OF), in a table it may update but not read.
+CREATE TABLE gate_marks (id int, who text);
+INSERT INTO gate_marks VALUES (1, NULL), (2, NULL);
+GRANT UPDATE ON gate_marks TO gate_owner;
+SELECT count(*) FROM eventlog.produce_batch('gate', ARRAY['h'], ARRAY['{}']::jsonb[],
+    event_time => ARRAY['2026-01-01 00:00:44+00']::timestamptz[]);
+BEGIN;
+DECLARE gate_mark_cursor CURSOR FOR SELECT id FROM gate_marks WHERE id = 2;
+FETCH 1 FROM gate_mark_cursor;
+SET LOCAL gate.cursor = 'gate_mark_cursor';
+SELECT gate_try('cursor_current_of');
+-- the caller's own, after the call
+UPDATE gate_marks SET who = 'caller' WHERE CURRENT OF gate_mark_cursor;
+SELECT id, who FROM gate_marks ORDER BY id;
+COMMIT;
+DROP TABLE gate_marks;
 DO $$
 DECLARE
     r record;

@@ -61,6 +61,7 @@ typedef struct ElShieldedPortal
 {
 	Portal		portal;
 	PortalStatus status;
+	PortalStrategy strategy;
 	bool		visible;
 } ElShieldedPortal;
 
@@ -247,7 +248,11 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 		/*
 		 * Active: PostgreSQL refuses to run (FETCH, MOVE) or drop (CLOSE)
 		 * an active portal, so a new one cannot take its name either; the
-		 * caller's running portals are active already.
+		 * caller's running portals are active already.  WHERE CURRENT OF
+		 * looks a portal up by name whatever its status, and reads the
+		 * row it is on if its strategy is PORTAL_ONE_SELECT: another
+		 * strategy makes it refuse (nothing else reads the strategy of a
+		 * portal no one can run or drop).
 		 */
 		foreach(lc, cursors)
 		{
@@ -257,9 +262,11 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 				continue;
 			shielded[nshielded].portal = portal;
 			shielded[nshielded].status = portal->status;
+			shielded[nshielded].strategy = portal->strategy;
 			shielded[nshielded].visible = portal->visible;
 			nshielded++;
 			portal->status = PORTAL_ACTIVE;
+			portal->strategy = PORTAL_MULTI_QUERY;
 			portal->visible = false;
 		}
 		result = FunctionCallInvoke(body_fcinfo);
@@ -270,6 +277,7 @@ el_processor_owner_gate(PG_FUNCTION_ARGS)
 		for (i = 0; i < nshielded; i++)
 		{
 			shielded[i].portal->status = shielded[i].status;
+			shielded[i].portal->strategy = shielded[i].strategy;
 			shielded[i].portal->visible = shielded[i].visible;
 		}
 		el_gate_processor = 0;
